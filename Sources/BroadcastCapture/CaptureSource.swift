@@ -1,0 +1,1 @@
+// Capture sources: see the individual source files.

@@ -1,0 +1,22 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Nanosecond timestamps on a source clock; live sources use CLOCK_MONOTONIC.
+public enum MediaTime {
+    public static let nanosPerSecond: Int64 = 1_000_000_000
+
+    /// The current CLOCK_MONOTONIC time in nanoseconds.
+    @inline(__always)
+    public static func now() -> Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Int64(ts.tv_sec) * nanosPerSecond + Int64(ts.tv_nsec)
+    }
+
+    /// Converts nanoseconds to whole milliseconds, rounding to nearest.
+    @inline(__always)
+    public static func millis(_ ns: Int64) -> Int64 {
+        ns >= 0 ? (ns + 500_000) / 1_000_000 : -((-ns + 500_000) / 1_000_000)
+    }
+}

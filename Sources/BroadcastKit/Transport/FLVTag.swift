@@ -1,0 +1,28 @@
+/// FLV tag types (FLV 10.1 §E.4.1).
+public enum FLVTagType: UInt8, Sendable {
+    case audio = 8
+    case video = 9
+    case scriptData = 18
+}
+
+/// One FLV tag body with its type and timestamp, borrowed for the duration of a write.
+///
+/// The body is exactly what an RTMP message carries; file sinks add the 11-byte tag header
+/// and the 4-byte PreviousTagSize themselves.
+public struct FLVTag: @unchecked Sendable {
+    public var type: FLVTagType
+    public var timestampMs: UInt32
+    public var body: UnsafeRawBufferPointer
+    public var isKeyframe: Bool
+    /// Sequence headers and metadata: resent on reconnect, never dropped.
+    public var isHeader: Bool
+
+    public init(type: FLVTagType, timestampMs: UInt32, body: UnsafeRawBufferPointer,
+                isKeyframe: Bool = false, isHeader: Bool = false) {
+        self.type = type
+        self.timestampMs = timestampMs
+        self.body = body
+        self.isKeyframe = isKeyframe
+        self.isHeader = isHeader
+    }
+}

@@ -1,0 +1,37 @@
+/// Where a destination's sender thread writes tags: an RTMP publisher or an FLV file.
+///
+/// All calls come from that destination's single sender thread.
+public protocol TagSink: AnyObject {
+    /// Human-readable destination with secrets redacted (safe for logs).
+    var displayName: String { get }
+    /// Connects or opens. Throws `TransportError`.
+    func open() throws
+    /// Writes one tag. Throws `TransportError` when the destination failed.
+    func write(_ tag: FLVTag) throws
+    /// Flushes and closes; safe to call twice.
+    func close()
+}
+
+/// Transport failures, each mapped to a CLI exit code.
+public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// TCP connect or RTMP handshake failed (exit 3 at start, reconnect while streaming).
+    case connectFailed(String)
+    /// The server refused the stream key or app (exit 3, never retried).
+    case publishRejected(String)
+    /// TLS verification failed (exit 3).
+    case tlsRejected(String)
+    /// A write failed after publishing started.
+    case writeFailed(String)
+    /// A file could not be opened or written.
+    case fileError(String)
+
+    public var description: String {
+        switch self {
+        case .connectFailed(let s): return "could not connect: \(s)"
+        case .publishRejected(let s): return "stream key or app rejected by server: \(s)"
+        case .tlsRejected(let s): return "TLS verification failed: \(s)"
+        case .writeFailed(let s): return "write failed: \(s)"
+        case .fileError(let s): return "file error: \(s)"
+        }
+    }
+}

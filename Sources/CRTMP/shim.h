@@ -1,0 +1,2 @@
+#include <librtmp/rtmp.h>
+#include <librtmp/log.h>

@@ -1,0 +1,2 @@
+#include <vo-aacenc/voAAC.h>
+#include <vo-aacenc/cmnMemory.h>
