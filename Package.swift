@@ -15,6 +15,10 @@ let package = Package(
         .systemLibrary(name: "CRTMP", pkgConfig: "librtmp", providers: [.apt(["librtmp-dev"])]),
         .systemLibrary(name: "CYUV", providers: [.apt(["libyuv-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
+        .systemLibrary(name: "CPipeWire", pkgConfig: "libpipewire-0.3", providers: [.apt(["libpipewire-0.3-dev"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // C glue for PipeWire/SPA, whose POD builder API is macro-only.
+        .target(name: "CPipeWireShim", dependencies: ["CPipeWire"]),
         // Small C shims for APIs that are macro-only or variadic (x264_encoder_open, opus_encoder_ctl),
         // and for process-level knobs (mallopt).
         .target(name: "CShims", dependencies: ["CX264", "COpus", "CRTMP"]),
@@ -25,7 +29,7 @@ let package = Package(
         ),
         .target(
             name: "BroadcastCapture",
-            dependencies: ["BroadcastKit"],
+            dependencies: ["BroadcastKit", "CPipeWire", "CPipeWireShim", "CSystemd"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
@@ -33,6 +37,8 @@ let package = Package(
             dependencies: ["BroadcastKit", "BroadcastCapture"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // Test-only PipeWire producer: a synthetic BGRx screen with a frame counter in the pixels.
+        .executableTarget(name: "pw-test-screen", dependencies: ["CPipeWire", "CPipeWireShim"]),
         .testTarget(name: "BroadcastKitTests", dependencies: ["BroadcastKit"]),
         .testTarget(name: "BroadcastCaptureTests", dependencies: ["BroadcastCapture"]),
     ]

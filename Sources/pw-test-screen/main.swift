@@ -1,0 +1,2 @@
+import CPipeWire
+print("pw-test-screen: not yet written")
