@@ -1,0 +1,8 @@
+import Testing
+@testable import BroadcastCapture
+
+@Test func captureErrorDescribesItself() {
+    let e = CaptureError(.badInput, "y4m: missing header")
+    #expect(e.description == "y4m: missing header")
+    #expect(e.kind == .badInput)
+}
