@@ -1,0 +1,180 @@
+import Glibc
+import Synchronization
+
+/// A `TagSink` that writes a standard FLV file with plain `open`/`writev` (no buffering
+/// layer): one `writev` per tag, so a tag is either complete on disk or cut back off.
+///
+/// On a write error (ENOSPC, EIO, ...) the file is truncated back to the end of the last
+/// complete tag, closed, and `TransportError.fileError` is thrown once; later writes are
+/// ignored so the file stays a valid FLV. Every `dropCacheInterval` bytes the written range
+/// is synced and dropped from the page cache, which is charged to the memory cgroup.
+///
+/// `open`/`write`/`close` come from one sender thread; `bytesWritten` may be read anywhere.
+public final class FLVFileSink: TagSink, @unchecked Sendable {
+    public let path: String
+    public let hasAudio: Bool
+    public let hasVideo: Bool
+    public let dropCacheInterval: Int
+
+    public var displayName: String { path }
+    /// Bytes of complete tags (and the file header) on disk.
+    public var bytesWritten: Int { committed.load(ordering: .relaxed) }
+    /// True after a write error closed the file; later writes are ignored.
+    public var hasFailed: Bool { failed.load(ordering: .relaxed) }
+
+    private var fd: Int32 = -1
+    private let committed = Atomic<Int>(0)
+    private let failed = Atomic<Bool>(false)
+    private var syncedUpTo = 0
+    /// 11-byte tag header + 4-byte PreviousTagSize, reused for every tag.
+    private let scratch: UnsafeMutableRawBufferPointer
+
+    static let fileHeaderSize = 9
+    static let tagHeaderSize = 11
+    /// AMF0 "@setDataFrame": 02 00 0D + 13 bytes.
+    static let setDataFramePrefix: [UInt8] = [0x02, 0x00, 0x0D] + Array("@setDataFrame".utf8)
+
+    /// - Parameters:
+    ///   - path: file to create or truncate.
+    ///   - hasAudio/hasVideo: FLV header TypeFlags.
+    ///   - dropCacheInterval: bytes between fdatasync + POSIX_FADV_DONTNEED (default 4 MB).
+    public init(path: String, hasAudio: Bool = true, hasVideo: Bool = true,
+                dropCacheInterval: Int = 4 << 20) {
+        self.path = path
+        self.hasAudio = hasAudio
+        self.hasVideo = hasVideo
+        self.dropCacheInterval = max(dropCacheInterval, 64 << 10)
+        scratch = .allocate(byteCount: 16, alignment: 8)
+    }
+
+    deinit {
+        close()
+        scratch.deallocate()
+    }
+
+    public func open() throws {
+        close()
+        failed.store(false, ordering: .relaxed)
+        committed.store(0, ordering: .relaxed)
+        syncedUpTo = 0
+        let f = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        if f < 0 { throw TransportError.fileError("\(path): open failed: \(Self.errnoText())") }
+        fd = f
+        // FLV header: 'FLV', version 1, TypeFlags, DataOffset 9; then PreviousTagSize0 = 0.
+        var header: [UInt8] = [0x46, 0x4C, 0x56, 0x01,
+                               (hasAudio ? 0x04 : 0) | (hasVideo ? 0x01 : 0),
+                               0, 0, 0, 9, 0, 0, 0, 0]
+        let ok = header.withUnsafeMutableBytes { buf -> Bool in
+            var iov = iovec(iov_base: buf.baseAddress, iov_len: buf.count)
+            return writeFully(&iov, count: 1, total: buf.count)
+        }
+        if !ok { throw fail() }
+        committed.store(header.count, ordering: .relaxed)
+    }
+
+    public func write(_ tag: FLVTag) throws {
+        guard fd >= 0, !failed.load(ordering: .relaxed) else { return }
+        var body = tag.body
+        if tag.type == .scriptData { body = Self.strippingSetDataFrame(body) }
+        let bodySize = body.count
+        guard bodySize <= 0xFF_FFFF else {
+            throw TransportError.fileError("\(path): tag body of \(bodySize) bytes exceeds FLV's 16 MB limit")
+        }
+        let ts = tag.timestampMs
+        let h = scratch
+        h[0] = tag.type.rawValue
+        h[1] = UInt8(truncatingIfNeeded: bodySize >> 16)
+        h[2] = UInt8(truncatingIfNeeded: bodySize >> 8)
+        h[3] = UInt8(truncatingIfNeeded: bodySize)
+        h[4] = UInt8(truncatingIfNeeded: ts >> 16)
+        h[5] = UInt8(truncatingIfNeeded: ts >> 8)
+        h[6] = UInt8(truncatingIfNeeded: ts)
+        h[7] = UInt8(truncatingIfNeeded: ts >> 24) // TimestampExtended
+        h[8] = 0; h[9] = 0; h[10] = 0              // StreamID
+        let previousTagSize = UInt32(Self.tagHeaderSize + bodySize)
+        h[11] = UInt8(truncatingIfNeeded: previousTagSize >> 24)
+        h[12] = UInt8(truncatingIfNeeded: previousTagSize >> 16)
+        h[13] = UInt8(truncatingIfNeeded: previousTagSize >> 8)
+        h[14] = UInt8(truncatingIfNeeded: previousTagSize)
+
+        let total = Self.tagHeaderSize + bodySize + 4
+        let ok = withUnsafeTemporaryAllocation(of: iovec.self, capacity: 3) { iov -> Bool in
+            iov[0] = iovec(iov_base: h.baseAddress, iov_len: Self.tagHeaderSize)
+            iov[1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress), iov_len: bodySize)
+            iov[2] = iovec(iov_base: h.baseAddress! + Self.tagHeaderSize, iov_len: 4)
+            return writeFully(iov.baseAddress!, count: 3, total: total)
+        }
+        if !ok { throw fail() }
+        let end = committed.load(ordering: .relaxed) + total
+        committed.store(end, ordering: .relaxed)
+        if end - syncedUpTo >= dropCacheInterval { dropWrittenPages(upTo: end) }
+    }
+
+    public func close() {
+        guard fd >= 0 else { return }
+        dropWrittenPages(upTo: committed.load(ordering: .relaxed))
+        _ = Glibc.close(fd)
+        fd = -1
+    }
+
+    // MARK: - Internals
+
+    /// Body without a leading AMF0 "@setDataFrame" string: files carry onMetaData directly.
+    static func strippingSetDataFrame(_ body: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        let prefix = setDataFramePrefix
+        guard body.count >= prefix.count else { return body }
+        for i in 0..<prefix.count where body[i] != prefix[i] { return body }
+        return UnsafeRawBufferPointer(rebasing: body[prefix.count...])
+    }
+
+    /// writev until `total` bytes are out, resuming after partial writes and EINTR.
+    private func writeFully(_ iov: UnsafeMutablePointer<iovec>, count: Int, total: Int) -> Bool {
+        var remaining = total
+        var first = 0
+        while remaining > 0 {
+            let n = writev(fd, iov + first, Int32(count - first))
+            if n < 0 {
+                if errno == EINTR { continue }
+                return false
+            }
+            if n == 0 { errno = EIO; return false }
+            remaining -= n
+            var advance = n
+            while first < count && advance >= iov[first].iov_len {
+                advance -= iov[first].iov_len
+                first += 1
+            }
+            if first < count && advance > 0 {
+                iov[first].iov_base = iov[first].iov_base.map { $0 + advance }
+                iov[first].iov_len -= advance
+            }
+        }
+        return true
+    }
+
+    /// Cuts the file back to the last complete tag, closes it and builds the error.
+    private func fail() -> TransportError {
+        let reason = Self.errnoText()
+        failed.store(true, ordering: .relaxed)
+        let keep = committed.load(ordering: .relaxed)
+        if fd >= 0 {
+            _ = ftruncate(fd, off_t(keep))
+            _ = Glibc.close(fd)
+            fd = -1
+        }
+        return .fileError("\(path): write failed after \(keep) bytes, file kept valid: \(reason)")
+    }
+
+    private func dropWrittenPages(upTo end: Int) {
+        guard end > syncedUpTo else { return }
+        // Dirty pages cannot be dropped: write them back first.
+        _ = fdatasync(fd)
+        _ = posix_fadvise(fd, off_t(syncedUpTo), off_t(end - syncedUpTo), POSIX_FADV_DONTNEED)
+        syncedUpTo = end
+    }
+
+    private static func errnoText() -> String {
+        let code = errno
+        return String(cString: strerror(code)) + " (errno \(code))"
+    }
+}

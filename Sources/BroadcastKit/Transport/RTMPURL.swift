@@ -1,0 +1,114 @@
+/// Why an RTMP URL could not be used. Messages never contain the stream key.
+public enum RTMPURLError: Error, Sendable, Equatable, CustomStringConvertible {
+    case empty
+    case unsupportedScheme(String)
+    case missingHost
+    case invalidPort(String)
+    case missingApp
+    case credentialsNotSupported
+
+    public var description: String {
+        switch self {
+        case .empty: return "RTMP URL is empty"
+        case .unsupportedScheme(let s): return "unsupported URL scheme '\(s)' (expected rtmp:// or rtmps://)"
+        case .missingHost: return "RTMP URL has no host"
+        case .invalidPort(let p): return "RTMP URL has an invalid port '\(p)'"
+        case .missingApp: return "RTMP URL has no application path (e.g. rtmp://host/live)"
+        case .credentialsNotSupported: return "user:password@ in RTMP URLs is not supported"
+        }
+    }
+}
+
+/// A parsed `rtmp://host[:port]/app[/streamKey]` or `rtmps://...` URL.
+///
+/// The first path segment is the application; anything after it is the stream key.
+/// `redacted` is the only form that may appear in messages.
+public struct RTMPURL: Sendable, Equatable {
+    public enum Scheme: String, Sendable {
+        case rtmp, rtmps
+        public var defaultPort: Int { self == .rtmp ? 1935 : 443 }
+    }
+
+    public var scheme: Scheme
+    public var host: String
+    /// Explicit or default port (1935 for rtmp, 443 for rtmps).
+    public var port: Int
+    public var hasExplicitPort: Bool
+    public var app: String
+    /// The stream key, or `nil` when the URL ends at the application.
+    public var streamKey: String?
+
+    /// Parses `url`. Throws `RTMPURLError` with a message that does not echo the key.
+    public init(parsing url: String) throws(RTMPURLError) {
+        if url.isEmpty { throw .empty }
+        guard let schemeEnd = url.firstRange(of: "://") else { throw .unsupportedScheme(String(url.prefix(8))) }
+        let schemeText = String(url[..<schemeEnd.lowerBound]).lowercased()
+        guard let scheme = Scheme(rawValue: schemeText) else { throw .unsupportedScheme(schemeText) }
+        self.scheme = scheme
+
+        let rest = url[schemeEnd.upperBound...]
+        let authority = rest.prefix { $0 != "/" }
+        let path = rest.dropFirst(authority.count)
+        if authority.contains("@") { throw .credentialsNotSupported }
+
+        var hostPart = Substring(authority)
+        var portText: Substring? = nil
+        if authority.hasPrefix("[") {
+            // IPv6 literal: [addr] or [addr]:port
+            guard let close = authority.firstIndex(of: "]") else { throw .missingHost }
+            hostPart = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw .invalidPort(String(after)) }
+                portText = after.dropFirst()
+            }
+        } else if let colon = authority.lastIndex(of: ":") {
+            hostPart = authority[..<colon]
+            portText = authority[authority.index(after: colon)...]
+        }
+        if hostPart.isEmpty { throw .missingHost }
+        self.host = String(hostPart)
+        if let portText {
+            guard let p = Int(portText), p > 0, p <= 65535 else { throw .invalidPort(String(portText)) }
+            self.port = p
+            self.hasExplicitPort = true
+        } else {
+            self.port = scheme.defaultPort
+            self.hasExplicitPort = false
+        }
+
+        let segments = path.drop { $0 == "/" }
+        let appPart = segments.prefix { $0 != "/" }
+        if appPart.isEmpty { throw .missingApp }
+        self.app = String(appPart)
+        let keyPart = segments.dropFirst(appPart.count).drop { $0 == "/" }
+        self.streamKey = keyPart.isEmpty ? nil : String(keyPart)
+    }
+
+    /// Parses `url` and, when `streamKey` is not empty, uses it as the key. A path after the
+    /// application in `url` is then kept as part of the application (app instance).
+    public init(url: String, streamKey: String) throws(RTMPURLError) {
+        try self.init(parsing: url)
+        if !streamKey.isEmpty {
+            if let existing = self.streamKey { app += "/" + existing }
+            self.streamKey = streamKey
+        }
+    }
+
+    private var base: String {
+        let hostText = host.contains(":") ? "[\(host)]" : host
+        let portText = hasExplicitPort ? ":\(port)" : ""
+        return "\(scheme.rawValue)://\(hostText)\(portText)/\(app)"
+    }
+
+    /// The complete URL including the key, for librtmp only. Never log it.
+    public var fullURL: String {
+        guard let streamKey else { return base }
+        return base + "/" + streamKey
+    }
+
+    /// The URL with the key replaced by "****": safe for every message.
+    public var redacted: String {
+        streamKey == nil ? base : base + "/****"
+    }
+}
