@@ -1,0 +1,19 @@
+/// A tiny seeded PRNG (SplitMix64) so impairments such as timestamp jitter are reproducible.
+struct SplitMix64: RandomNumberGenerator, Sendable {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+
+    /// Uniform in [-1, 1).
+    mutating func nextSigned() -> Double {
+        Double(next() >> 11) * (1.0 / 9_007_199_254_740_992.0) * 2 - 1
+    }
+}
