@@ -240,6 +240,18 @@ def check(report: Report, args: argparse.Namespace) -> list[str]:
     return failures
 
 
+def verify(path: str, **expect) -> tuple[Report, list[str]]:
+    """Library entry for tests: probe `path` and check keyword expectations named like the
+    CLI flags (expect_frames=300, tolerance=3, expect_audio_codec="aac", ...)."""
+    args = parse_args([path])
+    for key, value in expect.items():
+        if not hasattr(args, key):
+            raise TypeError(f"unknown expectation: {key}")
+        setattr(args, key, value)
+    report = probe(path)
+    return report, check(report, args)
+
+
 def format_text(report: Report) -> str:
     d = report.to_dict()
     lines = [f"file: {report.path}"]

@@ -1,0 +1,236 @@
+"""Shared fixtures for the integration tests (Python unittest, run by scripts/test).
+
+- start_ingest(port=None): a private nginx-rtmp ingest (via scripts/ingest) on a free port,
+  in its own temp dir; .port, .url, .rec_dir, .recording(key), .stop() (by pid).
+- free_port(): a TCP port on 127.0.0.1 nobody listens on right now.
+- run_broadcast(args, env=None, timeout=60, stdin=None): run the real CLI binary and
+  capture stdout/stderr/exit code/wall time.
+- Key-leak check: new_key() registers every stream key a test uses (module-level
+  KEYS_USED); assert_no_key_leak(texts=..., files=...) fails if any of them appears.
+- BroadcastTestCase: a TestCase whose run_broadcast() output and registered files are
+  checked for key leaks automatically after each test.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TOOLS_DIR = REPO_ROOT / "tools"
+INGEST_SCRIPT = REPO_ROOT / "scripts" / "ingest"
+BROADCAST_BIN = Path(os.environ.get("BROADCAST_BIN", REPO_ROOT / ".build" / "release" / "broadcast"))
+
+if str(TOOLS_DIR) not in sys.path:
+    sys.path.insert(0, str(TOOLS_DIR))
+import probe_recording  # noqa: E402  (tools/ is not a package)
+
+# Variables that would change which key/URL the CLI uses; tests start from a clean slate.
+_CLI_ENV_VARS = ("STREAM_KEY", "BROADCAST_URL")
+
+# Every stream key handed out in this process. Nothing we capture may contain any of them.
+KEYS_USED: set[str] = set()
+
+
+def new_key(prefix: str = "sk_live_") -> str:
+    """A distinctive random stream key, registered for the leak check."""
+    key = prefix + secrets.token_hex(12)
+    KEYS_USED.add(key)
+    return key
+
+
+def find_key_leaks(texts=(), files=()) -> list[str]:
+    """Descriptions of every place a registered key shows up (empty list = no leak)."""
+    leaks = []
+    blobs = [(f"text #{i}", t.encode() if isinstance(t, str) else bytes(t))
+             for i, t in enumerate(texts) if t]
+    for f in files:
+        p = Path(f)
+        if p.is_file():
+            blobs.append((str(p), p.read_bytes()))
+    for key in sorted(KEYS_USED):
+        needle = key.encode()
+        # Also catch the key's distinctive random part printed without its prefix.
+        tail = needle[-16:]
+        for name, data in blobs:
+            if needle in data or tail in data:
+                leaks.append(f"stream key leaked in {name}")
+    return leaks
+
+
+def assert_no_key_leak(testcase: unittest.TestCase, texts=(), files=()) -> None:
+    leaks = find_key_leaks(texts, files)
+    testcase.assertEqual(leaks, [], "stream key must never be printed or logged")
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that was free a moment ago (bind to 0 and release)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def clean_env(extra: dict | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in _CLI_ENV_VARS}
+    if extra:
+        env.update(extra)
+    return env
+
+
+@dataclass
+class Ingest:
+    """A running nginx-rtmp ingest started through scripts/ingest."""
+
+    port: int
+    dir: Path
+    owns_dir: bool = True
+
+    @property
+    def rec_dir(self) -> Path:
+        return self.dir / "rec"
+
+    @property
+    def url(self) -> str:
+        return f"rtmp://127.0.0.1:{self.port}/live"
+
+    def recording(self, key: str) -> Path:
+        return self.rec_dir / f"{key}.flv"
+
+    def wait_recording(self, key: str, timeout: float = 5.0) -> Path:
+        """Wait until the recording exists and its size has stopped changing."""
+        path = self.recording(key)
+        deadline = time.monotonic() + timeout
+        last = -1
+        while time.monotonic() < deadline:
+            size = path.stat().st_size if path.exists() else -1
+            if size > 0 and size == last:
+                return path
+            last = size
+            time.sleep(0.3)
+        return path
+
+    def error_log(self) -> str:
+        p = self.dir / "error.log"
+        return p.read_text(errors="replace") if p.exists() else ""
+
+    def stop(self) -> None:
+        subprocess.run([str(INGEST_SCRIPT), "stop", "--dir", str(self.dir)],
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=30)
+
+    def cleanup(self) -> None:
+        self.stop()
+        if self.owns_dir and not os.environ.get("KEEP_TEST_DIRS"):
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def start_ingest(port: int | None = None, directory: str | Path | None = None) -> Ingest:
+    """Start a private ingest; retries on another free port if one was grabbed meanwhile."""
+    owns = directory is None
+    d = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="bcast-ingest-"))
+    last_err = ""
+    for _ in range(3):
+        p = port or free_port()
+        r = subprocess.run([str(INGEST_SCRIPT), "start", "--port", str(p), "--dir", str(d)],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode == 0:
+            return Ingest(port=p, dir=d, owns_dir=owns)
+        last_err = r.stderr.strip()
+        if port:
+            break
+    raise RuntimeError(f"could not start ingest: {last_err}")
+
+
+@dataclass
+class RunResult:
+    args: list[str]
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+    timed_out: bool = False
+
+    def describe(self) -> str:
+        return (f"exit {self.returncode} after {self.seconds:.1f} s"
+                f"{' (TIMED OUT)' if self.timed_out else ''}\n"
+                f"--- stderr (tail) ---\n{self.stderr[-2000:]}\n--- stdout (tail) ---\n{self.stdout[-1000:]}")
+
+    def stderr_lines(self) -> list[str]:
+        return [line for line in self.stderr.splitlines() if line.strip()]
+
+
+def run_broadcast(args, env: dict | None = None, timeout: float = 60,
+                  stdin=None, input_bytes: bytes | None = None) -> RunResult:
+    """Run the CLI with `args`; env is added to a copy of os.environ without STREAM_KEY/BROADCAST_URL.
+    stdin: a file object / fd to read from (e.g. another process's stdout)."""
+    if not BROADCAST_BIN.exists():
+        raise AssertionError(f"{BROADCAST_BIN} not built (run scripts/build)")
+    argv = [str(BROADCAST_BIN), *map(str, args)]
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, env=clean_env(env), cwd=REPO_ROOT,
+                            stdin=stdin if stdin is not None else (subprocess.PIPE if input_bytes is not None
+                                                                   else subprocess.DEVNULL),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    timed_out = False
+    try:
+        out, err = proc.communicate(input=input_bytes, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        proc.kill()
+        out, err = proc.communicate()
+    return RunResult(argv, proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"),
+                     time.monotonic() - start, timed_out)
+
+
+class BroadcastTestCase(unittest.TestCase):
+    """Base class: tracks every run's output and registered files, checks them for key leaks."""
+
+    def setUp(self) -> None:
+        super().setUp()
+        self._captured_texts: list[str] = []
+        self._captured_files: list[Path] = []
+        self.tmp = Path(tempfile.mkdtemp(prefix="bcast-test-"))
+        self.addCleanup(self._cleanup_tmp)
+        # Registered last so it runs first among cleanups, while files still exist.
+        self.addCleanup(self._check_leaks)
+
+    def _cleanup_tmp(self) -> None:
+        if not os.environ.get("KEEP_TEST_DIRS"):
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _check_leaks(self) -> None:
+        assert_no_key_leak(self, self._captured_texts, self._captured_files)
+
+    def track_file(self, path: Path | str) -> Path:
+        """Register a file this test produced (stats, logs) for the key-leak check."""
+        p = Path(path)
+        self._captured_files.append(p)
+        return p
+
+    def run_broadcast(self, args, env=None, timeout=60, **kw) -> RunResult:
+        r = run_broadcast(args, env=env, timeout=timeout, **kw)
+        self._captured_texts += [r.stdout, r.stderr]
+        return r
+
+    def assertRecordingOK(self, path: Path, **expect) -> "probe_recording.Report":
+        """Decode `path` with PyAV and assert the expectations (see probe_recording.verify)."""
+        self.assertTrue(path.exists() and path.stat().st_size > 0, f"no recording at {path}")
+        report, failures = probe_recording.verify(str(path), **expect)
+        self.assertEqual(failures, [], f"PyAV verdict on {path.name}:\n{probe_recording.format_text(report)}")
+        return report
+
+
+def ffprobe_json(path: Path) -> tuple[dict, str]:
+    """ffprobe -v error -count_frames -show_streams -show_packets -of json; returns (json, stderr)."""
+    import json
+    r = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-show_streams", "-show_packets",
+                        "-of", "json", str(path)], capture_output=True, text=True, timeout=120)
+    return (json.loads(r.stdout) if r.stdout.strip() else {}), r.stderr
