@@ -1,0 +1,471 @@
+/*
+ * A PipeWire capture stream on its own pw_thread_loop: one thread per stream, so video,
+ * app audio and mic never wait on each other. Buffers are mapped (SHM/MemFd) and handed to
+ * the owner's callback without a copy; the owner converts once into its encoder input.
+ */
+#include "CPipeWireShim.h"
+#include "pw_common.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <spa/param/video/format-utils.h>
+#include <spa/param/audio/format-utils.h>
+#include <spa/param/buffers.h>
+#include <spa/buffer/meta.h>
+#include <spa/pod/builder.h>
+#include <spa/utils/result.h>
+
+/* Audio slices handed out at most this long (AudioBuffer.maxFrames is 22050). */
+#define BK_PW_MAX_AUDIO_FRAMES 4096
+
+struct bk_pw_capture {
+    bk_pw_capture_config config;
+    char *target;
+    char *stream_name;
+    struct pw_thread_loop *loop;
+    struct pw_context *context;
+    struct pw_core *core;
+    struct spa_hook core_listener;
+    struct pw_stream *stream;
+    struct spa_hook stream_listener;
+    int failed;
+
+    /* negotiated video format */
+    int32_t pixel_format;
+    int32_t width, height;
+    uint64_t local_sequence;
+    /* Offset added to producer header PTS to land on CLOCK_MONOTONIC; see map_video_pts. */
+    int64_t pts_offset;
+    int pts_offset_valid;
+
+    /* negotiated audio format */
+    int32_t sample_format;
+    int32_t channels, rate;
+};
+
+static void emit_event(struct bk_pw_capture *c, int32_t event, const char *message)
+{
+    if (c->config.on_event) c->config.on_event(c->config.ctx, event, message);
+}
+
+static void fail(struct bk_pw_capture *c, const char *message)
+{
+    if (c->failed) return;
+    c->failed = 1;
+    emit_event(c, BK_PW_EVENT_ERROR, message);
+}
+
+static int32_t pixel_from_spa(uint32_t f)
+{
+    switch (f) {
+    case SPA_VIDEO_FORMAT_BGRx: return BK_PW_PIXEL_BGRX;
+    case SPA_VIDEO_FORMAT_BGRA: return BK_PW_PIXEL_BGRA;
+    case SPA_VIDEO_FORMAT_RGBx: return BK_PW_PIXEL_RGBX;
+    case SPA_VIDEO_FORMAT_RGBA: return BK_PW_PIXEL_RGBA;
+    case SPA_VIDEO_FORMAT_NV12: return BK_PW_PIXEL_NV12;
+    case SPA_VIDEO_FORMAT_I420: return BK_PW_PIXEL_I420;
+    default: return 0;
+    }
+}
+
+/*
+ * Video PTS on CLOCK_MONOTONIC.
+ * - With a spa_meta_header PTS: compositors (mutter, xdg-desktop-portal-wlr, our test producer)
+ *   stamp CLOCK_MONOTONIC nanoseconds. When the first stamp lies within 1 s of our clock we use
+ *   it as is (offset 0). Otherwise the producer uses some other clock: we keep its spacing and
+ *   shift it onto ours by the offset seen at the first frame. If the mapped value ever drifts
+ *   more than 1 s from now (producer clock jump), the offset is re-anchored.
+ * - Without a header: the graph cycle time from pw_stream_get_time_n (CLOCK_MONOTONIC), or
+ *   plain now when the stream has no time report yet.
+ */
+static int64_t map_video_pts(struct bk_pw_capture *c, struct spa_buffer *buf)
+{
+    int64_t now = bk_pw_monotonic_ns();
+    struct spa_meta_header *h = spa_buffer_find_meta_data(buf, SPA_META_Header, sizeof(*h));
+    if (h != NULL && h->pts > 0) {
+        int64_t mapped = h->pts + c->pts_offset;
+        if (!c->pts_offset_valid || mapped > now + 1000000000LL || mapped < now - 1000000000LL) {
+            int64_t diff = now - h->pts;
+            c->pts_offset = (diff >= 0 && diff < 1000000000LL) ? 0 : diff;
+            c->pts_offset_valid = 1;
+            mapped = h->pts + c->pts_offset;
+        }
+        return mapped;
+    }
+    struct pw_time t;
+    if (pw_stream_get_time_n(c->stream, &t, sizeof(t)) == 0 && t.now > 0 && t.now <= now)
+        return t.now;
+    return now;
+}
+
+static uint64_t video_sequence(struct bk_pw_capture *c, struct spa_buffer *buf)
+{
+    struct spa_meta_header *h = spa_buffer_find_meta_data(buf, SPA_META_Header, sizeof(*h));
+    c->local_sequence++;
+    return h != NULL ? h->seq : c->local_sequence;
+}
+
+static int buffer_is_corrupt(struct spa_buffer *buf)
+{
+    struct spa_meta_header *h = spa_buffer_find_meta_data(buf, SPA_META_Header, sizeof(*h));
+    if (h != NULL && (h->flags & SPA_META_HEADER_FLAG_CORRUPTED)) return 1;
+    return 0;
+}
+
+/* Fills the plane pointers of one video buffer; 0 when the buffer is unusable. */
+static int describe_video(struct bk_pw_capture *c, struct spa_buffer *buf, bk_pw_video_frame *f)
+{
+    memset(f, 0, sizeof(*f));
+    f->format = c->pixel_format;
+    f->width = c->width;
+    f->height = c->height;
+    int planes = c->pixel_format == BK_PW_PIXEL_NV12 ? 2 : (c->pixel_format == BK_PW_PIXEL_I420 ? 3 : 1);
+    struct spa_data *d0 = &buf->datas[0];
+    if (d0->data == NULL || d0->chunk == NULL) return 0;
+    if (d0->chunk->flags & SPA_CHUNK_FLAG_CORRUPTED) return 0;
+    if (d0->chunk->size == 0) return 0;
+
+    if ((int)buf->n_datas >= planes) {
+        /* One spa_data per plane. */
+        for (int i = 0; i < planes; i++) {
+            struct spa_data *d = &buf->datas[i];
+            if (d->data == NULL || d->chunk == NULL) return 0;
+            uint32_t off = d->chunk->offset % (d->maxsize ? d->maxsize : 1);
+            f->planes[i] = (const uint8_t *)d->data + off;
+            f->plane_sizes[i] = (int64_t)d->maxsize - off;
+            f->strides[i] = d->chunk->stride;
+        }
+    } else {
+        /* All planes in one block, each right after the previous. */
+        uint32_t off = d0->chunk->offset % (d0->maxsize ? d0->maxsize : 1);
+        const uint8_t *base = (const uint8_t *)d0->data + off;
+        int64_t avail = (int64_t)d0->maxsize - off;
+        int32_t s0 = d0->chunk->stride;
+        if (s0 <= 0) s0 = c->pixel_format == BK_PW_PIXEL_NV12 || c->pixel_format == BK_PW_PIXEL_I420 ? c->width : c->width * 4;
+        int64_t y_bytes = (int64_t)s0 * c->height;
+        int32_t ch = (c->height + 1) / 2;
+        f->planes[0] = base;
+        f->strides[0] = s0;
+        f->plane_sizes[0] = avail;
+        if (planes == 2) {
+            f->planes[1] = base + y_bytes;
+            f->strides[1] = s0;
+            f->plane_sizes[1] = avail - y_bytes;
+        } else if (planes == 3) {
+            int32_t s1 = s0 / 2;
+            f->planes[1] = base + y_bytes;
+            f->strides[1] = s1;
+            f->plane_sizes[1] = avail - y_bytes;
+            f->planes[2] = base + y_bytes + (int64_t)s1 * ch;
+            f->strides[2] = s1;
+            f->plane_sizes[2] = avail - y_bytes - (int64_t)s1 * ch;
+        }
+        for (int i = 0; i < planes; i++) if (f->plane_sizes[i] <= 0) return 0;
+    }
+    if (f->strides[0] <= 0) f->strides[0] = planes == 1 ? c->width * 4 : c->width;
+    return 1;
+}
+
+static void on_video_process(void *data)
+{
+    struct bk_pw_capture *c = data;
+    struct pw_buffer *b = NULL, *next;
+    /* Keep only the newest buffer: when we fall behind, older frames go back to the producer. */
+    while ((next = pw_stream_dequeue_buffer(c->stream)) != NULL) {
+        if (b != NULL) pw_stream_queue_buffer(c->stream, b);
+        b = next;
+    }
+    if (b == NULL) return;
+    bk_pw_video_frame f;
+    if (c->pixel_format != 0 && !buffer_is_corrupt(b->buffer) && describe_video(c, b->buffer, &f)) {
+        f.pts_ns = map_video_pts(c, b->buffer);
+        f.sequence = video_sequence(c, b->buffer);
+        c->config.on_video(c->config.ctx, &f);
+    }
+    pw_stream_queue_buffer(c->stream, b);
+}
+
+/*
+ * Audio PTS on CLOCK_MONOTONIC: pw_time.now is the monotonic time of the current graph cycle;
+ * the first sample of this buffer was captured `delay` (device/filter latency, in graph rate
+ * ticks) plus `buffered` (resampler, in stream samples) before that. Without a time report we
+ * fall back to now minus the buffer's duration.
+ */
+static int64_t audio_pts(struct bk_pw_capture *c, int32_t frames)
+{
+    int64_t now = bk_pw_monotonic_ns();
+    struct pw_time t;
+    if (pw_stream_get_time_n(c->stream, &t, sizeof(t)) == 0 && t.now > 0 && t.rate.denom > 0) {
+        int64_t delay_ns = t.delay * 1000000000LL * (int64_t)t.rate.num / (int64_t)t.rate.denom;
+        int64_t buffered_ns = c->rate > 0 ? (int64_t)t.buffered * 1000000000LL / c->rate : 0;
+        int64_t pts = t.now - delay_ns - buffered_ns;
+        if (pts <= now) return pts;
+    }
+    return now - (c->rate > 0 ? (int64_t)frames * 1000000000LL / c->rate : 0);
+}
+
+static void on_audio_process(void *data)
+{
+    struct bk_pw_capture *c = data;
+    struct pw_buffer *b;
+    while ((b = pw_stream_dequeue_buffer(c->stream)) != NULL) {
+        struct spa_buffer *buf = b->buffer;
+        struct spa_data *d = &buf->datas[0];
+        int32_t bpf = c->channels * (c->sample_format == BK_PW_SAMPLE_F32 ? 4 : 2);
+        if (c->sample_format != 0 && d->data != NULL && d->chunk != NULL && bpf > 0) {
+            uint32_t off = SPA_MIN(d->chunk->offset, d->maxsize);
+            uint32_t size = SPA_MIN(d->chunk->size, d->maxsize - off);
+            int32_t frames = (int32_t)(size / (uint32_t)bpf);
+            if (frames > 0) {
+                int64_t pts = audio_pts(c, frames);
+                const uint8_t *p = (const uint8_t *)d->data + off;
+                int32_t done = 0;
+                while (done < frames) {
+                    int32_t n = SPA_MIN(frames - done, BK_PW_MAX_AUDIO_FRAMES);
+                    bk_pw_audio_chunk chunk = {
+                        .format = c->sample_format, .channels = c->channels, .rate = c->rate,
+                        .frames = n, .data = p + (int64_t)done * bpf, .bytes = (int64_t)n * bpf,
+                        .pts_ns = pts + (int64_t)done * 1000000000LL / c->rate,
+                    };
+                    c->config.on_audio(c->config.ctx, &chunk);
+                    done += n;
+                }
+            }
+        }
+        pw_stream_queue_buffer(c->stream, b);
+    }
+}
+
+static void set_video_buffer_params(struct bk_pw_capture *c)
+{
+    uint8_t storage[512];
+    struct spa_pod_builder b = SPA_POD_BUILDER_INIT(storage, sizeof(storage));
+    int n = c->config.buffers > 0 ? c->config.buffers : 3;
+    const struct spa_pod *params[2];
+    /* Small buffer count; mappable memory only (SHM/MemFd), so no DMA-BUF we cannot map. */
+    params[0] = spa_pod_builder_add_object(&b,
+        SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
+        SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(n, 2, SPA_MAX(n, 4)),
+        SPA_PARAM_BUFFERS_dataType, SPA_POD_CHOICE_FLAGS_Int((1 << SPA_DATA_MemPtr) | (1 << SPA_DATA_MemFd)));
+    params[1] = spa_pod_builder_add_object(&b,
+        SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
+        SPA_PARAM_META_type, SPA_POD_Id(SPA_META_Header),
+        SPA_PARAM_META_size, SPA_POD_Int(sizeof(struct spa_meta_header)));
+    pw_stream_update_params(c->stream, params, 2);
+}
+
+static void on_param_changed(void *data, uint32_t id, const struct spa_pod *param)
+{
+    struct bk_pw_capture *c = data;
+    if (id != SPA_PARAM_Format || param == NULL) return;
+    char msg[160];
+    if (c->config.kind == BK_PW_CAPTURE_VIDEO) {
+        struct spa_video_info_raw raw;
+        uint32_t media_type, media_subtype;
+        if (spa_format_parse(param, &media_type, &media_subtype) < 0 ||
+            media_type != SPA_MEDIA_TYPE_video || media_subtype != SPA_MEDIA_SUBTYPE_raw ||
+            spa_format_video_raw_parse(param, &raw) < 0) {
+            fail(c, "PipeWire video: the node offers no raw video format we can read");
+            return;
+        }
+        int32_t pf = pixel_from_spa(raw.format);
+        if (pf == 0) {
+            fail(c, "PipeWire video: unsupported pixel format (need BGRx, BGRA, RGBx, RGBA, NV12 or I420)");
+            return;
+        }
+        c->pixel_format = pf;
+        c->width = (int32_t)raw.size.width;
+        c->height = (int32_t)raw.size.height;
+        set_video_buffer_params(c);
+        static const char *names[] = { "?", "BGRx", "BGRA", "RGBx", "RGBA", "NV12", "I420" };
+        snprintf(msg, sizeof(msg), "video %s %dx%d", names[pf], c->width, c->height);
+    } else {
+        struct spa_audio_info_raw raw;
+        if (spa_format_audio_raw_parse(param, &raw) < 0) {
+            fail(c, "PipeWire audio: cannot parse the negotiated format");
+            return;
+        }
+        c->sample_format = raw.format == SPA_AUDIO_FORMAT_F32 ? BK_PW_SAMPLE_F32
+                         : raw.format == SPA_AUDIO_FORMAT_S16 ? BK_PW_SAMPLE_S16 : 0;
+        c->channels = (int32_t)raw.channels;
+        c->rate = (int32_t)raw.rate;
+        if (c->sample_format == 0 || (c->channels != 1 && c->channels != 2) ||
+            (c->rate != 48000 && c->rate != 44100)) {
+            fail(c, "PipeWire audio: negotiated format is not F32/S16, 1-2 channels, 44.1/48 kHz");
+            return;
+        }
+        snprintf(msg, sizeof(msg), "audio %s %d ch %d Hz",
+                 c->sample_format == BK_PW_SAMPLE_F32 ? "F32" : "S16", c->channels, c->rate);
+    }
+    emit_event(c, BK_PW_EVENT_FORMAT, msg);
+}
+
+static void on_state_changed(void *data, enum pw_stream_state old, enum pw_stream_state state, const char *error)
+{
+    struct bk_pw_capture *c = data;
+    (void)old;
+    if (state == PW_STREAM_STATE_STREAMING) {
+        emit_event(c, BK_PW_EVENT_STREAMING, "streaming");
+    } else if (state == PW_STREAM_STATE_ERROR) {
+        char msg[256];
+        snprintf(msg, sizeof(msg), "PipeWire stream error: %s", error ? error : "unknown");
+        fail(c, msg);
+    }
+}
+
+static const struct pw_stream_events video_events = {
+    PW_VERSION_STREAM_EVENTS,
+    .state_changed = on_state_changed,
+    .param_changed = on_param_changed,
+    .process = on_video_process,
+};
+
+static const struct pw_stream_events audio_events = {
+    PW_VERSION_STREAM_EVENTS,
+    .state_changed = on_state_changed,
+    .param_changed = on_param_changed,
+    .process = on_audio_process,
+};
+
+static void on_core_error(void *data, uint32_t id, int seq, int res, const char *message)
+{
+    struct bk_pw_capture *c = data;
+    (void)seq;
+    if (id == PW_ID_CORE) {
+        char msg[256];
+        if (res == -EPIPE)
+            snprintf(msg, sizeof(msg), "PipeWire daemon went away (%s)", message ? message : "broken pipe");
+        else
+            snprintf(msg, sizeof(msg), "PipeWire error: %s (%s)", message ? message : "unknown", spa_strerror(res));
+        fail(c, msg);
+    }
+}
+
+static const struct pw_core_events core_events = {
+    PW_VERSION_CORE_EVENTS,
+    .error = on_core_error,
+};
+
+static int connect_stream(struct bk_pw_capture *c, char *err, size_t err_len)
+{
+    const bk_pw_capture_config *cfg = &c->config;
+    struct pw_properties *props;
+    if (cfg->kind == BK_PW_CAPTURE_VIDEO) {
+        props = pw_properties_new(PW_KEY_MEDIA_TYPE, "Video", PW_KEY_MEDIA_CATEGORY, "Capture",
+                                  PW_KEY_MEDIA_ROLE, "Screen", NULL);
+    } else {
+        props = pw_properties_new(PW_KEY_MEDIA_TYPE, "Audio", PW_KEY_MEDIA_CATEGORY, "Capture",
+                                  PW_KEY_MEDIA_ROLE, cfg->kind == BK_PW_CAPTURE_SINK_MONITOR ? "Music" : "Communication",
+                                  PW_KEY_NODE_LATENCY, "1024/48000", NULL);
+        if (cfg->kind == BK_PW_CAPTURE_SINK_MONITOR)
+            pw_properties_set(props, PW_KEY_STREAM_CAPTURE_SINK, "true");
+    }
+    if (c->target != NULL) pw_properties_set(props, PW_KEY_TARGET_OBJECT, c->target);
+    if (c->stream_name != NULL) pw_properties_set(props, PW_KEY_NODE_NAME, c->stream_name);
+    pw_properties_set(props, PW_KEY_APP_NAME, "broadcast");
+
+    c->stream = pw_stream_new(c->core, c->stream_name ? c->stream_name : "broadcast-capture", props);
+    if (c->stream == NULL) {
+        snprintf(err, err_len, "PipeWire: cannot create a capture stream (%s)", strerror(errno));
+        return -1;
+    }
+    pw_stream_add_listener(c->stream, &c->stream_listener,
+                           cfg->kind == BK_PW_CAPTURE_VIDEO ? &video_events : &audio_events, c);
+
+    uint8_t storage[1024];
+    struct spa_pod_builder b = SPA_POD_BUILDER_INIT(storage, sizeof(storage));
+    const struct spa_pod *params[1];
+    if (cfg->kind == BK_PW_CAPTURE_VIDEO) {
+        params[0] = spa_pod_builder_add_object(&b,
+            SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
+            SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_video),
+            SPA_FORMAT_mediaSubtype, SPA_POD_Id(SPA_MEDIA_SUBTYPE_raw),
+            SPA_FORMAT_VIDEO_format, SPA_POD_CHOICE_ENUM_Id(7,
+                SPA_VIDEO_FORMAT_BGRx, SPA_VIDEO_FORMAT_BGRx, SPA_VIDEO_FORMAT_BGRA,
+                SPA_VIDEO_FORMAT_RGBx, SPA_VIDEO_FORMAT_RGBA, SPA_VIDEO_FORMAT_NV12, SPA_VIDEO_FORMAT_I420),
+            SPA_FORMAT_VIDEO_size, SPA_POD_CHOICE_RANGE_Rectangle(
+                &SPA_RECTANGLE(1280, 720), &SPA_RECTANGLE(1, 1), &SPA_RECTANGLE(8192, 8192)),
+            SPA_FORMAT_VIDEO_framerate, SPA_POD_CHOICE_RANGE_Fraction(
+                &SPA_FRACTION(30, 1), &SPA_FRACTION(0, 1), &SPA_FRACTION(1000, 1)));
+    } else {
+        int32_t ch = cfg->channels == 1 ? 1 : 2;
+        uint32_t positions[2] = { SPA_AUDIO_CHANNEL_FL, SPA_AUDIO_CHANNEL_FR };
+        if (ch == 1) positions[0] = SPA_AUDIO_CHANNEL_MONO;
+        params[0] = spa_pod_builder_add_object(&b,
+            SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
+            SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_audio),
+            SPA_FORMAT_mediaSubtype, SPA_POD_Id(SPA_MEDIA_SUBTYPE_raw),
+            SPA_FORMAT_AUDIO_format, SPA_POD_CHOICE_ENUM_Id(3,
+                SPA_AUDIO_FORMAT_F32, SPA_AUDIO_FORMAT_F32, SPA_AUDIO_FORMAT_S16),
+            SPA_FORMAT_AUDIO_rate, SPA_POD_Int(cfg->rate > 0 ? cfg->rate : 48000),
+            SPA_FORMAT_AUDIO_channels, SPA_POD_Int(ch),
+            SPA_FORMAT_AUDIO_position, SPA_POD_Array(sizeof(uint32_t), SPA_TYPE_Id, ch, positions));
+    }
+    int res = pw_stream_connect(c->stream, PW_DIRECTION_INPUT, cfg->target_id,
+                                PW_STREAM_FLAG_AUTOCONNECT | PW_STREAM_FLAG_MAP_BUFFERS, params, 1);
+    if (res < 0) {
+        snprintf(err, err_len, "PipeWire: cannot connect the capture stream (%s)", spa_strerror(res));
+        return -1;
+    }
+    return 0;
+}
+
+bk_pw_capture *bk_pw_capture_open(const bk_pw_capture_config *config, char *err, size_t err_len)
+{
+    bk_pw_ensure_init();
+    struct bk_pw_capture *c = calloc(1, sizeof(*c));
+    if (c == NULL) { snprintf(err, err_len, "out of memory"); return NULL; }
+    c->config = *config;
+    c->target = config->target ? strdup(config->target) : NULL;
+    c->stream_name = config->stream_name ? strdup(config->stream_name) : NULL;
+    c->config.target = NULL;
+    c->config.stream_name = NULL;
+
+    c->loop = pw_thread_loop_new(c->stream_name ? c->stream_name : "bk-pw-capture", NULL);
+    if (c->loop == NULL) goto fail_errno;
+    c->context = pw_context_new(pw_thread_loop_get_loop(c->loop), NULL, 0);
+    if (c->context == NULL) goto fail_errno;
+    if (pw_thread_loop_start(c->loop) < 0) goto fail_errno;
+
+    pw_thread_loop_lock(c->loop);
+    c->core = config->remote_fd >= 0 ? pw_context_connect_fd(c->context, config->remote_fd, NULL, 0)
+                                     : pw_context_connect(c->context, NULL, 0);
+    if (c->core == NULL) {
+        int e = errno;
+        pw_thread_loop_unlock(c->loop);
+        bk_pw_describe_connect_error(e, err, err_len);
+        bk_pw_capture_close(c);
+        return NULL;
+    }
+    pw_core_add_listener(c->core, &c->core_listener, &core_events, c);
+    int res = connect_stream(c, err, err_len);
+    pw_thread_loop_unlock(c->loop);
+    if (res < 0) { bk_pw_capture_close(c); return NULL; }
+    return c;
+
+fail_errno:
+    snprintf(err, err_len, "PipeWire: cannot set up a capture thread (%s)", strerror(errno));
+    bk_pw_capture_close(c);
+    return NULL;
+}
+
+void bk_pw_capture_close(bk_pw_capture *c)
+{
+    if (c == NULL) return;
+    if (c->loop != NULL) pw_thread_loop_stop(c->loop); /* joins the thread: no more callbacks */
+    if (c->stream != NULL) {
+        spa_hook_remove(&c->stream_listener);
+        pw_stream_disconnect(c->stream);
+        pw_stream_destroy(c->stream);
+    }
+    if (c->core != NULL) {
+        spa_hook_remove(&c->core_listener);
+        pw_core_disconnect(c->core);
+    }
+    if (c->context != NULL) pw_context_destroy(c->context);
+    if (c->loop != NULL) pw_thread_loop_destroy(c->loop);
+    free(c->target);
+    free(c->stream_name);
+    free(c);
+}
