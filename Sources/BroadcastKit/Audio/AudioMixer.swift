@@ -1,0 +1,131 @@
+/// Mixes app and mic audio, each already at 48 kHz stereo and placed on the timeline by its
+/// `AudioClock`, into one continuous stream cut into encoder-sized frames.
+///
+/// Each source has a fixed ring indexed by absolute timeline position, so a source that starts
+/// late, pauses or has gaps simply leaves zeros (silence) there. Output advances when every
+/// source that is currently delivering has written past it, or when the newest data is more
+/// than `maxWait` ahead (a stalled source is then mixed as silence): audio is never held back
+/// unboundedly and never skips.
+public final class AudioMixer: @unchecked Sendable {
+    public static let sourceCount = 2
+    public let frameSize: Int
+    /// 150 ms of wait for a lagging source before it is treated as silent.
+    public let maxWaitFrames: Int64 = 7_200
+    /// A source that has not delivered for this long no longer holds output back.
+    public let idleAfterNs: Int64 = 250_000_000
+
+    private let capacity: Int   // frames per source ring
+    private let rings: UnsafeMutablePointer<Float>
+    private let mix: UnsafeMutablePointer<Float>
+    private var written = [Int64](repeating: Int64.min, count: AudioMixer.sourceCount)
+    private var lastWriteNs = [Int64](repeating: 0, count: AudioMixer.sourceCount)
+    private var outPosition: Int64 = Int64.min
+    private let lock = ConditionLock()
+    private let emit: (UnsafePointer<Float>, Int64) -> Void
+    public private(set) var lateFramesDiscarded: Int64 = 0
+    public private(set) var silenceFrames: Int64 = 0
+
+    /// `emit` receives each mixed frame (interleaved stereo, `frameSize` frames) and its
+    /// timeline position in samples. It is called with the mixer lock held, from a lane thread.
+    public init(frameSize: Int, capacityFrames: Int = 65_536, emit: @escaping (UnsafePointer<Float>, Int64) -> Void) {
+        self.frameSize = frameSize
+        capacity = capacityFrames
+        rings = .allocate(capacity: capacityFrames * 2 * AudioMixer.sourceCount)
+        rings.initialize(repeating: 0, count: capacityFrames * 2 * AudioMixer.sourceCount)
+        mix = .allocate(capacity: frameSize * 2)
+        self.emit = emit
+    }
+
+    deinit {
+        rings.deallocate()
+        mix.deallocate()
+    }
+
+    /// Bytes preallocated, for the memory plan.
+    public var reservedBytes: Int { (capacity * AudioMixer.sourceCount + frameSize) * 2 * 4 }
+
+    /// Writes `samples` (interleaved stereo) of `source` at timeline `position`, then emits what is ready.
+    public func write(source: Int, samples: UnsafeBufferPointer<Float>, position: Int64, nowNs: Int64) {
+        lock.lock()
+        defer { lock.unlock() }
+        var frames = samples.count / 2
+        var pos = position
+        var src = samples.baseAddress!
+        if outPosition == Int64.min { outPosition = pos }
+        if pos < outPosition {
+            let skip = Int(min(Int64(frames), outPosition - pos))
+            lateFramesDiscarded += Int64(skip)
+            frames -= skip
+            pos += Int64(skip)
+            src += skip * 2
+        }
+        guard frames > 0 else { return }
+        // Never let a source run a whole ring ahead: mix out (with silence) what it would overwrite.
+        let end = pos + Int64(frames)
+        if end - outPosition > Int64(capacity) {
+            emitLocked(upTo: end - Int64(capacity))
+            if pos < outPosition {
+                let skip = Int(outPosition - pos)
+                frames -= skip; pos += Int64(skip); src += skip * 2
+            }
+        }
+        let ring = rings + source * capacity * 2
+        var i = 0
+        while i < frames {
+            let slot = Int((pos + Int64(i)) % Int64(capacity))
+            let n = min(frames - i, capacity - slot)
+            (ring + slot * 2).update(from: src + i * 2, count: n * 2)
+            i += n
+        }
+        if written[source] == Int64.min || end > written[source] { written[source] = end }
+        lastWriteNs[source] = nowNs
+        emitLocked(upTo: readyPosition(nowNs: nowNs))
+    }
+
+    /// Emits everything up to the newest written sample (end of stream).
+    public func flush() {
+        lock.withLock {
+            var newest = Int64.min
+            for w in written where w > newest { newest = w }
+            if newest != Int64.min { emitLocked(upTo: newest) }
+        }
+    }
+
+    /// Output may advance to the slowest active source, or to the newest data minus the wait window.
+    private func readyPosition(nowNs: Int64) -> Int64 {
+        var slowestActive = Int64.max
+        var newest = Int64.min
+        for s in 0..<AudioMixer.sourceCount where written[s] != Int64.min {
+            newest = max(newest, written[s])
+            if nowNs - lastWriteNs[s] < idleAfterNs { slowestActive = min(slowestActive, written[s]) }
+        }
+        guard newest != Int64.min else { return Int64.min }
+        let horizon = newest - maxWaitFrames
+        return slowestActive == Int64.max ? horizon : max(slowestActive, horizon)
+    }
+
+    private func emitLocked(upTo limit: Int64) {
+        guard outPosition != Int64.min else { return }
+        while outPosition + Int64(frameSize) <= limit {
+            var any = false
+            mix.update(repeating: 0, count: frameSize * 2)
+            for s in 0..<AudioMixer.sourceCount where written[s] != Int64.min {
+                if written[s] > outPosition { any = true }
+                let ring = rings + s * capacity * 2
+                var i = 0
+                while i < frameSize {
+                    let slot = Int((outPosition + Int64(i)) % Int64(capacity))
+                    let n = min(frameSize - i, capacity - slot)
+                    let p = ring + slot * 2
+                    for k in 0..<(n * 2) { mix[i * 2 + k] += p[k] }
+                    p.update(repeating: 0, count: n * 2)
+                    i += n
+                }
+            }
+            if !any { silenceFrames += Int64(frameSize) }
+            for k in 0..<(frameSize * 2) { mix[k] = max(-1, min(1, mix[k])) }
+            emit(mix, outPosition)
+            outPosition += Int64(frameSize)
+        }
+    }
+}

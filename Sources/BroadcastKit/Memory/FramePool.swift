@@ -1,0 +1,70 @@
+/// A fixed set of output-sized I420 pictures: the video lane's encoder input.
+///
+/// Allocated once at start and never grown. When every slot is in use the producer gets a
+/// counted `encoder_busy` drop, which is the video lane's back-pressure.
+public final class FramePool: @unchecked Sendable {
+    public let width: Int
+    public let height: Int
+    public let capacity: Int
+    private let storage: UnsafeMutableRawBufferPointer
+    private let frameBytes: Int
+    /// Letterbox rectangle last painted into each slot; borders are repainted only when it changes.
+    private var painted: [LetterboxGeometry?]
+    private var free: [Int]
+    private var freeCount: Int
+    private let lock = ConditionLock()
+
+    public init(width: Int, height: Int, capacity: Int) {
+        self.width = width
+        self.height = height
+        self.capacity = capacity
+        frameBytes = (I420Frame.byteCount(width: width, height: height) + 63) & ~63
+        storage = .allocate(byteCount: frameBytes * capacity, alignment: 64)
+        painted = Array(repeating: nil, count: capacity)
+        free = Array(0..<capacity)
+        freeCount = capacity
+        for i in 0..<capacity { FrameConverter.fillBlack(frame(i)) }
+    }
+
+    deinit { storage.deallocate() }
+
+    /// Bytes this pool holds, for the memory plan.
+    public var byteCount: Int { frameBytes * capacity }
+
+    /// The picture in slot `index`.
+    public func frame(_ index: Int) -> I420Frame {
+        let base = storage.baseAddress!.assumingMemoryBound(to: UInt8.self) + index * frameBytes
+        let cw = (width + 1) / 2, ch = (height + 1) / 2
+        return I420Frame(width: width, height: height, y: base, u: base + width * height,
+                         v: base + width * height + cw * ch, strideY: width, strideUV: cw)
+    }
+
+    /// Takes a free slot, or nil when all are in use.
+    public func acquire() -> Int? {
+        lock.withLock {
+            guard freeCount > 0 else { return nil }
+            freeCount -= 1
+            return free[freeCount]
+        }
+    }
+
+    /// Returns a slot taken with `acquire()`.
+    public func release(_ index: Int) {
+        lock.withLock {
+            free[freeCount] = index
+            freeCount += 1
+        }
+    }
+
+    /// Slots in use right now.
+    public var inUse: Int { lock.withLock { capacity - freeCount } }
+
+    /// Records the rectangle painted into `slot`; returns true when its borders must be repainted.
+    func needsBorderRepaint(slot: Int, geometry: LetterboxGeometry) -> Bool {
+        let full = geometry.width == width && geometry.height == height
+        if painted[slot] == geometry { return false }
+        let wasFull = painted[slot].map { $0.width == width && $0.height == height } ?? true
+        painted[slot] = geometry
+        return !(full && wasFull)
+    }
+}

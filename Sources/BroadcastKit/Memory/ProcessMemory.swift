@@ -1,0 +1,40 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Resident memory of this process, read from /proc without allocating.
+public enum ProcessMemory {
+    /// Current resident set size in bytes (VmRSS).
+    public static func residentBytes() -> Int { statusField("VmRSS:") }
+
+    /// Peak resident set size in bytes (VmHWM).
+    public static func peakResidentBytes() -> Int { statusField("VmHWM:") }
+
+    /// Reads a "Name:   1234 kB" line from /proc/self/status into bytes; 0 if unavailable.
+    private static func statusField(_ name: StaticString) -> Int {
+        let fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return 0 }
+        defer { close(fd) }
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 4096) { buf in
+            var len = 0
+            while len < buf.count {
+                let n = read(fd, buf.baseAddress! + len, buf.count - len)
+                if n <= 0 { break }
+                len += n
+            }
+            let key = UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount)
+            var i = 0
+            while i + key.count < len {
+                if (i == 0 || buf[i - 1] == 10) && memcmp(buf.baseAddress! + i, key.baseAddress!, key.count) == 0 {
+                    var j = i + key.count
+                    var value = 0
+                    while j < len && (buf[j] == 32 || buf[j] == 9) { j += 1 }
+                    while j < len && buf[j] >= 48 && buf[j] <= 57 { value = value * 10 + Int(buf[j] - 48); j += 1 }
+                    return value * 1024
+                }
+                i += 1
+            }
+            return 0
+        }
+    }
+}

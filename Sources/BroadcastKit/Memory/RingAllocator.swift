@@ -1,0 +1,68 @@
+/// Offset bookkeeping for a FIFO of variable-sized allocations in one fixed byte region.
+///
+/// Allocations are freed oldest-first. Each allocation is contiguous: when the tail is too
+/// short, the allocator wraps to offset 0 and leaves the tail unused until the reader passes it.
+/// It never grows, so a full ring is back-pressure, not reallocation.
+public struct RingAllocator: Sendable {
+    public let capacity: Int
+    private var start = 0
+    private var end = 0
+    private var tailEnd = 0
+    private var wrapped = false
+    public private(set) var liveCount = 0
+
+    public init(capacity: Int) { self.capacity = capacity }
+
+    /// Bytes held by live allocations (excluding a skipped tail).
+    public var usedBytes: Int {
+        liveCount == 0 ? 0 : (wrapped ? (tailEnd - start) + end : end - start)
+    }
+
+    /// Returns the offset of `n` contiguous bytes, or nil when they do not fit.
+    public mutating func allocate(_ n: Int) -> Int? {
+        if liveCount == 0 {
+            start = 0; end = 0; wrapped = false
+        }
+        if !wrapped {
+            if capacity - end >= n {
+                let o = end
+                end += n
+                liveCount += 1
+                return o
+            }
+            if start >= n {
+                wrapped = true
+                tailEnd = end
+                end = n
+                liveCount += 1
+                return 0
+            }
+            return nil
+        }
+        if start - end >= n {
+            let o = end
+            end += n
+            liveCount += 1
+            return o
+        }
+        return nil
+    }
+
+    /// Frees the oldest allocation, which starts at `offset` and holds `n` bytes.
+    public mutating func freeOldest(offset: Int, count n: Int) {
+        liveCount -= 1
+        if liveCount == 0 {
+            start = 0; end = 0; wrapped = false
+            return
+        }
+        start = offset + n
+        if wrapped && start >= tailEnd {
+            wrapped = false
+            start = 0
+        }
+    }
+
+    public mutating func reset() {
+        start = 0; end = 0; wrapped = false; liveCount = 0
+    }
+}

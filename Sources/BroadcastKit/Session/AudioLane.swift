@@ -1,0 +1,137 @@
+/// One audio lane (app or mic): copies each buffer into a fixed float ring on the caller's
+/// thread, then on its own thread resamples to 48 kHz, places it on the timeline with its
+/// `AudioClock` and writes it into the `AudioMixer`.
+///
+/// The ring holds about one second; when it is full the buffer is dropped and counted as
+/// `audio_lane_full` (the lane's back-pressure) instead of growing.
+final class AudioLane: @unchecked Sendable {
+    private struct Entry {
+        var offset: Int     // in floats
+        var frames: Int
+        var rate: Int
+        var timelineNs: Int64
+    }
+
+    let source: Int
+    private let mixer: AudioMixer
+    private let stats: BroadcastStats
+    private let storage: UnsafeMutablePointer<Float>
+    private var ring: RingAllocator     // units: floats
+    private var entries: [Entry]
+    private var head = 0
+    private var count = 0
+    private var stopping = false
+    private var lastPts: Int64 = Int64.min
+    private let cond = ConditionLock()
+    private let thread: WorkerThread
+    private var clock = AudioClock()
+    private var resampler: Resampler?
+
+    /// Frames of 44.1 kHz input buffered for resampling are held back by soxr; timestamps
+    /// are shifted by its measured delay so alignment is unaffected.
+    init(source: Int, mixer: AudioMixer, stats: BroadcastStats, capacityFrames: Int = 2 * AudioBuffer.maxFrames) {
+        self.source = source
+        self.mixer = mixer
+        self.stats = stats
+        storage = .allocate(capacity: capacityFrames * 2)
+        ring = RingAllocator(capacity: capacityFrames * 2)
+        entries = Array(repeating: Entry(offset: 0, frames: 0, rate: 0, timelineNs: 0), count: 128)
+        thread = WorkerThread(name: source == 0 ? "bk-app-audio" : "bk-mic-audio")
+    }
+
+    deinit { storage.deallocate() }
+
+    var reservedBytes: Int { ring.capacity * 4 + (resampler == nil ? 0 : AudioBuffer.maxFrames * 2 * 4 * 2) }
+    var clockState: AudioClock { cond.withLock { clock } }
+
+    /// Creates the 44.1 kHz resampler up front, so the first 44.1 kHz buffer does not allocate.
+    func prepareResampler() throws(BroadcastError) {
+        if resampler == nil { resampler = try Resampler(inputRate: 44_100) }
+    }
+
+    func start() {
+        thread.start { [self] in run() }
+    }
+
+    /// Caller thread: validate and copy as interleaved stereo Float32.
+    func process(_ buf: AudioBuffer, timelineNs: (Int64) -> Int64) -> ProcessResult {
+        if buf.validate() != nil {
+            stats.countDrop(.malformed)
+            return .dropped(.malformed)
+        }
+        cond.lock()
+        // Capture times jitter; only an exact repeat or a jump back past 50 ms is a real rewind.
+        if buf.pts == lastPts || (lastPts != Int64.min && buf.pts < lastPts - 50_000_000) {
+            cond.unlock()
+            stats.countDrop(.backwardsTimestamp)
+            return .dropped(.backwardsTimestamp)
+        }
+        if buf.sampleRate != 48_000 && resampler == nil {
+            cond.unlock()
+            stats.countDrop(.malformed)
+            return .dropped(.malformed)
+        }
+        guard count < entries.count, let offset = ring.allocate(buf.frameCount * 2) else {
+            cond.unlock()
+            stats.countDrop(.audioLaneFull)
+            return .dropped(.audioLaneFull)
+        }
+        lastPts = buf.pts
+        let dst = storage + offset
+        let n = buf.frameCount
+        switch (buf.format, buf.channels) {
+        case (.f32, 2):
+            dst.update(from: buf.data.baseAddress!.assumingMemoryBound(to: Float.self), count: n * 2)
+        case (.f32, _):
+            let s = buf.data.baseAddress!.assumingMemoryBound(to: Float.self)
+            for i in 0..<n { dst[2 * i] = s[i]; dst[2 * i + 1] = s[i] }
+        case (.s16, 2):
+            let s = buf.data.baseAddress!.assumingMemoryBound(to: Int16.self)
+            for i in 0..<(n * 2) { dst[i] = Float(s[i]) * (1.0 / 32768.0) }
+        case (.s16, _):
+            let s = buf.data.baseAddress!.assumingMemoryBound(to: Int16.self)
+            for i in 0..<n { let v = Float(s[i]) * (1.0 / 32768.0); dst[2 * i] = v; dst[2 * i + 1] = v }
+        }
+        entries[(head + count) % entries.count] = Entry(offset: offset, frames: n, rate: buf.sampleRate,
+                                                        timelineNs: timelineNs(buf.pts))
+        count += 1
+        cond.broadcast()
+        cond.unlock()
+        return .accepted
+    }
+
+    private func run() {
+        while true {
+            cond.lock()
+            while count == 0 && !stopping { cond.wait() }
+            if count == 0 && stopping { cond.unlock(); break }
+            let e = entries[head]
+            cond.unlock()
+
+            var samples = UnsafeBufferPointer(start: UnsafePointer(storage + e.offset), count: e.frames * 2)
+            var ts = e.timelineNs
+            if e.rate != 48_000, let r = resampler {
+                samples = r.process(samples.baseAddress!, frames: e.frames)
+                // Output lags input by the resampler's delay.
+                ts -= Int64(r.delayFrames * 1e9 / 48_000)
+            }
+            if samples.count > 0 {
+                let position = cond.withLock { clock.place(timelineNs: ts, frames: samples.count / 2) }
+                mixer.write(source: source, samples: samples, position: position, nowNs: MediaTime.now())
+            }
+            cond.withLock {
+                ring.freeOldest(offset: e.offset, count: e.frames * 2)
+                head = (head + 1) % entries.count
+                count -= 1
+            }
+        }
+    }
+
+    func finish() {
+        cond.withLock {
+            stopping = true
+            cond.broadcast()
+        }
+        thread.join()
+    }
+}

@@ -1,0 +1,47 @@
+/// Where a session sends its FLV.
+public enum DestinationSettings: Sendable, Equatable {
+    /// Publish over RTMP: `url` is the ingest base (rtmp://host[:port]/app), `streamKey` the secret.
+    case rtmp(url: String, streamKey: String)
+    /// Write an FLV file.
+    case file(path: String)
+}
+
+/// Everything a `BroadcastSession` needs; start from `.default` and change what differs.
+public struct BroadcastConfiguration: Sendable {
+    public var video: VideoEncoderSettings
+    public var audio: AudioEncoderSettings
+    public var hasVideo: Bool
+    public var hasAudio: Bool
+    public var destinations: [DestinationSettings]
+    public var congestion: CongestionPolicy
+    /// Pending video frames before `encoder_busy` drops (the limit is 2).
+    public var maxPendingVideoFrames: Int
+    /// Hard memory budget in bytes (0 disables the check).
+    public var memoryBudgetBytes: Int
+    /// Adapt the x264 bitrate to measured throughput when the send queue backs up.
+    public var adaptiveBitrate: Bool
+    /// Seconds to wait for a TCP connect.
+    public var connectTimeoutSeconds: Int
+    /// Written into onMetaData's `encoder` field.
+    public var encoderName: String
+
+    public init(video: VideoEncoderSettings = .default, audio: AudioEncoderSettings = .default,
+                hasVideo: Bool = true, hasAudio: Bool = true, destinations: [DestinationSettings] = [],
+                congestion: CongestionPolicy = .default, maxPendingVideoFrames: Int = 2,
+                memoryBudgetBytes: Int = 50 << 20, adaptiveBitrate: Bool = true,
+                connectTimeoutSeconds: Int = 5, encoderName: String = "broadcast (BroadcastKit)") {
+        self.video = video
+        self.audio = audio
+        self.hasVideo = hasVideo
+        self.hasAudio = hasAudio
+        self.destinations = destinations
+        self.congestion = congestion
+        self.maxPendingVideoFrames = maxPendingVideoFrames
+        self.memoryBudgetBytes = memoryBudgetBytes
+        self.adaptiveBitrate = adaptiveBitrate
+        self.connectTimeoutSeconds = connectTimeoutSeconds
+        self.encoderName = encoderName
+    }
+
+    public static let `default` = BroadcastConfiguration()
+}

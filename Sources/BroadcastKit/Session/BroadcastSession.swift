@@ -1,0 +1,255 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CShims
+import Synchronization
+
+/// A live broadcast: the Linux analogue of a ReplayKit broadcast upload extension's sample handler.
+///
+/// ```swift
+/// var config = BroadcastConfiguration.default
+/// config.destinations = [.rtmp(url: "rtmp://127.0.0.1/live", streamKey: key)]
+/// let session = BroadcastSession(configuration: config)
+/// try session.start()
+/// session.process(.video(frame), type: .video)        // from your capture thread
+/// session.process(.audio(samples), type: .appAudio)   // from your audio thread
+/// session.finish()
+/// ```
+///
+/// `process` may be called from any thread, concurrently for different lanes. Each lane is a
+/// serial executor of its own; a buffer is converted when it arrives and encoded on its lane,
+/// and nothing keeps it after its encoded bytes are handed to the send queues.
+public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
+    public enum State: Int, Sendable { case idle, running, finishing, finished, failed }
+
+    public let configuration: BroadcastConfiguration
+    public let stats = BroadcastStats()
+    /// Receives lifecycle events (started, destination failures, warnings). Called from session threads.
+    public var onEvent: (@Sendable (BroadcastEvent) -> Void)?
+
+    private let clock = StreamClock()
+    private let stateValue = Atomic<Int>(State.idle.rawValue)
+    private var videoEncoder: VideoEncoder?
+    private var audioEncoder: AudioEncoder?
+    private var videoLane: VideoLane?
+    private var audioLanes: [AudioLane] = []
+    private var mixer: AudioMixer?
+    private var interleaver: Interleaver?
+    private var destinations: [Destination] = []
+    private var bitrate: BitrateController?
+    private let housekeeping = WorkerThread(name: "bk-housekeep")
+    private let housekeepingStop = Atomic<Bool>(false)
+    private let failureValue = Mutex<BroadcastError?>(nil)
+    private var reportedDestinationFailure: [Bool] = []
+    public private(set) var memoryPlan: MemoryPlan?
+
+    public init(configuration: BroadcastConfiguration) {
+        self.configuration = configuration
+    }
+
+    public var state: State { State(rawValue: stateValue.load(ordering: .acquiring)) ?? .failed }
+
+    /// Set when the primary destination failed while streaming (the CLI exits 4).
+    public var failure: BroadcastError? { failureValue.withLock { $0 } }
+
+    /// Opens encoders, plans memory, connects every destination and starts the lanes.
+    /// Throws `.configuration`/`.memoryBudget` (exit 2) or `.connect` (exit 3).
+    public func start() throws(BroadcastError) {
+        guard state == .idle else { throw .configuration("session already started") }
+        let cfg = configuration
+        guard cfg.hasVideo || cfg.hasAudio else { throw .configuration("nothing to broadcast: video and audio are both off") }
+        guard !cfg.destinations.isEmpty else { throw .configuration("no destination: give a stream URL/key or a record path") }
+        let baseline = ProcessMemory.residentBytes()
+
+        if cfg.hasVideo {
+            do { videoEncoder = try X264Encoder(settings: cfg.video) } catch { throw .configuration("video encoder: \(error)") }
+        }
+        let afterVideo = ProcessMemory.residentBytes()
+        if cfg.hasAudio {
+            do {
+                switch cfg.audio.codec {
+                case .aac: audioEncoder = try AACEncoder(settings: cfg.audio)
+                case .opus: audioEncoder = try OpusEncoder(settings: cfg.audio)
+                }
+            } catch { throw .configuration("audio encoder: \(error)") }
+        }
+        let afterAudio = ProcessMemory.residentBytes()
+
+        // Interleaver staging must hold the largest frame the VBV allows plus the wait window.
+        let videoStaging = max(1 << 20, cfg.video.maxBitrateKbps * 1000 / 8)
+        let interleaver = Interleaver(hasVideo: cfg.hasVideo, hasAudio: cfg.hasAudio, videoBytes: videoStaging,
+                                      stats: stats) { [unowned self] tag in
+            for d in self.destinations where d.state == .live { d.queue.push(tag) }
+        }
+        self.interleaver = interleaver
+
+        if let enc = videoEncoder {
+            videoLane = VideoLane(encoder: enc, pendingFrames: cfg.maxPendingVideoFrames, stats: stats) { [unowned interleaver] p in
+                interleaver.submit(type: .video, timestampMs: p.timestampMs, isKeyframe: p.isKeyframe,
+                                   bodySize: FLVTagBody.avcBodySize(payloadCount: p.data.count), nowNs: MediaTime.now()) { dst in
+                    _ = FLVTagBody.writeAVCFrame(p.data, compositionOffsetMs: p.compositionOffsetMs,
+                                                 isKeyframe: p.isKeyframe, into: dst)
+                }
+            }
+        }
+        if let aenc = audioEncoder {
+            let codec = cfg.audio.codec
+            let delay = Int64(aenc.delaySamples)
+            let mixer = AudioMixer(frameSize: aenc.frameSize) { [unowned interleaver, unowned aenc] samples, position in
+                let ms = max(0, (position - delay) * 1000 / AudioClock.rate)
+                _ = aenc.encode(samples, timestampMs: ms) { p in
+                    interleaver.submit(type: .audio, timestampMs: p.timestampMs, isKeyframe: false,
+                                       bodySize: FLVTagBody.audioBodySize(codec: codec, payloadCount: p.data.count),
+                                       nowNs: MediaTime.now()) { dst in
+                        _ = FLVTagBody.writeAudioFrame(codec: codec, p.data, into: dst)
+                    }
+                }
+            }
+            self.mixer = mixer
+            audioLanes = [AudioLane(source: 0, mixer: mixer, stats: stats), AudioLane(source: 1, mixer: mixer, stats: stats)]
+            for lane in audioLanes { try lane.prepareResampler() }
+        }
+
+        // Destinations: RTMP first so it is the primary (its delivery is what "sent" reports).
+        let ordered = cfg.destinations.sorted { a, _ in if case .rtmp = a { return true } else { return false } }
+        for (i, d) in ordered.enumerated() {
+            let sink: TagSink
+            switch d {
+            case .rtmp(let url, let key):
+                sink = RTMPPublisher(url: url, streamKey: key, connectTimeoutSeconds: cfg.connectTimeoutSeconds)
+            case .file(let path):
+                sink = FLVFileSink(path: path, hasAudio: cfg.hasAudio, hasVideo: cfg.hasVideo)
+            }
+            destinations.append(Destination(sink: sink, policy: cfg.congestion, isPrimary: i == 0, stats: stats))
+        }
+        reportedDestinationFailure = Array(repeating: false, count: destinations.count)
+
+        let plan = MemoryPlan(budgetBytes: cfg.memoryBudgetBytes, baselineBytes: baseline,
+                              videoEncoderBytes: max(0, afterVideo - baseline),
+                              audioEncoderBytes: max(0, afterAudio - afterVideo),
+                              framePoolBytes: videoLane?.reservedBytes ?? 0,
+                              audioBytes: (mixer?.reservedBytes ?? 0) + audioLanes.reduce(0) { $0 + $1.reservedBytes },
+                              stagingBytes: interleaver.reservedBytes,
+                              queueBytes: destinations.reduce(0) { $0 + $1.queue.reservedBytes })
+        memoryPlan = plan
+        if cfg.memoryBudgetBytes > 0 && !plan.fits {
+            throw .memoryBudget("memory plan exceeds the budget:\n\(plan.description)")
+        }
+
+        for d in destinations {
+            d.queue.onKeyframeNeeded = { [weak self] in self?.videoLane?.requestKeyframe() }
+            do {
+                try d.open()
+            } catch {
+                for o in destinations where o.state == .live { o.finish(deadlineNs: MediaTime.now()) }
+                throw .connect(error.description)
+            }
+            pushHeaders(into: d)
+        }
+        if let enc = videoEncoder, cfg.adaptiveBitrate, let primary = destinations.first, case .rtmp = ordered[0] {
+            bitrate = BitrateController(encoder: enc, queue: primary.queue, targetKbps: cfg.video.bitrateKbps,
+                                        audioKbps: cfg.hasAudio ? cfg.audio.bitrateKbps : 0, stats: stats)
+        }
+        stats.update { $0.targetVideoKbps = cfg.video.bitrateKbps }
+
+        videoLane?.start()
+        for lane in audioLanes { lane.start() }
+        stateValue.store(State.running.rawValue, ordering: .releasing)
+        housekeeping.start { [self] in runHousekeeping() }
+        onEvent?(.started(destinations.map { $0.sink.displayName }))
+    }
+
+    /// Sends onMetaData and the codec sequence headers, marked as headers (never dropped).
+    private func pushHeaders(into d: Destination) {
+        let cfg = configuration
+        let meta = StreamMetadata(hasVideo: cfg.hasVideo, hasAudio: cfg.hasAudio, width: cfg.video.width,
+                                  height: cfg.video.height, framerate: Double(cfg.video.fps),
+                                  videoDataRateKbps: cfg.video.bitrateKbps, audioCodec: cfg.audio.codec,
+                                  audioDataRateKbps: cfg.audio.bitrateKbps, audioSampleRate: cfg.audio.sampleRate,
+                                  audioChannels: cfg.audio.channels, encoder: cfg.encoderName)
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
+        defer { scratch.deallocate() }
+        if let n = meta.write(into: scratch) {
+            d.queue.push(FLVTag(type: .scriptData, timestampMs: 0, body: UnsafeRawBufferPointer(rebasing: scratch[0..<n]), isHeader: true))
+        }
+        if let enc = videoEncoder, let n = FLVTagBody.writeAVCSequenceHeader(configurationRecord: enc.decoderConfigurationRecord, into: scratch) {
+            d.queue.push(FLVTag(type: .video, timestampMs: 0, body: UnsafeRawBufferPointer(rebasing: scratch[0..<n]), isKeyframe: true, isHeader: true))
+        }
+        if let aenc = audioEncoder,
+           let n = FLVTagBody.writeAudioSequenceHeader(codec: configuration.audio.codec, config: aenc.sequenceHeader, into: scratch) {
+            d.queue.push(FLVTag(type: .audio, timestampMs: 0, body: UnsafeRawBufferPointer(rebasing: scratch[0..<n]), isHeader: true))
+        }
+    }
+
+    /// Hands one sample buffer to its lane. Never blocks on the network; returns at once with
+    /// `.accepted` or a counted drop.
+    @discardableResult
+    public func process(_ buffer: SampleBuffer, type: SampleBufferType) -> ProcessResult {
+        guard state == .running else { return .notRunning }
+        switch (buffer, type) {
+        case (.video(let frame), .video):
+            guard let lane = videoLane else { return .dropped(.wrongLane) }
+            return lane.process(frame) { clock.timelineMs($0) }
+        case (.audio(let buf), .appAudio), (.audio(let buf), .micAudio):
+            guard !audioLanes.isEmpty else { return .dropped(.wrongLane) }
+            return audioLanes[type == .appAudio ? 0 : 1].process(buf) { clock.timelineNs($0) }
+        default:
+            stats.countDrop(.wrongLane)
+            return .dropped(.wrongLane)
+        }
+    }
+
+    private func runHousekeeping() {
+        var nextSecond = MediaTime.now() + 1_000_000_000
+        while !housekeepingStop.load(ordering: .acquiring) {
+            var ts = timespec(tv_sec: 0, tv_nsec: 50_000_000)
+            nanosleep(&ts, nil)
+            let now = MediaTime.now()
+            interleaver?.poll(nowNs: now)
+            checkDestinations()
+            if now >= nextSecond {
+                nextSecond += 1_000_000_000
+                if let primary = destinations.first {
+                    let bytes = primary.queue.queuedBytes, ms = primary.queue.queuedDurationMs
+                    stats.update { $0.queueBytes = bytes; $0.queueMs = ms }
+                }
+                bitrate?.tick(nowNs: now)
+            }
+        }
+    }
+
+    private func checkDestinations() {
+        for (i, d) in destinations.enumerated() where d.state == .failed && !reportedDestinationFailure[i] {
+            reportedDestinationFailure[i] = true
+            let message = d.error?.description ?? "destination failed"
+            if d.isPrimary {
+                failureValue.withLock { if $0 == nil { $0 = .streaming("\(d.sink.displayName): \(message)") } }
+                onEvent?(.failed("\(d.sink.displayName): \(message)"))
+            } else {
+                onEvent?(.warning("\(d.sink.displayName): \(message); streaming continues without it"))
+            }
+        }
+    }
+
+    /// Stops accepting buffers, encodes what is pending, flushes the encoders, sends what is
+    /// queued (up to `timeoutNs`), and closes every destination (RTMP: FCUnpublish + deleteStream).
+    public func finish(timeoutNs: Int64 = 1_500_000_000) {
+        guard stateValue.compareExchange(expected: State.running.rawValue, desired: State.finishing.rawValue,
+                                         ordering: .acquiringAndReleasing).exchanged else { return }
+        let deadline = MediaTime.now() + timeoutNs
+        for lane in audioLanes { lane.finish() }
+        mixer?.flush()
+        videoLane?.finish()
+        interleaver?.drain(nowNs: MediaTime.now())
+        housekeepingStop.store(true, ordering: .releasing)
+        housekeeping.join()
+        for d in destinations { d.finish(deadlineNs: deadline) }
+        checkDestinations()
+        stateValue.store(State.finished.rawValue, ordering: .releasing)
+        stats.update { $0.queueBytes = 0; $0.queueMs = 0 }
+        onEvent?(.finished)
+    }
+
+    /// Destinations' display names (secrets redacted).
+    public var destinationNames: [String] { destinations.map { $0.sink.displayName } }
+}

@@ -1,0 +1,63 @@
+import Synchronization
+
+/// A point-in-time copy of the session's counters.
+public struct StatsSnapshot: Sendable {
+    public var monotonicNs: Int64 = 0
+    public var videoFramesIn = 0
+    public var videoFramesEncoded = 0
+    public var videoFramesSent = 0
+    public var audioFramesSent = 0
+    public var videoBytesSent = 0
+    public var audioBytesSent = 0
+    public var bytesSent = 0
+    /// Drops indexed by `DropReason.allCases` order.
+    public var drops = [Int](repeating: 0, count: DropReason.allCases.count)
+    public var queueBytes = 0
+    public var queueMs = 0
+    public var targetVideoKbps = 0
+    public var reconnects = 0
+    public var lateTagsClamped = 0
+    public var audioSilenceInsertedMs = 0
+
+    public init() {}
+
+    public func drops(_ r: DropReason) -> Int { drops[r.index] }
+    public var totalDrops: Int { drops.reduce(0, +) }
+}
+
+extension DropReason {
+    var index: Int {
+        switch self {
+        case .encoderBusy: return 0
+        case .audioLaneFull: return 1
+        case .malformed: return 2
+        case .backwardsTimestamp: return 3
+        case .wrongLane: return 4
+        case .congestionPFrame: return 5
+        case .congestionUntilIDR: return 6
+        case .queueFull: return 7
+        case .encoderError: return 8
+        }
+    }
+}
+
+/// Thread-safe counters shared by lanes, muxer and senders.
+public final class BroadcastStats: Sendable {
+    private let state = Mutex(StatsSnapshot())
+
+    public init() {}
+
+    public func countDrop(_ reason: DropReason, _ n: Int = 1) {
+        state.withLock { $0.drops[reason.index] += n }
+    }
+
+    func update(_ body: (inout StatsSnapshot) -> Void) {
+        state.withLock { body(&$0) }
+    }
+
+    public func snapshot() -> StatsSnapshot {
+        var s = state.withLock { $0 }
+        s.monotonicNs = MediaTime.now()
+        return s
+    }
+}

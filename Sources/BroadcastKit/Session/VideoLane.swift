@@ -1,0 +1,113 @@
+import Synchronization
+
+/// The video lane: converts each frame into a pooled encoder-input picture on the caller's
+/// thread, then encodes it on the lane's own thread.
+///
+/// At most `FramePool.capacity` (2) frames are pending; past that the newest is dropped and
+/// counted as `encoder_busy`. That is the lane's back-pressure: a frame is never queued
+/// unboundedly and the pool never grows.
+final class VideoLane: @unchecked Sendable {
+    private let pool: FramePool
+    private let converter: FrameConverter
+    private let encoder: VideoEncoder
+    private let stats: BroadcastStats
+    private let convertLock = ConditionLock()
+    private let cond = ConditionLock()
+    private var pendingSlots: [Int]
+    private var pendingTimes: [Int64]
+    private var pendingHead = 0
+    private var pendingCount = 0
+    private var stopping = false
+    private var lastPts: Int64 = Int64.min
+    private let thread = WorkerThread(name: "bk-video")
+    private let keyframeRequested = Atomic<Bool>(false)
+    private let deliver: (EncodedPacket) -> Void
+
+    init(encoder: VideoEncoder, pendingFrames: Int, stats: BroadcastStats, deliver: @escaping (EncodedPacket) -> Void) {
+        let s = encoder.settings
+        pool = FramePool(width: s.width, height: s.height, capacity: pendingFrames)
+        converter = FrameConverter(outputWidth: s.width, outputHeight: s.height)
+        self.encoder = encoder
+        self.stats = stats
+        self.deliver = deliver
+        pendingSlots = Array(repeating: 0, count: pendingFrames)
+        pendingTimes = Array(repeating: 0, count: pendingFrames)
+    }
+
+    var reservedBytes: Int { pool.byteCount }
+    var scratchBytes: Int { convertLock.withLock { converter.scratchBytes } }
+
+    func start() {
+        thread.start { [self] in run() }
+    }
+
+    /// Asks for an IDR on the next frame (after congestion drops or a reconnect).
+    func requestKeyframe() { keyframeRequested.store(true, ordering: .relaxed) }
+
+    /// Caller thread: validate, order-check, convert into a free slot and queue it.
+    func process(_ frame: VideoFrame, timelineMs: (Int64) -> Int64) -> ProcessResult {
+        if frame.validate() != nil {
+            stats.countDrop(.malformed)
+            return .dropped(.malformed)
+        }
+        convertLock.lock()
+        if frame.pts <= lastPts {
+            convertLock.unlock()
+            stats.countDrop(.backwardsTimestamp)
+            return .dropped(.backwardsTimestamp)
+        }
+        guard let slot = pool.acquire() else {
+            convertLock.unlock()
+            stats.countDrop(.encoderBusy)
+            return .dropped(.encoderBusy)
+        }
+        lastPts = frame.pts
+        let dst = pool.frame(slot)
+        let geo = LetterboxGeometry.fit(srcW: frame.width, srcH: frame.height, dstW: dst.width, dstH: dst.height)
+        if pool.needsBorderRepaint(slot: slot, geometry: geo) { FrameConverter.fillBlack(dst) }
+        converter.convert(frame, into: dst)
+        convertLock.unlock()
+        let ts = timelineMs(frame.pts)
+        cond.withLock {
+            let i = (pendingHead + pendingCount) % pendingSlots.count
+            pendingSlots[i] = slot
+            pendingTimes[i] = ts
+            pendingCount += 1
+            cond.broadcast()
+        }
+        stats.update { $0.videoFramesIn += 1 }
+        return .accepted
+    }
+
+    private func run() {
+        while true {
+            cond.lock()
+            while pendingCount == 0 && !stopping { cond.wait() }
+            if pendingCount == 0 && stopping { cond.unlock(); break }
+            let slot = pendingSlots[pendingHead]
+            let ts = pendingTimes[pendingHead]
+            cond.unlock()
+
+            let force = keyframeRequested.exchange(false, ordering: .relaxed)
+            let ok = encoder.encode(pool.frame(slot), timestampMs: ts, forceKeyframe: force, emit: deliver)
+            if ok { stats.update { $0.videoFramesEncoded += 1 } } else { stats.countDrop(.encoderError) }
+
+            cond.withLock {
+                pendingHead = (pendingHead + 1) % pendingSlots.count
+                pendingCount -= 1
+                cond.broadcast()
+            }
+            pool.release(slot)
+        }
+        encoder.flush(emit: deliver)
+    }
+
+    /// Encodes what is pending, flushes the encoder and ends the thread.
+    func finish() {
+        cond.withLock {
+            stopping = true
+            cond.broadcast()
+        }
+        thread.join()
+    }
+}

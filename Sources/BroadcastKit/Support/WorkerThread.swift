@@ -1,0 +1,43 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import CShims
+
+/// A named pthread running one body, joined on demand.
+///
+/// Lanes and senders are long-lived threads rather than a Task or a dispatch block per frame,
+/// so the per-frame path neither allocates nor hops executors.
+public final class WorkerThread: @unchecked Sendable {
+    private var thread: pthread_t = 0
+    private var started = false
+    private let name: String
+
+    private final class Box {
+        let body: () -> Void
+        let name: String
+        init(_ name: String, _ body: @escaping () -> Void) { self.name = name; self.body = body }
+    }
+
+    public init(name: String) { self.name = name }
+
+    /// Starts the thread; `body` runs once and the thread ends when it returns.
+    public func start(_ body: @escaping @Sendable () -> Void) {
+        precondition(!started, "WorkerThread started twice")
+        started = true
+        let box = Unmanaged.passRetained(Box(name, body)).toOpaque()
+        let rc = pthread_create(&thread, nil, { arg in
+            let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
+            bk_set_thread_name(box.name)
+            box.body()
+            return nil
+        }, box)
+        precondition(rc == 0, "pthread_create failed: \(rc)")
+    }
+
+    /// Waits for the body to return. Safe to call more than once.
+    public func join() {
+        guard started else { return }
+        started = false
+        pthread_join(thread, nil)
+    }
+}

@@ -1,0 +1,62 @@
+/// Places one audio lane's buffers on the session timeline, in 48 kHz sample positions.
+///
+/// Position comes from the running sample count, anchored to the first buffer's PTS. The
+/// capture PTS of later buffers is only a measurement: its disagreement with the sample count
+/// is low-pass filtered (jitter averages out) and corrected by slewing the write position a few
+/// samples at a time (sample insertion or drop, at most `maxSlewPPM`). A jump larger than
+/// `reanchorThreshold` (a pause, a device restart) re-anchors at once. Error never accumulates,
+/// because every correction is measured against the capture clock.
+public struct AudioClock: Sendable {
+    public static let rate: Int64 = 48_000
+    /// 100 ms: larger disagreements are real discontinuities, not jitter or drift.
+    public var reanchorThreshold: Int64 = 4_800
+    /// Filtered errors under 1 ms are left alone.
+    public var deadband: Double = 48
+    /// Fastest correction: 2000 ppm, inaudible on speech and tones.
+    public var maxSlewPPM: Double = 2_000
+    /// Weight of each new measurement in the error filter (~100-buffer time constant).
+    public var alpha: Double = 0.01
+
+    private var anchored = false
+    private var nextPosition: Int64 = 0
+    private var filteredError: Double = 0
+    private var slewCarry: Double = 0
+    public private(set) var reanchors = 0
+    public private(set) var insertedFrames: Int64 = 0
+    public private(set) var droppedFrames: Int64 = 0
+
+    public init() {}
+
+    /// Returns where a buffer of `frames` samples captured at `timelineNs` goes.
+    public mutating func place(timelineNs: Int64, frames: Int) -> Int64 {
+        let measured = timelineNs * AudioClock.rate / MediaTime.nanosPerSecond
+        if !anchored {
+            anchored = true
+            nextPosition = measured
+        } else {
+            let err = measured - nextPosition
+            if err > reanchorThreshold || err < -reanchorThreshold {
+                nextPosition = measured
+                filteredError = 0
+                slewCarry = 0
+                reanchors += 1
+            } else {
+                filteredError += alpha * (Double(err) - filteredError)
+                if filteredError > deadband || filteredError < -deadband {
+                    let limit = Double(frames) * maxSlewPPM / 1_000_000
+                    slewCarry += max(-limit, min(limit, filteredError))
+                    let step = Int64(slewCarry)
+                    if step != 0 {
+                        slewCarry -= Double(step)
+                        nextPosition += step
+                        filteredError -= Double(step)
+                        if step > 0 { insertedFrames += step } else { droppedFrames -= step }
+                    }
+                }
+            }
+        }
+        let at = nextPosition
+        nextPosition += Int64(frames)
+        return at
+    }
+}

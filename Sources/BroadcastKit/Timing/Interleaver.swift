@@ -1,0 +1,132 @@
+/// Merges the video and audio tag streams into one stream in non-decreasing timestamp order.
+///
+/// Each track stages its tag bodies in its own fixed ring. The older head is released when both
+/// tracks have one; a lone head is released after waiting at most `maxWaitNs` for the other
+/// track (so a silent or stalled track never holds the stream back by more than that). A tag
+/// that would still go backwards (it arrived after the wait expired) is clamped to the last
+/// released timestamp and counted, so the wire never sees time go back.
+public final class Interleaver: @unchecked Sendable {
+    public let maxWaitNs: Int64
+
+    private struct Entry {
+        var offset: Int
+        var length: Int
+        var timestampMs: Int64
+        var arrivalNs: Int64
+        var isKeyframe: Bool
+    }
+
+    private final class Track {
+        let storage: UnsafeMutableRawBufferPointer
+        var bytes: RingAllocator
+        let entries: UnsafeMutableBufferPointer<Entry>
+        var head = 0
+        var count = 0
+        let type: FLVTagType
+        let expected: Bool
+
+        init(type: FLVTagType, bytes capacity: Int, entries n: Int, expected: Bool) {
+            self.type = type
+            self.expected = expected
+            storage = .allocate(byteCount: capacity, alignment: 16)
+            bytes = RingAllocator(capacity: capacity)
+            entries = .allocate(capacity: n)
+        }
+
+        deinit {
+            storage.deallocate()
+            entries.deallocate()
+        }
+
+        var headEntry: Entry? { count > 0 ? entries[head] : nil }
+
+        func pop() {
+            let e = entries[head]
+            bytes.freeOldest(offset: e.offset, count: e.length)
+            head = (head + 1) % entries.count
+            count -= 1
+        }
+    }
+
+    private let video: Track
+    private let audio: Track
+    private let lock = ConditionLock()
+    private var lastReleasedMs: Int64 = 0
+    private let output: (FLVTag) -> Void
+    private let stats: BroadcastStats
+
+    /// `output` receives tags in order, with the interleaver lock held; it must not call back in.
+    public init(hasVideo: Bool, hasAudio: Bool, videoBytes: Int, audioBytes: Int = 128 << 10,
+                maxWaitNs: Int64 = 150_000_000, stats: BroadcastStats, output: @escaping (FLVTag) -> Void) {
+        video = Track(type: .video, bytes: videoBytes, entries: 64, expected: hasVideo)
+        audio = Track(type: .audio, bytes: audioBytes, entries: 256, expected: hasAudio)
+        self.maxWaitNs = maxWaitNs
+        self.stats = stats
+        self.output = output
+    }
+
+    /// Bytes preallocated, for the memory plan.
+    public var reservedBytes: Int { video.bytes.capacity + audio.bytes.capacity }
+
+    /// Stages one tag body, written by `write` into the space given (exactly `bodySize` bytes).
+    public func submit(type: FLVTagType, timestampMs: Int64, isKeyframe: Bool, bodySize: Int, nowNs: Int64,
+                       write: (UnsafeMutableRawBufferPointer) -> Void) {
+        lock.lock()
+        defer { lock.unlock() }
+        let track = type == .video ? video : audio
+        var offset = track.count < track.entries.count ? track.bytes.allocate(bodySize) : nil
+        if offset == nil {
+            // Staging full: the other track is late beyond reason; release without waiting.
+            releaseLocked(nowNs: nowNs, force: true)
+            offset = track.count < track.entries.count ? track.bytes.allocate(bodySize) : nil
+        }
+        guard let o = offset else {
+            stats.countDrop(.queueFull)
+            return
+        }
+        write(UnsafeMutableRawBufferPointer(start: track.storage.baseAddress! + o, count: bodySize))
+        track.entries[(track.head + track.count) % track.entries.count] =
+            Entry(offset: o, length: bodySize, timestampMs: timestampMs, arrivalNs: nowNs, isKeyframe: isKeyframe)
+        track.count += 1
+        releaseLocked(nowNs: nowNs, force: false)
+    }
+
+    /// Releases heads whose wait has expired; called periodically by the session.
+    public func poll(nowNs: Int64) {
+        lock.withLock { releaseLocked(nowNs: nowNs, force: false) }
+    }
+
+    /// Releases everything (end of stream).
+    public func drain(nowNs: Int64) {
+        lock.withLock { releaseLocked(nowNs: nowNs, force: true) }
+    }
+
+    private func releaseLocked(nowNs: Int64, force: Bool) {
+        while true {
+            let v = video.headEntry, a = audio.headEntry
+            let pick: Track
+            if let v, let a {
+                pick = a.timestampMs <= v.timestampMs ? audio : video
+            } else if let v {
+                guard force || !audio.expected || nowNs - v.arrivalNs >= maxWaitNs else { return }
+                pick = video
+            } else if let a {
+                guard force || !video.expected || nowNs - a.arrivalNs >= maxWaitNs else { return }
+                pick = audio
+            } else {
+                return
+            }
+            let e = pick.entries[pick.head]
+            var ts = e.timestampMs
+            if ts < lastReleasedMs {
+                ts = lastReleasedMs
+                stats.update { $0.lateTagsClamped += 1 }
+            }
+            lastReleasedMs = ts
+            output(FLVTag(type: pick.type, timestampMs: UInt32(truncatingIfNeeded: ts),
+                          body: UnsafeRawBufferPointer(start: pick.storage.baseAddress! + e.offset, count: e.length),
+                          isKeyframe: e.isKeyframe))
+            pick.pop()
+        }
+    }
+}
