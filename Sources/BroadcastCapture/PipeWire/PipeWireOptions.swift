@@ -1,0 +1,39 @@
+/// What to capture from PipeWire; maps one-to-one onto the CLI flags
+/// `--screen-node`, `--app-audio`, `--mic`, `--no-app-audio`, `--no-mic`, `--cursor`.
+public struct PipeWireOptions: Sendable, Equatable {
+    /// How the portal should draw the pointer (portal path only; a plain node shows what it shows).
+    public enum Cursor: String, Sendable { case embedded, hidden }
+
+    /// Capture video at all.
+    public var screen: Bool
+    /// A Video/Source node by `node.name` or numeric id; nil picks the first Video/Source node.
+    public var screenNode: String?
+    /// Capture desktop audio (a sink's monitor).
+    public var appAudio: Bool
+    /// The Audio/Sink whose monitor is captured; nil means the default sink.
+    public var appAudioNode: String?
+    /// Capture the microphone.
+    public var mic: Bool
+    /// The Audio/Source to capture; nil means the default source.
+    public var micNode: String?
+    public var cursor: Cursor
+    /// Buffers requested per video stream (small: 2...4).
+    public var videoBufferCount: Int
+    /// Preferred audio rate; PipeWire resamples to it.
+    public var audioSampleRate: Int
+
+    public init(screen: Bool = true, screenNode: String? = nil,
+                appAudio: Bool = true, appAudioNode: String? = nil,
+                mic: Bool = true, micNode: String? = nil,
+                cursor: Cursor = .embedded, videoBufferCount: Int = 3, audioSampleRate: Int = 48_000) {
+        self.screen = screen
+        self.screenNode = screenNode
+        self.appAudio = appAudio
+        self.appAudioNode = appAudioNode
+        self.mic = mic
+        self.micNode = micNode
+        self.cursor = cursor
+        self.videoBufferCount = videoBufferCount
+        self.audioSampleRate = audioSampleRate
+    }
+}

@@ -1,0 +1,33 @@
+import BroadcastKit
+
+/// Captures a PipeWire Video/Source node (a compositor screen-cast stream, a camera, or
+/// pw-test-screen) on its own thread. Accepts BGRx, BGRA, RGBx, RGBA, NV12 and I420 in
+/// mappable (SHM/MemFd) buffers. A size change mid-stream is passed through as frames of the
+/// new size; the session rescales to its fixed output size.
+public final class PipeWireScreenSource: CaptureSource {
+    let stream: PipeWireStream
+    private let label: String
+
+    /// - Parameters:
+    ///   - nodeName: the node's `node.name` (linked through target.object), or nil with `nodeID`.
+    ///   - nodeID: a node id, as the portal hands out; `UInt32.max` when unused.
+    ///   - remoteFD: an fd from the portal's OpenPipeWireRemote, or -1 for the default daemon.
+    public init(nodeName: String?, nodeID: UInt32 = UInt32.max, remoteFD: Int32 = -1, bufferCount: Int = 3) {
+        stream = PipeWireStream(kind: .video, target: nodeName, targetID: nodeID, remoteFD: remoteFD,
+                                streamName: "broadcast-screen", buffers: bufferCount)
+        label = "pipewire screen " + (nodeName ?? "node \(nodeID)")
+    }
+
+    public var description: String { label }
+    public func start(into sink: SampleBufferSink) throws(CaptureError) { try stream.start(into: sink) }
+    public func stop() { stream.stop() }
+    public func waitUntilFinished(timeoutNanoseconds: Int64) -> Bool {
+        stream.waitUntilFinished(timeoutNanoseconds: timeoutNanoseconds)
+    }
+    public var error: CaptureError? { stream.error }
+
+    /// Frames handed to the sink so far.
+    public var framesDelivered: Int { stream.delivered.load(ordering: .relaxed) }
+    /// The negotiated format, e.g. "video BGRx 1280x720" (empty before negotiation).
+    public var negotiatedFormat: String { stream.format.withLock { $0 } }
+}

@@ -1,0 +1,211 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BroadcastKit
+import CPipeWireShim
+import Synchronization
+
+/// One PipeWire capture stream on its own thread (a pw_thread_loop inside the C shim).
+/// Shared by the screen and audio sources: it owns the C handle, forwards mapped buffers to the
+/// sink without copying, and tracks the end/error state behind `waitUntilFinished`.
+final class PipeWireStream: @unchecked Sendable {
+    enum Kind { case video, sinkMonitor, source }
+
+    let kind: Kind
+    let lane: SampleBufferType
+    private let target: String?
+    private let targetID: UInt32
+    private let remoteFD: Int32
+    private let streamName: String
+    private let channels: Int32
+    private let rate: Int32
+    private let buffers: Int32
+
+    // Written once in start() before the C stream exists; read on the stream thread.
+    private var sink: SampleBufferSink?
+    private var handle: OpaquePointer?
+
+    private let lock: UnsafeMutablePointer<pthread_mutex_t>
+    private let cond: UnsafeMutablePointer<pthread_cond_t>
+    private var finished = false
+    private var failure: CaptureError?
+    private var started = false
+
+    /// Buffers handed to the sink so far (for tests and stats).
+    let delivered = Atomic<Int>(0)
+    /// The last negotiated format, e.g. "video BGRx 1280x720".
+    let format = Mutex<String>("")
+
+    init(kind: Kind, target: String?, targetID: UInt32 = UInt32.max, remoteFD: Int32 = -1,
+         streamName: String, channels: Int = 2, rate: Int = 48_000, buffers: Int = 3) {
+        self.kind = kind
+        self.lane = kind == .video ? .video : (kind == .sinkMonitor ? .appAudio : .micAudio)
+        self.target = target
+        self.targetID = targetID
+        self.remoteFD = remoteFD
+        self.streamName = streamName
+        self.channels = Int32(channels)
+        self.rate = Int32(rate)
+        self.buffers = Int32(buffers)
+        lock = .allocate(capacity: 1)
+        cond = .allocate(capacity: 1)
+        pthread_mutex_init(lock, nil)
+        var attr = pthread_condattr_t()
+        pthread_condattr_init(&attr)
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
+        pthread_cond_init(cond, &attr)
+        pthread_condattr_destroy(&attr)
+    }
+
+    deinit {
+        if let handle { bk_pw_capture_close(handle) }
+        pthread_cond_destroy(cond)
+        pthread_mutex_destroy(lock)
+        cond.deallocate()
+        lock.deallocate()
+    }
+
+    func start(into sink: SampleBufferSink) throws(CaptureError) {
+        pthread_mutex_lock(lock)
+        let again = started
+        started = true
+        pthread_mutex_unlock(lock)
+        if again { throw CaptureError(.badInput, "PipeWire \(streamName): a source starts only once") }
+        self.sink = sink
+        var message = [CChar](repeating: 0, count: 512)
+        let ctx = Unmanaged.passUnretained(self).toOpaque()
+        let opened: OpaquePointer? = streamName.withCString { name in
+            withOptionalCString(target) { targetPtr in
+                var config = bk_pw_capture_config()
+                config.kind = kind == .video ? Int32(BK_PW_CAPTURE_VIDEO.rawValue)
+                    : kind == .sinkMonitor ? Int32(BK_PW_CAPTURE_SINK_MONITOR.rawValue) : Int32(BK_PW_CAPTURE_SOURCE.rawValue)
+                config.stream_name = name
+                config.target = targetPtr
+                config.target_id = targetID
+                config.remote_fd = remoteFD
+                config.channels = channels
+                config.rate = rate
+                config.buffers = buffers
+                config.on_video = pipeWireVideoThunk
+                config.on_audio = pipeWireAudioThunk
+                config.on_event = pipeWireEventThunk
+                config.ctx = ctx
+                return bk_pw_capture_open(&config, &message, message.count)
+            }
+        }
+        guard let opened else {
+            let text = PipeWireNodes.cString(message)
+            let error = CaptureError(text.hasPrefix("no PipeWire daemon") ? .unavailable : .io, text)
+            end(error)
+            throw error
+        }
+        pthread_mutex_lock(lock)
+        handle = opened
+        pthread_mutex_unlock(lock)
+    }
+
+    /// Disconnects and joins the stream thread; idempotent.
+    func stop() {
+        pthread_mutex_lock(lock)
+        let h = handle
+        handle = nil
+        pthread_mutex_unlock(lock)
+        if let h { bk_pw_capture_close(h) }
+        end(nil)
+    }
+
+    func waitUntilFinished(timeoutNanoseconds: Int64) -> Bool {
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        if timeoutNanoseconds < 0 {
+            while !finished { pthread_cond_wait(cond, lock) }
+            return true
+        }
+        let deadline = MediaTime.now() + timeoutNanoseconds
+        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        while !finished {
+            if pthread_cond_timedwait(cond, lock, &ts) == ETIMEDOUT { return finished }
+        }
+        return true
+    }
+
+    var error: CaptureError? {
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        return failure
+    }
+
+    private func end(_ error: CaptureError?) {
+        pthread_mutex_lock(lock)
+        if failure == nil, let error { failure = error }
+        finished = true
+        pthread_cond_broadcast(cond)
+        pthread_mutex_unlock(lock)
+    }
+
+    // MARK: stream thread
+
+    fileprivate func deliver(_ f: bk_pw_video_frame) {
+        guard let sink, let format = PipeWireStream.pixelFormat(f.format) else { return }
+        let frame = VideoFrame(
+            width: Int(f.width), height: Int(f.height), format: format,
+            planes: (f.planes.0, f.planes.1, f.planes.2),
+            strides: (Int(f.strides.0), Int(f.strides.1), Int(f.strides.2)),
+            planeSizes: (Int(f.plane_sizes.0), Int(f.plane_sizes.1), Int(f.plane_sizes.2)),
+            pts: f.pts_ns)
+        sink.process(.video(frame), type: .video)
+        delivered.add(1, ordering: .relaxed)
+    }
+
+    fileprivate func deliver(_ a: bk_pw_audio_chunk) {
+        guard let sink, let data = a.data else { return }
+        let buffer = AudioBuffer(
+            format: a.format == Int32(BK_PW_SAMPLE_F32.rawValue) ? .f32 : .s16,
+            channels: Int(a.channels), sampleRate: Int(a.rate), frameCount: Int(a.frames),
+            data: UnsafeRawBufferPointer(start: data, count: Int(a.bytes)), pts: a.pts_ns)
+        sink.process(.audio(buffer), type: lane)
+        delivered.add(1, ordering: .relaxed)
+    }
+
+    fileprivate func event(_ code: Int32, _ message: String) {
+        if code == Int32(BK_PW_EVENT_ERROR.rawValue) {
+            end(CaptureError(message.contains("went away") ? .unavailable : .io, message))
+        } else if code == Int32(BK_PW_EVENT_FORMAT.rawValue) {
+            format.withLock { $0 = message }
+        }
+    }
+
+    static func pixelFormat(_ code: Int32) -> PixelFormat? {
+        switch UInt32(code) {
+        case BK_PW_PIXEL_BGRX.rawValue: return .bgrx
+        case BK_PW_PIXEL_BGRA.rawValue: return .bgra
+        case BK_PW_PIXEL_RGBX.rawValue: return .rgbx
+        case BK_PW_PIXEL_RGBA.rawValue: return .rgba
+        case BK_PW_PIXEL_NV12.rawValue: return .nv12
+        case BK_PW_PIXEL_I420.rawValue: return .i420
+        default: return nil
+        }
+    }
+}
+
+private func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let s else { return body(nil) }
+    return s.withCString { body($0) }
+}
+
+// C callbacks: the context is the unretained PipeWireStream, which outlives its C handle.
+private let pipeWireVideoThunk: bk_pw_video_cb = { ctx, frame in
+    guard let ctx, let frame else { return }
+    Unmanaged<PipeWireStream>.fromOpaque(ctx).takeUnretainedValue().deliver(frame.pointee)
+}
+
+private let pipeWireAudioThunk: bk_pw_audio_cb = { ctx, chunk in
+    guard let ctx, let chunk else { return }
+    Unmanaged<PipeWireStream>.fromOpaque(ctx).takeUnretainedValue().deliver(chunk.pointee)
+}
+
+private let pipeWireEventThunk: bk_pw_event_cb = { ctx, code, message in
+    guard let ctx else { return }
+    let text = message.map { String(cString: $0) } ?? ""
+    Unmanaged<PipeWireStream>.fromOpaque(ctx).takeUnretainedValue().event(code, text)
+}
