@@ -13,7 +13,7 @@ fi
 
 VENV_DIR="$REPO_ROOT/.venv"
 VENV_PY="$VENV_DIR/bin/python"
-BROADCAST_BIN="$REPO_ROOT/.build/release/broadcast"
+BROADCAST_BIN="${BROADCAST_BIN:-$REPO_ROOT/.build/release/broadcast}"
 export VENV_DIR VENV_PY BROADCAST_BIN
 
 # Short progress lines go to stderr so stdout stays for data.
