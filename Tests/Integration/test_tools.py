@@ -1,0 +1,288 @@
+"""Tests of the analysis tools (tools/avsync.py, tools/throttle_proxy.py, tools/soak_plot.py)
+on synthetic inputs made here with ffmpeg and plain sockets.
+
+Run: .venv/bin/python -m pytest Tests/Integration/test_tools.py
+  or .venv/bin/python -m unittest Tests/Integration/test_tools.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tools"))
+
+import avsync  # noqa: E402
+
+PY = sys.executable
+AVSYNC = [PY, os.path.join(REPO, "tools", "avsync.py")]
+PROXY = [PY, os.path.join(REPO, "tools", "throttle_proxy.py")]
+
+
+def make_clip(path: str, seconds: int = 6, offset_expr: str = "0.040", acodec: str = "aac",
+              beep_amp: float = 0.5, tone_amp: float = 0.2, fps: int = 30,
+              extra: list[str] | None = None) -> None:
+    """A test-source look-alike: dark moving video with a white frame at every whole second
+    k >= 1, 440 + 660 Hz background tones and a 50 ms 1 kHz beep at k + offset_expr(k)
+    seconds (offset_expr may use K, the whole second)."""
+    off = offset_expr.replace("K", "floor(t)")
+    video = (f"color=c=black:s=320x240:r={fps}:d={seconds},format=yuv420p,"
+             f"geq=lum='if(gt(N\\,0)*eq(mod(N\\,{fps})\\,0)\\,235\\,50+20*sin(N/5))'"
+             f":cb=128:cr=128")
+    # The beep is gated on the fractional second so it can be shifted per event.
+    frac = "(t-floor(t))"
+    audio = (f"aevalsrc='{tone_amp}*sin(2*PI*440*t)+{tone_amp}*sin(2*PI*660*t)"
+             f"+{beep_amp}*sin(2*PI*1000*t)*gte(t\\,1)*gte({frac}-({off})\\,0)"
+             f"*lt({frac}-({off})\\,0.05)':s=48000:d={seconds}")
+    codec = {"aac": ["-c:a", "aac", "-b:a", "128k"],
+             "opus": ["-c:a", "libopus", "-b:a", "96k"]}[acodec]
+    cmd = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", video,
+           "-f", "lavfi", "-i", audio, "-c:v", "libx264", "-preset", "veryfast", "-g", "60",
+           "-bf", "0",
+           *codec, *(extra or []), path]
+    subprocess.run(cmd, check=True)
+
+
+def run_avsync(*args: str) -> tuple[int, dict | None, str]:
+    p = subprocess.run([*AVSYNC, *args], capture_output=True, text=True, timeout=120)
+    data = None
+    if "--json" in args and p.stdout.strip():
+        data = json.loads(p.stdout)
+    return p.returncode, data, p.stdout + p.stderr
+
+
+@unittest.skipIf(shutil.which("ffmpeg") is None, "ffmpeg missing")
+class AVSyncTests(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="avsync-test-")
+        cls.aac40 = os.path.join(cls.tmp, "aac40.flv")
+        make_clip(cls.aac40, offset_expr="0.040", acodec="aac")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def test_aac_flv_measures_known_offset(self):
+        rc, data, out = run_avsync(self.aac40, "--json", "--tolerance-ms", "45")
+        self.assertEqual(rc, 0, out)
+        s = data["summary"]
+        self.assertEqual(s["events"], 5, out)  # flashes at 1..5 s of a 6 s clip
+        self.assertAlmostEqual(s["mean_ms"], 40.0, delta=1.5)
+        self.assertLess(s["stddev_ms"], 1.0)
+        self.assertLess(abs(s["max_abs_ms"] - 40.0), 1.5)
+        audio = [st for st in data["streams"] if st["kind"] == "audio"][0]
+        self.assertEqual(audio["gaps"], 0)
+        self.assertEqual(audio["non_increasing"], 0)
+
+    def test_tolerance_decides_exit_code(self):
+        rc, _, out = run_avsync(self.aac40, "--tolerance-ms", "35")
+        self.assertEqual(rc, 1, out)
+        self.assertIn("FAIL", out)
+        rc, _, out = run_avsync(self.aac40, "--tolerance-ms", "45")
+        self.assertEqual(rc, 0, out)
+        self.assertIn("PASS", out)
+
+    def test_opus_negative_offset_and_weak_beep(self):
+        # NUT: ffmpeg 5.1's FLV muxer cannot write Opus, and its Matroska muxer shifts the
+        # video by the Opus codec delay, which would move the truth we compare against.
+        path = os.path.join(self.tmp, "opus.nut")
+        # Beep 25 ms early, and quieter than each background tone.
+        make_clip(path, offset_expr="-0.025+1", acodec="opus", beep_amp=0.15, tone_amp=0.3)
+        rc, data, out = run_avsync(path, "--json")
+        self.assertEqual(rc, 0, out)
+        # Beeps at 1.975..5.975 s: the flash at 1 s has none within 500 ms.
+        self.assertEqual(data["summary"]["events"], 4, out)
+        # Beeps at k+0.975 pair with the flash at k+1 (nearest): -25 ms.
+        self.assertAlmostEqual(data["summary"]["mean_ms"], -25.0, delta=1.5)
+
+    def test_drift_slope(self):
+        path = os.path.join(self.tmp, "drift.flv")
+        # The offset grows 2 ms per second: 7200 ms/hour.
+        make_clip(path, seconds=10, offset_expr="0.002*K", acodec="aac")
+        rc, data, out = run_avsync(path, "--json", "--tolerance-ms", "50")
+        self.assertEqual(rc, 0, out)
+        s = data["summary"]
+        self.assertEqual(s["events"], 9, out)
+        self.assertAlmostEqual(s["drift_ms_per_hour"], 7200.0, delta=400.0)
+        self.assertAlmostEqual(s["max_abs_ms"], 18.0, delta=1.5)
+
+    def test_audio_gap_detected(self):
+        import av
+
+        path = os.path.join(self.tmp, "gap.flv")
+        # Remux without ~0.5 s of audio packets starting at 2.3 s.
+        with av.open(self.aac40) as src, av.open(path, "w", format="flv") as dst:
+            vi, ai = src.streams.video[0], src.streams.audio[0]
+            vo = dst.add_stream_from_template(vi)
+            ao = dst.add_stream_from_template(ai)
+            for pkt in src.demux(vi, ai):
+                if pkt.dts is None:
+                    continue
+                t = float(pkt.pts * pkt.time_base)
+                if pkt.stream is ai and 2.3 <= t < 2.8:
+                    continue
+                pkt.stream = vo if pkt.stream is vi else ao
+                dst.mux(pkt)
+        rc, data, out = run_avsync(path, "--json", "--tolerance-ms", "45")
+        self.assertEqual(rc, 1, out)
+        audio = [st for st in data["streams"] if st["kind"] == "audio"][0]
+        self.assertEqual(audio["gaps"], 1, out)
+        self.assertAlmostEqual(audio["gap_total_ms"], 500.0, delta=25.0)
+        rc, _, out = run_avsync(path, "--tolerance-ms", "45", "--allow-gaps")
+        self.assertEqual(rc, 0, out)
+
+    def test_plot_written(self):
+        png = os.path.join(self.tmp, "offsets.png")
+        rc, _, out = run_avsync(self.aac40, "--tolerance-ms", "45", "--plot", png)
+        self.assertEqual(rc, 0, out)
+        with open(png, "rb") as f:
+            self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+
+    def test_usage_and_decode_errors_exit_2(self):
+        rc, _, _ = run_avsync()
+        self.assertEqual(rc, 2)
+        rc, _, out = run_avsync(os.path.join(self.tmp, "missing.flv"))
+        self.assertEqual(rc, 2, out)
+        junk = os.path.join(self.tmp, "junk.flv")
+        with open(junk, "wb") as f:
+            f.write(b"FLV\x01garbage" * 10)
+        rc, _, out = run_avsync(junk)
+        self.assertEqual(rc, 2, out)
+
+    def test_no_events_fails(self):
+        path = os.path.join(self.tmp, "nobeep.flv")
+        make_clip(path, beep_amp=0.0)
+        rc, data, out = run_avsync(path, "--json")
+        self.assertEqual(rc, 1, out)
+        self.assertEqual(data["summary"]["events"], 0)
+
+
+class TimestampCheckTests(unittest.TestCase):
+    def test_non_increasing_and_negative_counted(self):
+        st = avsync.StreamTiming("video")
+        for t in (-0.01, 0.0, 0.033, 0.033, 0.02, 0.1):
+            st.observe(t)
+        self.assertEqual(st.negative, 1)
+        self.assertEqual(st.non_increasing, 2)
+
+    def test_pairing_uses_each_beep_once_within_window(self):
+        pairs = avsync.pair_events([1.0, 2.0, 3.0], [1.02, 1.03, 3.7])
+        self.assertEqual(pairs, [(1.0, 1.02)])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Sink:
+    """A TCP server that reads as fast as it can and timestamps what arrives."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(1)
+        self.port = self.sock.getsockname()[1]
+        self.samples: list[tuple[float, int]] = []
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        conn, _ = self.sock.accept()
+        with conn:
+            while True:
+                data = conn.recv(65536)
+                if not data:
+                    break
+                self.samples.append((time.monotonic(), len(data)))
+
+    def bytes_between(self, a: float, b: float) -> int:
+        return sum(n for t, n in self.samples if a <= t < b)
+
+
+class ThrottleProxyTests(unittest.TestCase):
+    def test_throughput_follows_schedule(self):
+        kbps = 800.0
+        sink = Sink()
+        status = tempfile.mktemp(suffix=".json")
+        proc = subprocess.Popen(
+            [*PROXY, "--target-port", str(sink.port), "--throttle-kbps", str(kbps),
+             "--throttle-from", "1", "--throttle-for", "3", "--status-json", status],
+            stdout=subprocess.PIPE, text=True)
+        try:
+            line = proc.stdout.readline()
+            self.assertTrue(line.startswith("listening on 127.0.0.1:"), line)
+            port = int(line.strip().rsplit(":", 1)[1])
+            t0 = time.monotonic()  # the proxy's clock started just before its line
+            client = socket.create_connection(("127.0.0.1", port))
+            payload = b"x" * 16384
+            sent_at_2s = None
+            while time.monotonic() - t0 < 5.0:
+                client.sendall(payload)
+                if sent_at_2s is None and time.monotonic() - t0 >= 2.0:
+                    sent_at_2s = sink.bytes_between(0, time.monotonic())
+            client.close()
+            # Throttled window [1, 4) s; measure its steady middle, away from the edges.
+            got = sink.bytes_between(t0 + 1.5, t0 + 3.8)
+            rate_kbps = got * 8 / 1000.0 / 2.3
+            self.assertAlmostEqual(rate_kbps, kbps, delta=0.15 * kbps,
+                                   msg=f"throttled rate {rate_kbps:.0f} kbit/s")
+            # Unthrottled before and after: far above the limit.
+            before = sink.bytes_between(t0, t0 + 0.9) * 8 / 1000.0 / 0.9
+            after = sink.bytes_between(t0 + 4.2, t0 + 5.0) * 8 / 1000.0 / 0.8
+            self.assertGreater(before, 10 * kbps)
+            self.assertGreater(after, 10 * kbps)
+            with open(status) as f:
+                st = json.load(f)
+            self.assertEqual(st["connections"], 1)
+            self.assertGreater(st["bytes_client_to_server"], 0)
+        finally:
+            proc.terminate()
+            out, _ = proc.communicate(timeout=10)
+            if os.path.exists(status):
+                os.unlink(status)
+        self.assertIn("throttling starts", out)
+        self.assertIn("throttling stops", out)
+        self.assertEqual(proc.returncode, 0)
+
+    def test_backpressure_reaches_sender(self):
+        """While throttled, the sender cannot run far ahead of what the server received."""
+        sink = Sink()
+        proc = subprocess.Popen(
+            [*PROXY, "--target-port", str(sink.port), "--throttle-kbps", "400",
+             "--throttle-from", "0"], stdout=subprocess.PIPE, text=True)
+        try:
+            port = int(proc.stdout.readline().strip().rsplit(":", 1)[1])
+            client = socket.create_connection(("127.0.0.1", port))
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 32768)
+            client.setblocking(False)
+            sent = 0
+            end = time.monotonic() + 2.0
+            while time.monotonic() < end:
+                try:
+                    sent += client.send(b"y" * 8192)
+                except BlockingIOError:
+                    time.sleep(0.005)
+            received = sink.bytes_between(0, time.monotonic())
+            client.close()
+            # 2 s at 400 kbit/s is ~100 KB; kernel buffers on the way hold a bounded amount.
+            self.assertLess(received, 140_000)
+            self.assertLess(sent - received, 400_000, f"sent {sent}, received {received}")
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=10)
+
+
+if __name__ == "__main__":
+    unittest.main()
