@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -159,7 +160,13 @@ class RunResult:
     timed_out: bool = False
 
     def describe(self) -> str:
-        return (f"exit {self.returncode} after {self.seconds:.1f} s"
+        status = f"exit {self.returncode}"
+        if self.returncode < 0:
+            try:
+                status = f"killed by {signal.Signals(-self.returncode).name}"
+            except ValueError:
+                pass
+        return (f"{status} after {self.seconds:.1f} s"
                 f"{' (TIMED OUT)' if self.timed_out else ''}\n"
                 f"--- stderr (tail) ---\n{self.stderr[-2000:]}\n--- stdout (tail) ---\n{self.stdout[-1000:]}")
 
