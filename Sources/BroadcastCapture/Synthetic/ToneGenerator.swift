@@ -67,7 +67,7 @@ final class ToneGenerator {
         let twoPi = 2 * Double.pi
         for frame in 0..<framesPerBuffer {
             let index = first + Int64(frame)
-            while index >= beepOnset + beepLength {
+            while beeps && index >= beepOnset + beepLength {
                 beepSecond += 1
                 beepOnset = onsetSample(second: beepSecond)
             }

@@ -1,0 +1,224 @@
+import BroadcastKit
+import Foundation
+import Synchronization
+import Testing
+
+@testable import BroadcastCapture
+
+/// Records what PipeWire sources deliver: decoded frame counters, sizes, PTS and a Goertzel
+/// power per tone, computed inside the callback (the buffers are borrowed).
+final class PipeWireRecordingSink: SampleBufferSink, @unchecked Sendable {
+    struct State {
+        var counters: [Int] = []
+        var sizes: Set<String> = []
+        var formats: Set<String> = []
+        var videoPTS: [Int64] = []
+        var audio: [SampleBufferType: [Float]] = [:]
+        var audioPTS: [SampleBufferType: [Int64]] = [:]
+        var malformed: [String] = []
+    }
+    let state = Mutex(State())
+
+    func process(_ buffer: SampleBuffer, type: SampleBufferType) -> ProcessResult {
+        switch buffer {
+        case .video(let frame):
+            if let why = frame.validate() {
+                state.withLock { $0.malformed.append(why) }
+                return .dropped(.malformed)
+            }
+            let counter = Self.counter(frame)
+            state.withLock {
+                $0.counters.append(counter)
+                $0.sizes.insert("\(frame.width)x\(frame.height)")
+                $0.formats.insert(frame.format.rawValue)
+                $0.videoPTS.append(frame.pts)
+            }
+        case .audio(let audio):
+            if let why = audio.validate() {
+                state.withLock { $0.malformed.append(why) }
+                return .dropped(.malformed)
+            }
+            var mono = [Float](repeating: 0, count: audio.frameCount)
+            for i in 0..<audio.frameCount {
+                let idx = i * audio.channels
+                switch audio.format {
+                case .f32: mono[i] = audio.data.load(fromByteOffset: idx * 4, as: Float.self)
+                case .s16: mono[i] = Float(audio.data.load(fromByteOffset: idx * 2, as: Int16.self)) / 32768
+                }
+            }
+            state.withLock {
+                $0.audio[type, default: []].append(contentsOf: mono)
+                $0.audioPTS[type, default: []].append(audio.pts)
+            }
+        }
+        return .accepted
+    }
+
+    /// pw-test-screen's counter: 24 blocks of 16x16 px from (16,16), MSB first, white = 1 (BGRx).
+    static func counter(_ f: VideoFrame) -> Int {
+        guard let base = f.planes.0, f.format == .bgrx || f.format == .bgra else { return -1 }
+        var value = 0
+        for i in 0..<24 {
+            let x = 16 + i * 16 + 8, y = 16 + 8
+            let g = base.load(fromByteOffset: y * f.strides.0 + x * 4 + 1, as: UInt8.self)
+            value = value << 1 | (g > 128 ? 1 : 0)
+        }
+        return value
+    }
+
+    /// Relative power of `frequency` in `samples` (Goertzel), normalised by total energy.
+    static func tonePower(_ samples: ArraySlice<Float>, frequency: Double, rate: Double) -> Double {
+        let w = 2 * Double.pi * frequency / rate
+        let coeff = 2 * cos(w)
+        var s1 = 0.0, s2 = 0.0, energy = 0.0
+        for x in samples {
+            let s0 = Double(x) + coeff * s1 - s2
+            s2 = s1; s1 = s0
+            energy += Double(x) * Double(x)
+        }
+        let power = s1 * s1 + s2 * s2 - coeff * s1 * s2
+        return energy > 0 ? power / (energy * Double(samples.count) / 2) : 0
+    }
+}
+
+/// These tests need a reachable PipeWire daemon with the nodes scripts/pipewire-up creates.
+enum PipeWireTestEnvironment {
+    static let nodes: [PipeWireNode]? = try? PipeWireNodes.list()
+    static var daemonReachable: Bool { nodes != nil }
+    /// pw-test-screen next to the test bundle (swift build puts all products in one directory).
+    static let producerPath: String? = {
+        let dir = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [dir, dir.deletingLastPathComponent()] {
+            let path = candidate.appendingPathComponent("pw-test-screen").path
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }()
+    static var hasTestNodes: Bool {
+        guard let nodes else { return false }
+        return ["pw-test-screen", "app-sink", "test-mic"].allSatisfy { n in nodes.contains { $0.name == n } }
+    }
+}
+
+@Suite("PipeWire capture against a real daemon", .serialized)
+struct PipeWireCaptureTests {
+    @Test("no daemon: .unavailable with what is missing and how to fix it")
+    func noDaemon() throws {
+        // PIPEWIRE_REMOTE names the socket; point it at one that does not exist.
+        let old = ProcessInfo.processInfo.environment["PIPEWIRE_REMOTE"]
+        setenv("PIPEWIRE_REMOTE", "broadcast-test-no-such-socket", 1)
+        defer { if let old { setenv("PIPEWIRE_REMOTE", old, 1) } else { unsetenv("PIPEWIRE_REMOTE") } }
+        do {
+            _ = try PipeWireCapture.listSources()
+            Issue.record("listing succeeded without a daemon")
+        } catch {
+            #expect(error.kind == .unavailable)
+            #expect(error.message.contains("no PipeWire daemon"))
+            #expect(error.message.contains("broadcast-test-no-such-socket"))
+            #expect(error.message.contains("start pipewire"))
+        }
+    }
+
+    @Test("list and missing node", .enabled(if: PipeWireTestEnvironment.hasTestNodes,
+                                             "needs a PipeWire daemon with pw-test-screen, app-sink, test-mic: eval \"$(scripts/pipewire-up)\""))
+    func listingAndMissingNode() throws {
+        let text = try PipeWireCapture.listSources()
+        #expect(text.contains("pw-test-screen"))
+        #expect(text.contains("app-sink"))
+        #expect(text.contains("test-mic"))
+        do {
+            _ = try PipeWireCapture.makeSources(PipeWireOptions(screenNode: "no-such-screen"))
+            Issue.record("a missing node was accepted")
+        } catch {
+            #expect(error.kind == .badInput)
+            #expect(error.message.contains("no-such-screen"))
+            #expect(error.message.contains("pw-test-screen (id "))
+        }
+        let byID = try #require(PipeWireTestEnvironment.nodes?.first { $0.name == "pw-test-screen" })
+        let sources = try PipeWireCapture.makeSources(PipeWireOptions(screenNode: String(byID.id),
+                                                                     appAudioNode: "app-sink", micNode: "test-mic"))
+        #expect(sources.count == 3)
+        #expect(sources[0].description == "pipewire screen pw-test-screen")
+    }
+
+    @Test("screen, app audio and mic deliver real buffers", .enabled(if: PipeWireTestEnvironment.hasTestNodes,
+                                             "needs a PipeWire daemon with pw-test-screen, app-sink, test-mic: eval \"$(scripts/pipewire-up)\""))
+    func captureAll() throws {
+        let sink = PipeWireRecordingSink()
+        let sources = try PipeWireCapture.makeSources(PipeWireOptions(screenNode: "pw-test-screen",
+                                                                     appAudioNode: "app-sink", micNode: "test-mic"))
+        let start = MediaTime.now()
+        for s in sources { try s.start(into: sink) }
+        Thread.sleep(forTimeInterval: 3)
+        for s in sources { s.stop() }
+        let end = MediaTime.now()
+        for s in sources {
+            #expect(s.error == nil, "\(s.description): \(String(describing: s.error))")
+            #expect(s.waitUntilFinished(timeoutNanoseconds: 0))
+        }
+        let st = sink.state.withLock { $0 }
+        #expect(st.malformed.isEmpty, "\(st.malformed.prefix(3))")
+        // Video: ~30 fps for ~3 s after negotiation; counters strictly increasing, few gaps.
+        #expect(st.sizes == ["1280x720"])
+        #expect(st.formats == ["bgrx"])
+        #expect(st.counters.count >= 60, "only \(st.counters.count) frames")
+        let pairs = zip(st.counters, st.counters.dropFirst())
+        #expect(pairs.allSatisfy { $0 < $1 }, "counters out of order")
+        if let first = st.counters.first, let last = st.counters.last {
+            let span = last - first + 1
+            #expect(Double(st.counters.count) / Double(span) >= 0.95, "\(st.counters.count) of \(span)")
+        }
+        #expect(zip(st.videoPTS, st.videoPTS.dropFirst()).allSatisfy { $0 < $1 })
+        #expect(st.videoPTS.allSatisfy { $0 >= start && $0 <= end }, "video PTS not on CLOCK_MONOTONIC")
+        // Audio: the 1 kHz tone on the app lane, 660 Hz on the mic lane.
+        let app = try #require(st.audio[.appAudio])
+        let mic = try #require(st.audio[.micAudio])
+        #expect(app.count >= 48_000, "app audio \(app.count) samples")
+        #expect(mic.count >= 48_000, "mic audio \(mic.count) samples")
+        let appTail = app.suffix(24_000), micTail = mic.suffix(24_000)
+        let app1k = PipeWireRecordingSink.tonePower(appTail, frequency: 1000, rate: 48_000)
+        let app660 = PipeWireRecordingSink.tonePower(appTail, frequency: 660, rate: 48_000)
+        let mic660 = PipeWireRecordingSink.tonePower(micTail, frequency: 660, rate: 48_000)
+        let mic1k = PipeWireRecordingSink.tonePower(micTail, frequency: 1000, rate: 48_000)
+        print("pipewire capture: \(st.counters.count) frames, counters \(st.counters.first ?? -1)...\(st.counters.last ?? -1), "
+              + "app \(app.count) samples 1k=\(app1k) 660=\(app660), mic \(mic.count) samples 660=\(mic660) 1k=\(mic1k)")
+        #expect(app1k > 0.5 && app660 < 0.05, "app 1k \(app1k) 660 \(app660)")
+        #expect(mic660 > 0.5 && mic1k < 0.05, "mic 660 \(mic660) 1k \(mic1k)")
+        for lane in [SampleBufferType.appAudio, .micAudio] {
+            let pts = st.audioPTS[lane] ?? []
+            #expect(zip(pts, pts.dropFirst()).allSatisfy { $0 < $1 }, "\(lane) PTS not increasing")
+            #expect(pts.allSatisfy { $0 >= start - 500_000_000 && $0 <= end }, "\(lane) PTS not on CLOCK_MONOTONIC")
+        }
+    }
+
+    @Test("size changes mid-stream pass through as frames of the new size",
+          .enabled(if: PipeWireTestEnvironment.daemonReachable && PipeWireTestEnvironment.producerPath != nil,
+                   "needs a PipeWire daemon (eval \"$(scripts/pipewire-up)\") and the pw-test-screen build product"))
+    func resizePassThrough() throws {
+        let name = "pw-test-screen-resize-\(getpid())"
+        let producer = Process()
+        producer.executableURL = URL(fileURLWithPath: try #require(PipeWireTestEnvironment.producerPath))
+        producer.arguments = ["--name", name, "--resize-at", "1:1920x1080,2:800x600", "--duration", "8"]
+        producer.standardError = FileHandle.nullDevice
+        try producer.run()
+        defer { producer.terminate(); producer.waitUntilExit() }
+        var node: PipeWireNode?
+        for _ in 0..<50 where node == nil {
+            node = try PipeWireNodes.list().first { $0.name == name }
+            if node == nil { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        #expect(node != nil, "producer node never appeared")
+        let sink = PipeWireRecordingSink()
+        let source = PipeWireScreenSource(nodeName: name)
+        try source.start(into: sink)
+        Thread.sleep(forTimeInterval: 3.5)
+        source.stop()
+        #expect(source.error == nil)
+        let st = sink.state.withLock { $0 }
+        #expect(st.malformed.isEmpty, "\(st.malformed.prefix(3))")
+        #expect(st.sizes == ["1280x720", "1920x1080", "800x600"], "sizes seen: \(st.sizes)")
+        #expect(zip(st.counters, st.counters.dropFirst()).allSatisfy { $0 < $1 }, "counters out of order")
+        #expect(st.counters.count >= 75, "only \(st.counters.count) frames in 3.5 s")
+        print("pipewire resize: \(st.counters.count) frames, sizes \(st.sizes.sorted())")
+    }
+}
