@@ -158,7 +158,11 @@ public final class X264Encoder: VideoEncoder, @unchecked Sendable {
         guard (1...16).contains(s.referenceFrames) else {
             throw .invalidSettings("reference frames \(s.referenceFrames) outside 1..16")
         }
-        // Checked here because x264_param_apply_profile reports a bad name on stderr.
+        // Names are checked here because x264 reports bad ones on stderr, not to its log callback.
+        guard bk_x264_preset_is_known(s.preset) != 0 else {
+            throw .invalidSettings("unknown x264 preset '\(s.preset)'")
+        }
+        guard bk_x264_tune_is_known(s.tune) != 0 else { throw .invalidSettings("unknown x264 tune '\(s.tune)'") }
         guard ["baseline", "main", "high"].contains(s.profile) else {
             throw .invalidSettings("profile '\(s.profile)' is not baseline, main or high")
         }

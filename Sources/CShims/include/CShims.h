@@ -20,6 +20,11 @@ typedef struct {
 /// The sink must outlive the encoder opened with these parameters.
 void bk_x264_param_set_log(x264_param_t *param, int level, bk_x264_log_buffer *sink);
 
+/// Whether x264 knows this preset name (x264_param_default_preset would otherwise complain on stderr).
+int bk_x264_preset_is_known(const char *preset);
+/// Whether every tune in a ",./-+"-separated list is known to x264 (empty is fine).
+int bk_x264_tune_is_known(const char *tune);
+
 /// opus_encoder_ctl is variadic; these wrap the requests the encoder needs.
 int bk_opus_set_bitrate(OpusEncoder *encoder, int32_t bitsPerSecond);
 int bk_opus_get_lookahead(OpusEncoder *encoder, int32_t *samples);
