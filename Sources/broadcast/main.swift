@@ -1,1 +1,196 @@
-print("broadcast")
+#if canImport(Glibc)
+import Glibc
+#endif
+import BroadcastCapture
+import BroadcastKit
+import CShims
+
+/// Prints one line to stderr, prefixed so users (and tests) can tell it is ours.
+func say(_ message: String) { Log.line("broadcast: \(message)") }
+
+func fail(_ code: ExitCode, _ message: String) -> Never {
+    say(message)
+    exit(code.rawValue)
+}
+
+// glibc gives each thread that mallocs its own arena (up to 8 x cores); two are plenty and
+// keep RSS from fragmenting across lanes.
+_ = bk_set_malloc_arena_max(2)
+
+let options: CommandLineOptions
+do {
+    options = try CommandLineOptions.parse(Array(CommandLine.arguments.dropFirst()))
+} catch {
+    fail(.usage, "\(error)")
+}
+if options.help { print(Usage.text); exit(0) }
+if options.version { print(Usage.version); exit(0) }
+if options.listSources {
+    do { print(try PipeWireCapture.listSources()); exit(0) } catch { fail(.usage, error.message) }
+}
+
+// The key: --key, then --key-file, then $STREAM_KEY. Never printed.
+var streamKey: String?
+if let k = options.keyFromArgv {
+    SecretScrubber.scrubArgv(value: k)
+    if !options.quiet {
+        say("warning: --key on the command line is readable by local users (ps, /proc); prefer $STREAM_KEY or --key-file")
+    }
+    streamKey = k
+} else if let f = options.keyFile {
+    do { streamKey = try SecretScrubber.readKeyFile(f) } catch { fail(.usage, "\(error)") }
+} else if let e = getenv("STREAM_KEY"), e.pointee != 0 {
+    streamKey = String(cString: e)
+}
+
+// The destination: --url, $BROADCAST_URL, the service preset, the local default ingest.
+var destinations: [DestinationSettings] = []
+var ingestURL = "rtmp://127.0.0.1:1935/live"
+if let u = options.url {
+    ingestURL = u
+} else if let e = getenv("BROADCAST_URL"), e.pointee != 0 {
+    ingestURL = String(cString: e)
+} else if let s = options.service {
+    ingestURL = s.url
+}
+if options.publish {
+    let parsed: RTMPURL
+    do { parsed = try RTMPURL(parsing: ingestURL) } catch { fail(.usage, "\(error)") }
+    if streamKey == nil && parsed.streamKey == nil {
+        fail(.usage, "no stream key: set $STREAM_KEY, or use --key-file PATH or --key KEY (or --no-publish with --record)")
+    }
+    destinations.append(.rtmp(url: ingestURL, streamKey: streamKey ?? ""))
+}
+if let r = options.recordPath { destinations.append(.file(path: r)) }
+if destinations.isEmpty { fail(.usage, "nothing to do: --no-publish needs --record PATH") }
+
+// Encoder settings from --res/--fps/--video-bitrate, capped by the service preset.
+var video = VideoEncoderSettings.default
+video.width = options.resolution.width
+video.height = options.resolution.height
+video.fps = options.fps
+video.preset = options.preset
+var videoKbps = options.videoKbps ?? options.resolution.defaultVideoKbps(fps: options.fps)
+var audioKbps = options.audioKbps ?? (options.audioCodec == .opus ? 96 : 128)
+if let s = options.service {
+    if videoKbps > s.maxVideoKbps { say("note: \(s.name) accepts at most \(s.maxVideoKbps) kbps video; using that"); videoKbps = s.maxVideoKbps }
+    if audioKbps > s.maxAudioKbps { audioKbps = s.maxAudioKbps }
+    if options.resolution.height > s.maxHeight { fail(.usage, "\(s.name) accepts at most \(s.maxHeight)p") }
+    if options.fps > s.maxFPS { fail(.usage, "\(s.name) accepts at most \(s.maxFPS) fps") }
+    video.keyframeIntervalSeconds = s.keyframeSeconds
+}
+video.bitrateKbps = videoKbps
+video.maxBitrateKbps = videoKbps
+video.vbvBufferKbits = videoKbps
+if let t = options.x264Threads { video.threads = t }
+if options.audioCodec == .aac && audioKbps > 320 { fail(.usage, "--audio-bitrate for AAC is at most 320") }
+
+let made: SourceFactory.Made
+do {
+    made = try SourceFactory.make(options)
+} catch let e as CaptureError {
+    fail(e.kind == .denied ? .connect : .usage, e.message)
+} catch {
+    fail(.usage, "\(error)")
+}
+if let note = made.note, !options.quiet { say(note) }
+
+var config = BroadcastConfiguration.default
+config.video = video
+config.audio = AudioEncoderSettings(codec: options.audioCodec, bitrateKbps: audioKbps)
+config.hasVideo = made.hasVideo
+config.hasAudio = made.hasAudio
+config.destinations = destinations
+config.memoryBudgetBytes = options.memoryBudget
+// The send queue holds at most ~4 s of media at the configured rates; the drop policy acts well before.
+config.congestion.maxBytes = max(512 << 10, (videoKbps + audioKbps) * 1000 / 8 * 4)
+
+let session = BroadcastSession(configuration: config)
+if options.printMemoryPlan {
+    do {
+        let plan = try session.prepare()
+        print("memory plan for \(video.width)x\(video.height)@\(video.fps) \(video.preset), \(videoKbps) kbps:")
+        print(plan.description)
+        print(plan.fits ? "fits" : "DOES NOT FIT")
+        exit(plan.fits ? 0 : ExitCode.usage.rawValue)
+    } catch {
+        fail(ExitCode(rawValue: error.exitCode) ?? .usage, error.description)
+    }
+}
+
+session.onEvent = { event in
+    switch event {
+    case .warning(let m): say("warning: \(m)")
+    case .failed(let m): say("error: \(m)")
+    case .reconnecting(let attempt, let delay): say("reconnecting (attempt \(attempt), in \(fixed(delay, 1)) s)")
+    case .reconnected(let n): say("reconnected (\(n) so far)")
+    case .started, .finished: break
+    }
+}
+
+Signals.install()
+do {
+    try session.start()
+} catch {
+    fail(ExitCode(rawValue: error.exitCode) ?? .connect, error.description)
+}
+if !options.quiet {
+    say("live: \(session.destinationNames.joined(separator: ", ")) \(video.width)x\(video.height)@\(video.fps) "
+        + "\(videoKbps) kbps + \(options.audioCodec.rawValue) \(audioKbps) kbps from \(made.sources.map(\.description).joined(separator: ", "))")
+}
+
+let reporter: StatsReporter
+do {
+    reporter = try StatsReporter(jsonPath: options.statsJSON, statusLine: !options.quiet && isatty(2) != 0)
+} catch {
+    session.finish()
+    fail(.usage, "\(error)")
+}
+
+for source in made.sources {
+    do {
+        try source.start(into: session)
+    } catch {
+        made.sources.forEach { $0.stop() }
+        session.finish()
+        fail(error.kind == .denied ? .connect : .usage, error.message)
+    }
+}
+
+// Main loop: a 100 ms tick for signals, duration, end of input and failures; stats once a second.
+let startNs = MediaTime.now()
+let limitNs: Int64? = options.duration.map { startNs + Int64($0 * 1e9) + 3_000_000_000 }
+var nextReport = startNs + 1_000_000_000
+var exitCode = ExitCode.success
+var exitMessage: String?
+while true {
+    var ts = timespec(tv_sec: 0, tv_nsec: 100_000_000)
+    nanosleep(&ts, nil)
+    let now = MediaTime.now()
+    if Signals.stopRequested { break }
+    if let f = session.failure { exitCode = .streaming; exitMessage = f.description; break }
+    if made.sources.allSatisfy({ $0.waitUntilFinished(timeoutNanoseconds: 0) }) {
+        if let e = made.sources.compactMap({ $0.error }).first {
+            exitCode = e.kind == .badInput ? .usage : .streaming
+            exitMessage = e.message
+        }
+        break
+    }
+    if let l = limitNs, now >= l { break }
+    if now >= nextReport {
+        nextReport += 1_000_000_000
+        reporter.report(session.stats.snapshot(), state: "live", reconnects: 0)
+    }
+}
+for source in made.sources { source.stop() }
+session.finish()
+reporter.report(session.stats.snapshot(), state: "finished", reconnects: 0)
+reporter.endStatusLine()
+if exitCode == .success, let f = session.failure { exitCode = .streaming; exitMessage = f.description }
+if let m = exitMessage { say(exitCode == .success ? m : "error: \(m)") }
+if !options.quiet {
+    let s = session.stats.snapshot()
+    say("finished: \(s.videoFramesSent) video frames, \(s.audioFramesSent) audio frames, \(s.bytesSent) bytes sent, "
+        + "\(s.totalDrops) dropped, peak RSS \(fixed(Double(ProcessMemory.peakResidentBytes()) / 1048576, 1)) MB")
+}
+exit(exitCode.rawValue)

@@ -28,6 +28,15 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         self.encoderWorkingBytes = encoderWorkingBytes
     }
 
+    /// Planned x264 working set: reference, current and recycled frames with x264's 32-pixel
+    /// padding on every side, plus the half-resolution planes VBV rate control keeps per frame.
+    public static func x264WorkingBytes(_ v: VideoEncoderSettings) -> Int {
+        let padded = (v.width + 64) * (v.height + 64)
+        let perFrame = padded * 3 / 2 + padded            // picture + lowres planes
+        let frames = v.referenceFrames + 2 + (v.slicedThreads ? 0 : max(0, v.threads - 1))
+        return frames * perFrame
+    }
+
     public var totalBytes: Int {
         baselineBytes + videoEncoderBytes + audioEncoderBytes + framePoolBytes + audioBytes + stagingBytes
             + queueBytes + encoderWorkingBytes

@@ -52,13 +52,14 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
     /// Set when the primary destination failed while streaming (the CLI exits 4).
     public var failure: BroadcastError? { failureValue.withLock { $0 } }
 
-    /// Opens encoders, plans memory, connects every destination and starts the lanes.
-    /// Throws `.configuration`/`.memoryBudget` (exit 2) or `.connect` (exit 3).
-    public func start() throws(BroadcastError) {
+    /// Opens the encoders and allocates every pool and queue, then returns the memory plan
+    /// (measured where it can be). Connects nothing. `start()` calls it when needed.
+    @discardableResult
+    public func prepare() throws(BroadcastError) -> MemoryPlan {
+        if let plan = memoryPlan { return plan }
         guard state == .idle else { throw .configuration("session already started") }
         let cfg = configuration
         guard cfg.hasVideo || cfg.hasAudio else { throw .configuration("nothing to broadcast: video and audio are both off") }
-        guard !cfg.destinations.isEmpty else { throw .configuration("no destination: give a stream URL/key or a record path") }
         let baseline = ProcessMemory.residentBytes()
 
         if cfg.hasVideo {
@@ -111,7 +112,8 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         }
 
         // Destinations: RTMP first so it is the primary (its delivery is what "sent" reports).
-        let ordered = cfg.destinations.sorted { a, _ in if case .rtmp = a { return true } else { return false } }
+        func isRTMP(_ d: DestinationSettings) -> Bool { if case .rtmp = d { return true } else { return false } }
+        let ordered = cfg.destinations.filter(isRTMP) + cfg.destinations.filter { !isRTMP($0) }
         for (i, d) in ordered.enumerated() {
             let sink: TagSink
             switch d {
@@ -130,11 +132,22 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
                               framePoolBytes: videoLane?.reservedBytes ?? 0,
                               audioBytes: (mixer?.reservedBytes ?? 0) + audioLanes.reduce(0) { $0 + $1.reservedBytes },
                               stagingBytes: interleaver.reservedBytes,
-                              queueBytes: destinations.reduce(0) { $0 + $1.queue.reservedBytes })
+                              queueBytes: destinations.reduce(0) { $0 + $1.queue.reservedBytes },
+                              encoderWorkingBytes: cfg.hasVideo ? MemoryPlan.x264WorkingBytes(cfg.video) : 0)
         memoryPlan = plan
+        return plan
+    }
+
+    /// Opens encoders, plans memory, connects every destination and starts the lanes.
+    /// Throws `.configuration`/`.memoryBudget` (exit 2) or `.connect` (exit 3).
+    public func start() throws(BroadcastError) {
+        let cfg = configuration
+        guard !cfg.destinations.isEmpty else { throw .configuration("no destination: give a stream URL/key or a record path") }
+        let plan = try prepare()
         if cfg.memoryBudgetBytes > 0 && !plan.fits {
-            throw .memoryBudget("memory plan exceeds the budget:\n\(plan.description)")
+            throw .memoryBudget("memory plan exceeds the \(cfg.memoryBudgetBytes >> 20) MB budget:\n\(plan.description)")
         }
+        let ordered = destinations
 
         for d in destinations {
             d.queue.onKeyframeNeeded = { [weak self] in self?.videoLane?.requestKeyframe() }
@@ -146,7 +159,7 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
             }
             pushHeaders(into: d)
         }
-        if let enc = videoEncoder, cfg.adaptiveBitrate, let primary = destinations.first, case .rtmp = ordered[0] {
+        if let enc = videoEncoder, cfg.adaptiveBitrate, let primary = ordered.first, primary.sink is RTMPPublisher {
             bitrate = BitrateController(encoder: enc, queue: primary.queue, targetKbps: cfg.video.bitrateKbps,
                                         audioKbps: cfg.hasAudio ? cfg.audio.bitrateKbps : 0, stats: stats)
         }

@@ -1,0 +1,59 @@
+/// Walks argv one option at a time, accepting `--name value` and `--name=value`.
+struct ArgumentScanner {
+    private let args: [String]
+    private var index = 0
+    private var pendingValue: String?
+    private(set) var currentName = ""
+
+    init(_ args: [String]) { self.args = args }
+
+    /// The next option name (without its `=value`), or nil at the end.
+    mutating func nextOption() throws -> String? {
+        guard index < args.count else { return nil }
+        let a = args[index]
+        index += 1
+        guard a.hasPrefix("--"), a.count > 2 else {
+            throw UsageError("unexpected argument '\(a)' (options start with --; see --help)")
+        }
+        if let eq = a.firstIndex(of: "=") {
+            currentName = String(a[..<eq])
+            pendingValue = String(a[a.index(after: eq)...])
+        } else {
+            currentName = a
+            pendingValue = nil
+        }
+        return currentName
+    }
+
+    /// The value of the current option.
+    mutating func value() throws -> String {
+        if let v = pendingValue { pendingValue = nil; return v }
+        guard index < args.count else { throw UsageError("\(currentName) needs a value") }
+        let v = args[index]
+        index += 1
+        return v
+    }
+
+    /// The current option's value as an integer within `range`.
+    mutating func int(_ range: ClosedRange<Int>) throws -> Int {
+        let v = try value()
+        guard let n = Int(v), range.contains(n) else {
+            throw UsageError("\(currentName) expects an integer in \(range.lowerBound)...\(range.upperBound), got '\(v)'")
+        }
+        return n
+    }
+
+    /// The current option's value as a number within `range`.
+    mutating func double(_ range: ClosedRange<Double>) throws -> Double {
+        let v = try value()
+        guard let n = Double(v), n.isFinite, range.contains(n) else {
+            throw UsageError("\(currentName) expects a number in \(range.lowerBound)...\(range.upperBound), got '\(v)'")
+        }
+        return n
+    }
+
+    /// Flags take no value; `--flag=x` is an error.
+    mutating func flag() throws {
+        if pendingValue != nil { throw UsageError("\(currentName) takes no value") }
+    }
+}

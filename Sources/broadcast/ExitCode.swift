@@ -1,0 +1,11 @@
+/// The documented exit codes of `broadcast`.
+enum ExitCode: Int32 {
+    /// Clean stop: duration reached, end of input, or SIGINT/SIGTERM.
+    case success = 0
+    /// Bad usage or configuration (flags, values, input format, memory plan).
+    case usage = 2
+    /// Could not connect or publish (unreachable server, key or app rejected, TLS refused, portal denied).
+    case connect = 3
+    /// Failure while streaming (connection lost and not recovered, input error mid-stream).
+    case streaming = 4
+}

@@ -1,0 +1,45 @@
+/// Output resolution from `--res`: a named preset or WxH.
+struct Resolution: Equatable {
+    var width: Int
+    var height: Int
+
+    static let presets: [(String, Resolution)] = [
+        ("360p", Resolution(width: 640, height: 360)),
+        ("480p", Resolution(width: 854, height: 480)),
+        ("720p", Resolution(width: 1280, height: 720)),
+        ("1080p", Resolution(width: 1920, height: 1080)),
+    ]
+
+    init(width: Int, height: Int) {
+        self.width = width
+        self.height = height
+    }
+
+    init(parsing s: String) throws {
+        if let p = Resolution.presets.first(where: { $0.0 == s.lowercased() }) {
+            self = p.1
+            return
+        }
+        let parts = s.lowercased().split(separator: "x", omittingEmptySubsequences: false)
+        guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]) else {
+            throw UsageError("--res expects 360p, 480p, 720p, 1080p or WxH, got '\(s)'")
+        }
+        guard (16...3840).contains(w), (16...2160).contains(h), w % 2 == 0, h % 2 == 0 else {
+            throw UsageError("--res \(s): width and height must be even, 16..3840 x 16..2160")
+        }
+        self.init(width: w, height: h)
+    }
+
+    /// A bitrate that suits the size at 30 fps (x1.5 at 60 fps), in kbit/s.
+    func defaultVideoKbps(fps: Int) -> Int {
+        let pixels = width * height
+        let base: Int
+        switch pixels {
+        case ..<(640 * 360 + 1): base = 800
+        case ..<(854 * 480 + 1): base = 1200
+        case ..<(1280 * 720 + 1): base = 2500
+        default: base = 4500
+        }
+        return fps > 30 ? base * 3 / 2 : base
+    }
+}

@@ -1,0 +1,30 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// Count of SIGINT/SIGTERM received. Atomic loads/stores are lock-free, so async-signal-safe.
+let stopSignals = Atomic<Int>(0)
+
+/// SIGINT/SIGTERM request a clean stop; a second one exits at once. SIGPIPE is ignored so a
+/// dropped connection is an error return, never a kill.
+enum Signals {
+    static func install() {
+        signal(SIGPIPE, SIG_IGN)
+        var sa = sigaction()
+        sa.__sigaction_handler.sa_handler = { _ in
+            let previous = stopSignals.add(1, ordering: .relaxed).oldValue
+            if previous >= 1 {
+                let msg: StaticString = "\nbroadcast: second signal, exiting now\n"
+                _ = write(2, msg.utf8Start, msg.utf8CodeUnitCount)
+                _exit(130)
+            }
+        }
+        sigemptyset(&sa.sa_mask)
+        sa.sa_flags = 0
+        sigaction(SIGINT, &sa, nil)
+        sigaction(SIGTERM, &sa, nil)
+    }
+
+    static var stopRequested: Bool { stopSignals.load(ordering: .relaxed) > 0 }
+}

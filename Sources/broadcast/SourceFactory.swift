@@ -1,0 +1,55 @@
+import BroadcastCapture
+import BroadcastKit
+
+/// Builds the capture sources the options ask for.
+enum SourceFactory {
+    struct Made {
+        var sources: [CaptureSource]
+        var hasVideo: Bool
+        var hasAudio: Bool
+        var note: String?
+    }
+
+    static func make(_ o: CommandLineOptions) throws -> Made {
+        switch o.source {
+        case .test:
+            return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: true, note: nil)
+        case .auto:
+            // The portal path needs a desktop session; without one, say so and use the test source.
+            return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: true,
+                        note: "no desktop screen-capture portal available; using the test source (--source test)")
+        case .screen, .screenNode:
+            var p = PipeWireOptions()
+            p.screenNode = o.screenNode
+            p.appAudio = !o.noAppAudio
+            p.appAudioNode = o.appAudioNode
+            p.mic = !o.noMic
+            p.micNode = o.micNode
+            p.cursor = o.cursor == "hidden" ? .hidden : .embedded
+            if o.source == .screenNode && o.screenNode == nil {
+                throw UsageError("--source screen-node needs --screen-node NAME|ID (see --list-sources)")
+            }
+            let sources = try PipeWireCapture.makeSources(p)
+            return Made(sources: sources, hasVideo: true, hasAudio: p.appAudio || p.mic, note: nil)
+        case .y4m(let path):
+            return try y4mSources(path: path, o)
+        }
+    }
+
+    static func testSource(_ o: CommandLineOptions) throws -> CaptureSource {
+        var t = TestSourceSettings()
+        t.width = o.resolution.width
+        t.height = o.resolution.height
+        t.fps = o.fps
+        t.pixelFormat = o.testPixelFormat
+        t.audioSkewPPM = o.skewPPM
+        t.jitterMs = o.jitterMs
+        t.micDelayMs = o.micDelayMs
+        if let n = o.appBufferFrames { t.appBufferFrames = n }
+        t.gapAtSeconds = o.gapAt
+        t.gapMs = o.gapMs
+        t.durationSeconds = o.duration
+        if let e = t.validate() { throw UsageError(e.message) }
+        return try TestSource(settings: t)
+    }
+}

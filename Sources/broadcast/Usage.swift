@@ -1,0 +1,53 @@
+enum Usage {
+    static let version = "broadcast 0.1.0 (BroadcastKit; x264, vo-aacenc, libopus, librtmp, libyuv)"
+
+    static let text = """
+    Usage: broadcast [options]
+
+    Streams video, app audio and mic audio as H.264 + AAC/Opus in FLV over RTMP, inside a hard
+    memory budget. With no options it streams the best available source to the local ingest.
+
+    Destination
+      --key KEY              stream key (visible to local users; prefer $STREAM_KEY or --key-file)
+      --key-file PATH        read the stream key from a file
+      --url URL              ingest base URL (else $BROADCAST_URL, else rtmp://127.0.0.1:1935/live)
+      --service NAME         twitch | youtube | facebook | kick: ingest URL and recommended limits
+      --record PATH          also write the FLV to PATH
+      --no-publish           do not connect anywhere (use with --record)
+
+    Video and audio
+      --res R                360p | 480p | 720p | 1080p | WxH            (default 720p)
+      --fps N                frames per second                             (default 30)
+      --video-bitrate KBPS   x264 target, VBV-capped                       (default by --res)
+      --preset NAME          x264 preset: ultrafast .. medium              (default veryfast)
+      --audio-codec C        aac | opus                                    (default aac)
+      --audio-bitrate KBPS   audio bitrate                                 (default 128 AAC, 96 Opus)
+
+    Source
+      --source S             auto | test | screen | screen-node | y4m:PATH | y4m:-   (default auto)
+      --pcm PATH|-           raw PCM for the app-audio lane (with y4m); --pcm-format s16le:48000:2
+      --screen-node NAME|ID  capture a PipeWire Video/Source node
+      --app-audio NODE       sink whose monitor is the app audio (default: the default sink)
+      --mic NODE             microphone source node (default: the default source)
+      --no-app-audio         --no-mic        --cursor embedded|hidden
+      --list-sources         print the PipeWire nodes that can be captured and exit
+
+    Running
+      --duration SECONDS     stop cleanly after this long
+      --stats-json PATH      one JSON object per second (fps, kbps, drops, queue, RSS)
+      --memory-budget SIZE   hard memory budget, e.g. 50M                  (default 50M)
+      --print-memory-plan    print the memory plan for these settings and exit
+      --quiet                no status line or notices
+      --help, --version
+
+    Test-source impairments (reproduce hard sync cases)
+      --test-audio-skew-ppm N  --test-jitter-ms N  --test-mic-delay-ms N
+      --test-app-buffer-frames N  --test-gap-at SECONDS --test-gap-ms N  --test-pixel-format F
+
+    Exit codes
+      0  clean stop (duration reached, end of input, SIGINT or SIGTERM)
+      2  bad usage or configuration (flags, values, input format, memory plan)
+      3  could not connect or publish (unreachable, key or app rejected, TLS, portal denied)
+      4  failure while streaming
+    """
+}
