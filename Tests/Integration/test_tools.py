@@ -284,5 +284,92 @@ class ThrottleProxyTests(unittest.TestCase):
             proc.communicate(timeout=10)
 
 
+def _soak_dir(tmp: str, rss_rows, exit_code=0, seconds=180, hwm_kb=20000, probe_rc=0,
+              oom_kill=0, stats=None) -> str:
+    d = tempfile.mkdtemp(dir=tmp)
+    meta = {"minutes": seconds / 60, "seconds": seconds, "res": "720p", "fps": 30,
+            "video_bitrate_kbps": 2000, "audio_codec": "aac", "cap_bytes": 50 * 1048576,
+            "cap_arg": "50M", "cgroup_version": 1, "throttle_kbps": 1000,
+            "throttle_from_s": 60, "throttle_for_s": 60, "proxy_start_epoch": 1000.0,
+            "start_epoch": 1000.5, "end_epoch": 1000.5 + seconds, "exit_code": exit_code,
+            "timed_out": 0, "max_hwm_kb": hwm_kb, "cgroup_failcnt": 0, "cgroup_under_oom": 0,
+            "cgroup_oom_kill": oom_kill, "cgroup_peak_bytes": 30 * 1048576,
+            "recording": "x.flv", "probe_rc": probe_rc}
+    with open(os.path.join(d, "soak.json"), "w") as f:
+        json.dump(meta, f)
+    with open(os.path.join(d, "rss.csv"), "w") as f:
+        f.write("t_s,rss_kb,hwm_kb,cgroup_bytes\n")
+        for t, rss in rss_rows:
+            f.write(f"{t},{rss},{hwm_kb},{rss * 1024}\n")
+    with open(os.path.join(d, "stats.jsonl"), "w") as f:
+        for line in stats or []:
+            f.write(json.dumps(line) + "\n")
+    return d
+
+
+class SoakPlotTests(unittest.TestCase):
+    PLOT = [PY, os.path.join(REPO, "tools", "soak_plot.py")]
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="soakplot-test-")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def judge(self, d):
+        p = subprocess.run([*self.PLOT, d], capture_output=True, text=True, timeout=60)
+        with open(os.path.join(d, "summary.json")) as f:
+            return p.returncode, json.load(f), p.stdout
+
+    def flat(self, growth_kb=0):
+        return [(t, 20000 + (growth_kb if t > 150 else 0)) for t in range(0, 181, 10)]
+
+    def test_clean_run_passes_and_reports_throttle_bitrates(self):
+        stats = [{"time_s": t, "kbps": 900 if 59.5 <= t < 119.5 else 2100, "video_kbps": 1,
+                  "drops": {"congestion_p_frame": 12, "encoder_busy": 0}} for t in range(1, 181)]
+        d = _soak_dir(self.tmp, self.flat(), stats=stats)
+        rc, summary, out = self.judge(d)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("PASS", out)
+        self.assertAlmostEqual(summary["kbps_during_throttle"], 900, delta=40)
+        self.assertAlmostEqual(summary["kbps_after_throttle"], 2100, delta=1)
+        self.assertEqual(summary["drops"]["congestion_p_frame"], 12)
+        self.assertIn("congestion_p_frame=12", out)
+        with open(os.path.join(d, "rss.png"), "rb") as f:
+            self.assertEqual(f.read(4), b"\x89PNG")
+
+    def test_growth_over_1mb_fails(self):
+        rc, summary, out = self.judge(_soak_dir(self.tmp, self.flat(growth_kb=1100)))
+        self.assertEqual(rc, 1, out)
+        self.assertEqual(summary["growth_kb"], 1100)
+        self.assertIn("grew", out)
+        rc, _, out = self.judge(_soak_dir(self.tmp, self.flat(growth_kb=900)))
+        self.assertEqual(rc, 0, out)
+
+    def test_growth_not_judged_on_short_runs(self):
+        rows = [(t, 20000 + 5000 * (t > 60)) for t in range(0, 121, 10)]
+        rc, _, out = self.judge(_soak_dir(self.tmp, rows, seconds=120))
+        self.assertEqual(rc, 0, out)
+
+    def test_peak_at_cap_fails(self):
+        rc, _, out = self.judge(_soak_dir(self.tmp, self.flat(), hwm_kb=50 * 1024))
+        self.assertEqual(rc, 1, out)
+        self.assertIn("reached the cap", out)
+
+    def test_oom_kill_and_bad_recording_and_exit_code_fail(self):
+        rc, summary, out = self.judge(_soak_dir(self.tmp, self.flat(), exit_code=137, oom_kill=1))
+        self.assertEqual(rc, 1, out)
+        self.assertTrue(any("SIGKILL" in r for r in summary["reasons"]), out)
+        self.assertTrue(any("OOM" in r for r in summary["reasons"]), out)
+        rc, _, out = self.judge(_soak_dir(self.tmp, self.flat(), probe_rc=1))
+        self.assertEqual(rc, 1, out)
+        self.assertIn("recording failed", out)
+        rc, _, out = self.judge(_soak_dir(self.tmp, self.flat(), exit_code=4))
+        self.assertEqual(rc, 1, out)
+        self.assertIn("exited with status 4", out)
+
+
 if __name__ == "__main__":
     unittest.main()
