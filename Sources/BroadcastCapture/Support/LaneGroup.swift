@@ -16,6 +16,12 @@ final class LaneGroup: @unchecked Sendable {
     private var firstError: CaptureError?
 
     private let stopFlag = Atomic<Bool>(false)
+    private let deliveredCount = Atomic<Int>(0)
+
+    /// Units (frames, sample frames) the lanes handed to the sink; sources expose it.
+    var delivered: Int { deliveredCount.load(ordering: .relaxed) }
+
+    func countDelivered(_ n: Int) { deliveredCount.add(n, ordering: .relaxed) }
 
     init() {
         lock = .allocate(capacity: 1)
