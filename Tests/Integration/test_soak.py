@@ -1,0 +1,129 @@
+"""CI soak (issue 3) and CI A/V sync (issue 4) through the real binary and a real nginx-rtmp.
+
+- test_soak_720p30_50M_throttled: scripts/soak, 3 minutes of 720p30 in a 50 MB memory
+  cgroup, 60 s of it through a link throttled to half the video bitrate; must pass.
+- test_avsync_impaired_{aac,opus}: 2-minute test-source runs with skew 300 ppm, jitter 15 ms,
+  mic delay 700 ms and a 3 s gap at 60 s, published to nginx; scripts/avsync on nginx's
+  recording must find |A-V| <= 35 ms, no bad timestamps and continuous audio.
+
+These take about 8 minutes together. SKIP_LONG_TESTS=1 skips them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from support import (BROADCAST_BIN, REPO_ROOT, BroadcastTestCase,  # noqa: E402
+                     new_key, start_ingest)
+
+LONG = not os.environ.get("SKIP_LONG_TESTS")
+PY = sys.executable
+
+VIDEO_KBPS = 2500
+THROTTLE_KBPS = VIDEO_KBPS // 2
+
+
+def cgroups_writable() -> bool:
+    for root in ("/sys/fs/cgroup/memory", "/sys/fs/cgroup"):
+        if os.path.isfile(os.path.join(root, "cgroup.procs")) and os.access(root, os.W_OK):
+            return True
+    return False
+
+
+@unittest.skipUnless(LONG, "SKIP_LONG_TESTS set")
+@unittest.skipUnless(BROADCAST_BIN.exists(), f"{BROADCAST_BIN} not built")
+class SoakTest(BroadcastTestCase):
+    @unittest.skipUnless(cgroups_writable(), "needs a writable memory cgroup (root)")
+    def test_soak_720p30_50M_throttled(self):
+        out = self.tmp / "soak"
+        cmd = [str(REPO_ROOT / "scripts" / "soak"), "--minutes", "3", "--res", "720p",
+               "--fps", "30", "--memory-cap", "50M", "--video-bitrate", str(VIDEO_KBPS),
+               "--throttle-kbps", str(THROTTLE_KBPS), "--throttle-from", "60",
+               "--throttle-for", "60", "--out", str(out)]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=3 * 60 + 180)
+        self._captured_texts += [p.stdout, p.stderr]
+        for name in ("stats.jsonl", "broadcast.log", "proxy.log"):
+            self.track_file(out / name)
+        detail = f"exit {p.returncode}\n{p.stdout}\n{p.stderr[-3000:]}"
+        print(f"\n--- soak ---\n{p.stdout}", file=sys.stderr)
+        summary = json.loads((out / "summary.json").read_text())
+        self.assertEqual(p.returncode, 0, detail)
+        self.assertTrue(summary["ok"], detail)
+        self.assertLess(summary["peak_rss_kb"], 50 * 1024, detail)
+        self.assertLessEqual(summary["growth_kb"], 1024, detail)
+        self.assertTrue((out / "rss.png").stat().st_size > 0)
+        # Back-pressure engaged: while the link is at half the video bitrate, what the
+        # broadcast got onto the wire cannot exceed the link by much...
+        during = summary["kbps_during_throttle"]
+        self.assertIsNotNone(during, detail)
+        self.assertLess(during, THROTTLE_KBPS * 1.2, detail)
+        # ...and once the link is back, the bitrate climbs above the throttled rate again.
+        self.assertGreater(summary["kbps_after_throttle"], THROTTLE_KBPS, detail)
+        # No configuration-level failures hidden in the drop counters.
+        self.assertEqual(summary["drops"].get("malformed", 0), 0, detail)
+        self.assertEqual(summary["drops"].get("backwards_timestamp", 0), 0, detail)
+        # The cgroup this soak made is gone.
+        leftovers = [d for d in os.listdir("/sys/fs/cgroup/memory")
+                     if d.startswith("broadcast-soak-")] if os.path.isdir(
+                         "/sys/fs/cgroup/memory") else []
+        self.assertEqual([d for d in leftovers if d.endswith(f"-{p.pid}")], [])
+
+
+@unittest.skipUnless(LONG, "SKIP_LONG_TESTS set")
+@unittest.skipUnless(BROADCAST_BIN.exists(), f"{BROADCAST_BIN} not built")
+class AVSyncImpairedTest(BroadcastTestCase):
+    SECONDS = 120
+
+    def run_impaired(self, codec: str) -> dict:
+        ingest = start_ingest()
+        self.addCleanup(ingest.cleanup)
+        key = new_key()
+        local = self.tmp / f"local-{codec}.flv"
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        args = ["--url", ingest.url, "--source", "test", "--res", "720p", "--fps", "30",
+                "--audio-codec", codec, "--duration", str(self.SECONDS),
+                "--test-audio-skew-ppm", "300", "--test-jitter-ms", "15",
+                "--test-mic-delay-ms", "700", "--test-gap-at", "60", "--test-gap-ms", "3000",
+                "--record", str(local), "--stats-json", str(stats)]
+        r = self.run_broadcast(args, env={"STREAM_KEY": key}, timeout=self.SECONDS + 90)
+        self.assertEqual(r.returncode, 0, r.describe())
+        ingest.stop()  # nginx finalises the recording when the publisher is gone
+        rec = ingest.wait_recording(key)
+        self.assertTrue(rec.exists() and rec.stat().st_size > 0, "no nginx recording")
+        plot = self.tmp / f"avsync-{codec}.png"
+        p = subprocess.run([PY, str(REPO_ROOT / "tools" / "avsync.py"), str(rec),
+                            "--tolerance-ms", "35", "--json", "--plot", str(plot)],
+                           capture_output=True, text=True, timeout=300)
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+        result = json.loads(p.stdout)
+        s = result["summary"]
+        print(f"\n--- avsync {codec} (nginx recording) ---\n"
+              f"events={s.get('events')} mean={s.get('mean_ms')} max={s.get('max_abs_ms')} "
+              f"stddev={s.get('stddev_ms')} drift={s.get('drift_ms_per_hour')} ms/h "
+              f"streams={result['streams']} reasons={result['reasons']}", file=sys.stderr)
+        # Flashes at 1..119 s, minus the 3 s gap and some slack for edge effects.
+        self.assertGreaterEqual(s["events"], self.SECONDS - 3 - 15, result["reasons"])
+        self.assertLessEqual(s["max_abs_ms"], 35.0, result["reasons"])
+        for st in result["streams"]:
+            self.assertEqual(st["non_increasing"], 0, st)
+            self.assertEqual(st["negative"], 0, st)
+            if st["kind"] == "audio":
+                self.assertEqual(st["gaps"], 0, st)
+        self.assertEqual(p.returncode, 0, result["reasons"])
+        return result
+
+    def test_avsync_impaired_aac(self):
+        self.run_impaired("aac")
+
+    def test_avsync_impaired_opus(self):
+        self.run_impaired("opus")
+
+
+if __name__ == "__main__":
+    unittest.main()
