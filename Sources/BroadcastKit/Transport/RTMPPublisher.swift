@@ -10,6 +10,15 @@ private let librtmpLoggingSilenced: Bool = {
     return true
 }()
 
+/// librtmp writes with plain send(): a peer that hangs up would raise SIGPIPE and kill the
+/// process. If nobody installed a SIGPIPE handler, ignore it so the write fails with EPIPE.
+private let brokenPipeSignalIgnored: Bool = {
+    var current = sigaction()
+    _ = sigaction(SIGPIPE, nil, &current)
+    if current.__sigaction_handler.sa_handler == nil { _ = signal(SIGPIPE, SIG_IGN) }
+    return true
+}()
+
 /// A `TagSink` that publishes FLV tags to an RTMP/RTMPS server through librtmp.
 ///
 /// `open` connects (TCP with a real connect timeout, then the RTMP handshake), publishes,
@@ -42,6 +51,9 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
     static let audioChannel: Int32 = 0x05
     static let scriptChannel: Int32 = 0x04
     static let drainIntervalNs: UInt64 = 1_000_000_000
+    /// How long `open` watches the connection after NetStream.Publish.Start: nginx-rtmp's
+    /// access rules (and some ingests for a bad key) confirm the publish, then hang up.
+    public var rejectionGraceMilliseconds = 250
 
     private let url: RTMPURL?
     private let urlError: RTMPURLError?
@@ -85,6 +97,7 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
     public func open() throws {
         close()
         _ = librtmpLoggingSilenced
+        _ = brokenPipeSignalIgnored
         guard let url else {
             throw TransportError.connectFailed(urlError?.description ?? "invalid RTMP URL")
         }
@@ -122,6 +135,7 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
             close()
             throw TransportError.publishRejected("\(displayName): server refused publish or closed the connection")
         }
+        try confirmPublishSurvives(r)
         try sendSetChunkSize(r)
         lastDrainNs = Self.monotonicNs()
     }
@@ -233,6 +247,31 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
         _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &snd, socklen_t(MemoryLayout<timeval>.size))
         var one: Int32 = 1
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    /// Reads server messages for `rejectionGraceMilliseconds`; a hang-up in that window
+    /// means the publish was refused after all.
+    private func confirmPublishSurvives(_ r: UnsafeMutablePointer<RTMP>) throws {
+        let deadline = Self.monotonicNs() + UInt64(max(0, rejectionGraceMilliseconds)) * 1_000_000
+        while true {
+            let now = Self.monotonicNs()
+            if now >= deadline { return }
+            if r.pointee.m_sb.sb_size <= 0 {
+                var pfd = pollfd(fd: RTMP_Socket(r), events: Int16(POLLIN), revents: 0)
+                let waitMs = Int32((deadline - now) / 1_000_000) + 1
+                if poll(&pfd, 1, waitMs) <= 0 { continue }
+            }
+            var packet = RTMPPacket()
+            let ok = RTMP_ReadPacket(r, &packet) != 0
+            if ok && packet.m_nBytesRead == packet.m_nBodySize && packet.m_body != nil {
+                _ = RTMP_ClientPacket(r, &packet)
+                RTMPPacket_Free(&packet)
+            }
+            if !ok || RTMP_IsConnected(r) == 0 {
+                close()
+                throw TransportError.publishRejected("\(displayName): server closed the connection right after publish")
+            }
+        }
     }
 
     /// Protocol control message 1 (Set Chunk Size), then switch librtmp's writer to it.
