@@ -2,6 +2,8 @@
 #define BROADCAST_CSHIMS_H
 #include <stdint.h>
 #include <stddef.h>
+#include "bk_thread.h"
+#include "bk_process.h"
 #include <x264.h>
 #include <opus/opus.h>
 

@@ -4,7 +4,7 @@ import Testing
 @testable import BroadcastKit
 
 /// Interleaved stereo sine at 48 kHz, `frames` frames long, starting at frame `start`.
-func stereoSine(frames: Int, start: Int = 0, hz: Float = 1000, amplitude: Float = 0.5) -> [Float] {
+func codecStereoSine(frames: Int, start: Int = 0, hz: Float = 1000, amplitude: Float = 0.5) -> [Float] {
     var out = [Float](repeating: 0, count: frames * 2)
     for i in 0..<frames {
         let v = amplitude * sinf(2 * .pi * hz * Float(start + i) / 48_000)
@@ -31,7 +31,7 @@ func stereoSine(frames: Int, start: Int = 0, hz: Float = 1000, amplitude: Float 
         #expect(enc.frameSize == 1024)
         var packets: [(bytes: [UInt8], ts: Int64, key: Bool)] = []
         for n in 0..<10 {
-            let pcm = stereoSine(frames: 1024, start: n * 1024)
+            let pcm = codecStereoSine(frames: 1024, start: n * 1024)
             let ok = pcm.withUnsafeBufferPointer { p in
                 enc.encode(p.baseAddress!, timestampMs: Int64(n * 1024 * 1000 / 48_000)) {
                     packets.append((Array($0.data), $0.timestampMs, $0.isKeyframe))
@@ -90,7 +90,7 @@ func stereoSine(frames: Int, start: Int = 0, hz: Float = 1000, amplitude: Float 
         var energy: Float = 0
         var packets = 0
         for n in 0..<25 {
-            let pcm = stereoSine(frames: 960, start: n * 960)
+            let pcm = codecStereoSine(frames: 960, start: n * 960)
             _ = pcm.withUnsafeBufferPointer { p in
                 enc.encode(p.baseAddress!, timestampMs: Int64(n * 20)) { pkt in
                     packets += 1

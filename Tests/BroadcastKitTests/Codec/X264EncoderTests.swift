@@ -2,7 +2,7 @@ import Testing
 @testable import BroadcastKit
 
 /// An owned I420 picture for tests, filled with a flat pattern or deterministic noise.
-final class TestPicture {
+final class CodecTestPicture {
     let width: Int, height: Int
     let bytes: UnsafeMutableRawBufferPointer
     private var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
@@ -30,7 +30,7 @@ final class TestPicture {
     }
 }
 
-struct CapturedPacket {
+struct CodecCapturedPacket {
     var bytes: [UInt8]
     var timestampMs: Int64
     var compositionOffsetMs: Int32
@@ -52,16 +52,16 @@ struct CapturedPacket {
     }
 }
 
-func smallSettings(fps: Int = 10, bitrate: Int = 500) -> VideoEncoderSettings {
+func codecTestSettings(fps: Int = 10, bitrate: Int = 500) -> VideoEncoderSettings {
     VideoEncoderSettings(width: 320, height: 240, fps: fps, bitrateKbps: bitrate, keyframeIntervalSeconds: 1,
                          preset: "ultrafast", threads: 1)
 }
 
 @Suite struct X264EncoderTests {
     @Test func idrEveryKeyintWithoutReordering() throws {
-        let enc = try X264Encoder(settings: smallSettings())
-        let pic = TestPicture(width: 320, height: 240)
-        var packets: [CapturedPacket] = []
+        let enc = try X264Encoder(settings: codecTestSettings())
+        let pic = CodecTestPicture(width: 320, height: 240)
+        var packets: [CodecCapturedPacket] = []
         for i in 0..<35 {
             pic.fillNoise()
             #expect(enc.encode(pic.frame, timestampMs: Int64(i * 100), forceKeyframe: false) { packets.append(.init($0)) })
@@ -82,7 +82,7 @@ func smallSettings(fps: Int = 10, bitrate: Int = 500) -> VideoEncoderSettings {
     }
 
     @Test func ultrafastSignalsBaselineWithoutChromaExtension() throws {
-        let enc = try X264Encoder(settings: smallSettings())
+        let enc = try X264Encoder(settings: codecTestSettings())
         let r = Array(enc.decoderConfigurationRecord)
         let spsLen = Int(r[6]) << 8 | Int(r[7])
         let ppsLen = Int(r[9 + spsLen]) << 8 | Int(r[10 + spsLen])
@@ -91,8 +91,8 @@ func smallSettings(fps: Int = 10, bitrate: Int = 500) -> VideoEncoderSettings {
     }
 
     @Test func forcedKeyframeIsHonoured() throws {
-        let enc = try X264Encoder(settings: smallSettings())
-        let pic = TestPicture(width: 320, height: 240)
+        let enc = try X264Encoder(settings: codecTestSettings())
+        let pic = CodecTestPicture(width: 320, height: 240)
         var keyframes: [Int] = []
         for i in 0..<8 {
             pic.fillNoise()
@@ -105,7 +105,7 @@ func smallSettings(fps: Int = 10, bitrate: Int = 500) -> VideoEncoderSettings {
 
     @Test func avcCRecordParses() throws {
         // ultrafast drops CABAC and 8x8 transforms, so x264 would signal Baseline; veryfast needs High.
-        var s = smallSettings()
+        var s = codecTestSettings()
         s.preset = "veryfast"
         let enc = try X264Encoder(settings: s)
         let r = Array(enc.decoderConfigurationRecord)
@@ -128,8 +128,8 @@ func smallSettings(fps: Int = 10, bitrate: Int = 500) -> VideoEncoderSettings {
     }
 
     @Test func requestBitrateLowersOutput() throws {
-        let enc = try X264Encoder(settings: smallSettings(bitrate: 1000))
-        let pic = TestPicture(width: 320, height: 240)
+        let enc = try X264Encoder(settings: codecTestSettings(bitrate: 1000))
+        let pic = CodecTestPicture(width: 320, height: 240)
         var sizes: [Int] = []
         for i in 0..<60 {
             if i == 30 { enc.requestBitrate(kbps: 150) }
@@ -147,12 +147,12 @@ func smallSettings(fps: Int = 10, bitrate: Int = 500) -> VideoEncoderSettings {
 
     @Test func flushDrainsDelayedFrames() throws {
         // Frame threads without zerolatency hold frames back, so flush has real work to do.
-        var s = smallSettings()
+        var s = codecTestSettings()
         s.tune = ""
         s.threads = 2
         s.slicedThreads = false
         let enc = try X264Encoder(settings: s)
-        let pic = TestPicture(width: 320, height: 240)
+        let pic = CodecTestPicture(width: 320, height: 240)
         var duringEncode = 0, duringFlush = 0
         for i in 0..<12 {
             pic.fillNoise()
@@ -166,8 +166,8 @@ func smallSettings(fps: Int = 10, bitrate: Int = 500) -> VideoEncoderSettings {
     }
 
     @Test func wrongPictureSizeIsRefused() throws {
-        let enc = try X264Encoder(settings: smallSettings())
-        let pic = TestPicture(width: 160, height: 120)
+        let enc = try X264Encoder(settings: codecTestSettings())
+        let pic = CodecTestPicture(width: 160, height: 120)
         #expect(!enc.encode(pic.frame, timestampMs: 0, forceKeyframe: false) { _ in })
     }
 
