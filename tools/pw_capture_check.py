@@ -3,7 +3,7 @@
 
 Decodes an FLV with PyAV and reports:
 - video: size(s), frame count, the frame counter read from the 24-block strip
-  (16x16 px blocks from (16,16), MSB first, white = 1) on frames where it is readable,
+  (16x16 px blocks from (16,16), MSB first, white = 1) on first-phase frames where it is readable,
   counters out of order, repeats, and the share of the counter span that arrived;
 - the phase of each frame (background colour of pw-test-screen's size phases:
   blue = first size, green = second, red = third) and the aspect ratio of the centred
@@ -103,10 +103,11 @@ def analyse(path: str, tones: list[float]) -> dict:
                 if size not in sizes:
                     sizes.append(size)
                 rgb = frame.to_ndarray(format="rgb24")
-                c = read_counter(rgb)
+                p = phase_of(rgb)
+                # The strip is only at its native 16 px grid in the first (unscaled) size phase.
+                c = read_counter(rgb) if p in (0, None) else None
                 if c is not None:
                     counters.append(c)
-                p = phase_of(rgb)
                 if p is not None:
                     if not phases or phases[-1] != p:
                         phases.append(p)
