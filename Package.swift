@@ -39,6 +39,9 @@ let package = Package(
         ),
         // Test-only PipeWire producer: a synthetic BGRx screen with a frame counter in the pixels.
         .executableTarget(name: "pw-test-screen", dependencies: ["CPipeWire", "CPipeWireShim"]),
+        // Benchmarks: x264 floor, full-speed pipeline, allocation probe, concurrent sessions.
+        .executableTarget(name: "bk-bench", dependencies: ["BroadcastKit", "BroadcastCapture"], path: "Benchmarks/bk-bench",
+                          swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(name: "BroadcastKitTests", dependencies: ["BroadcastKit"]),
         .testTarget(name: "BroadcastCaptureTests", dependencies: ["BroadcastCapture"]),
     ]

@@ -2,7 +2,20 @@ import BroadcastCapture
 import BroadcastKit
 
 extension SourceFactory {
+    /// Y4M video (file or stdin), optionally with raw PCM on the app-audio lane.
     static func y4mSources(path: String, _ o: CommandLineOptions) throws -> Made {
-        throw UsageError("y4m input is not available in this build")
+        let y4m = Y4MSource(path: path)
+        do {
+            let header = try y4m.open()
+            if header.width > 8192 || header.height > 8192 { throw UsageError("y4m: frame size too large") }
+        } catch let e as CaptureError {
+            throw e
+        }
+        var sources: [CaptureSource] = [y4m]
+        if let pcm = o.pcmPath {
+            let format = try PCMFormat(parsing: o.pcmFormat)
+            sources.append(try PCMSource(path: pcm, format: format, lane: .appAudio))
+        }
+        return Made(sources: sources, hasVideo: true, hasAudio: o.pcmPath != nil, note: nil)
     }
 }

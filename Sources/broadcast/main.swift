@@ -16,6 +16,8 @@ func fail(_ code: ExitCode, _ message: String) -> Never {
 // glibc gives each thread that mallocs its own arena (up to 8 x cores); two are plenty and
 // keep RSS from fragmenting across lanes.
 _ = bk_set_malloc_arena_max(2)
+// x264 madvises big buffers for huge pages; each then costs a full 2 MB of RSS.
+if getenv("BROADCAST_ALLOW_THP") == nil { _ = bk_disable_transparent_huge_pages() }
 
 let options: CommandLineOptions
 do {

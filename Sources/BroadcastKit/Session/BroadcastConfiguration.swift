@@ -4,6 +4,8 @@ public enum DestinationSettings: Sendable, Equatable {
     case rtmp(url: String, streamKey: String)
     /// Write an FLV file.
     case file(path: String)
+    /// Build every tag and throw it away (benchmarks, allocation probes).
+    case discard
 }
 
 /// Everything a `BroadcastSession` needs; start from `.default` and change what differs.

@@ -121,6 +121,8 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
                 sink = RTMPPublisher(url: url, streamKey: key, connectTimeoutSeconds: cfg.connectTimeoutSeconds)
             case .file(let path):
                 sink = FLVFileSink(path: path, hasAudio: cfg.hasAudio, hasVideo: cfg.hasVideo)
+            case .discard:
+                sink = DiscardSink()
             }
             destinations.append(Destination(sink: sink, policy: cfg.congestion, isPrimary: i == 0, stats: stats))
         }

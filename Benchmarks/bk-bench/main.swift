@@ -1,0 +1,217 @@
+// bk-bench: the measurements behind BENCHMARKS.md and the allocation test.
+//
+//   bk-bench floor    --res 720p --frames 600 [--preset veryfast]   x264 alone, frames already in memory
+//   bk-bench pipeline --res 720p --frames 600 [--warmup 120] [--src-res WxH]
+//                     BGRx frames -> libyuv convert/scale -> x264 -> FLV tags -> discard sink
+//   bk-bench sessions --count N --res 360p --seconds S --url URL     N live test-source sessions in one process
+//
+// Each prints one JSON object on stdout. Timing is CPU time from getrusage, so a noisy machine
+// inflates wall time but not the per-frame CPU figures.
+#if canImport(Glibc)
+import Glibc
+#endif
+import BroadcastCapture
+import BroadcastKit
+import CShims
+
+func die(_ m: String) -> Never { Log.line("bk-bench: \(m)"); exit(2) }
+
+struct Args {
+    var mode = ""
+    var width = 1280, height = 720
+    var srcWidth: Int?, srcHeight: Int?
+    var frames = 600
+    var warmup = 120
+    var preset = "veryfast"
+    var count = 1
+    var seconds = 30.0
+    var url = "rtmp://127.0.0.1:1935/live"
+    var fps = 30
+    var bitrate: Int?
+
+    init(_ a: [String]) {
+        guard let m = a.first else { die("mode required: floor | pipeline | sessions") }
+        mode = m
+        var i = 1
+        func next() -> String { i += 1; guard i < a.count else { die("\(a[i - 1]) needs a value") }; return a[i] }
+        func size(_ s: String) -> (Int, Int) {
+            switch s {
+            case "360p": return (640, 360)
+            case "480p": return (854, 480)
+            case "720p": return (1280, 720)
+            case "1080p": return (1920, 1080)
+            default:
+                let p = s.split(separator: "x").compactMap { Int($0) }
+                guard p.count == 2 else { die("bad size \(s)") }
+                return (p[0], p[1])
+            }
+        }
+        while i < a.count {
+            switch a[i] {
+            case "--res": (width, height) = size(next())
+            case "--src-res": let (w, h) = size(next()); srcWidth = w; srcHeight = h
+            case "--frames": frames = Int(next()) ?? 600
+            case "--warmup": warmup = Int(next()) ?? 120
+            case "--preset": preset = next()
+            case "--count": count = Int(next()) ?? 1
+            case "--seconds": seconds = Double(next()) ?? 30
+            case "--url": url = next()
+            case "--fps": fps = Int(next()) ?? 30
+            case "--bitrate": bitrate = Int(next())
+            default: die("unknown option \(a[i])")
+            }
+            i += 1
+        }
+    }
+
+    var settings: VideoEncoderSettings {
+        var v = VideoEncoderSettings.default
+        v.width = width; v.height = height; v.fps = fps; v.preset = preset
+        let kbps = bitrate ?? (width * height <= 640 * 360 ? 800 : width * height <= 854 * 480 ? 1200 : width * height <= 1280 * 720 ? 2500 : 4500)
+        v.bitrateKbps = kbps; v.maxBitrateKbps = kbps; v.vbvBufferKbits = kbps
+        return v
+    }
+}
+
+func cpuSeconds() -> Double {
+    var u = rusage()
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &u)
+    return Double(u.ru_utime.tv_sec) + Double(u.ru_utime.tv_usec) / 1e6 + Double(u.ru_stime.tv_sec) + Double(u.ru_stime.tv_usec) / 1e6
+}
+
+/// Allocation counter from tools/allocshim (LD_PRELOAD), or nil when not preloaded.
+let allocCounter: (@convention(c) () -> UInt64)? = {
+    guard let sym = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "bk_alloc_count") else { return nil }
+    return unsafeBitCast(sym, to: (@convention(c) () -> UInt64).self)
+}()
+
+/// Pre-rendered BGRx frames of a moving pattern with noise, so x264 does representative work.
+final class FrameBank: @unchecked Sendable {
+    let width: Int, height: Int, count: Int
+    let bgrx: UnsafeMutableRawBufferPointer
+    init(width: Int, height: Int, count: Int) {
+        self.width = width; self.height = height; self.count = count
+        bgrx = .allocate(byteCount: width * height * 4 * count, alignment: 64)
+        var seed: UInt32 = 12345
+        for f in 0..<count {
+            let base = bgrx.baseAddress!.assumingMemoryBound(to: UInt8.self) + f * width * height * 4
+            for y in 0..<height {
+                for x in 0..<width {
+                    seed = seed &* 1_103_515_245 &+ 12345
+                    let noise = UInt8(truncatingIfNeeded: seed >> 27)
+                    let p = base + (y * width + x) * 4
+                    p[0] = UInt8(truncatingIfNeeded: x + f * 4) &+ noise
+                    p[1] = UInt8(truncatingIfNeeded: y + f * 2) &+ noise
+                    p[2] = UInt8(truncatingIfNeeded: (x ^ y) + f) &+ noise
+                    p[3] = 255
+                }
+            }
+        }
+    }
+    func frame(_ i: Int, pts: Int64) -> VideoFrame {
+        let f = i % count
+        let bytes = UnsafeRawBufferPointer(start: bgrx.baseAddress! + f * width * height * 4, count: width * height * 4)
+        return VideoFrame(packed: .bgrx, width: width, height: height, stride: width * 4, bytes: bytes, pts: pts)
+    }
+}
+
+let args = Args(Array(CommandLine.arguments.dropFirst()))
+_ = bk_set_malloc_arena_max(2)
+
+switch args.mode {
+case "floor":
+    let s = args.settings
+    let bank = FrameBank(width: s.width, height: s.height, count: 30)
+    let pool = FramePool(width: s.width, height: s.height, capacity: bank.count)
+    let conv = FrameConverter(outputWidth: s.width, outputHeight: s.height)
+    for i in 0..<bank.count { conv.convert(bank.frame(i, pts: 0), into: pool.frame(i)) }
+    let enc: X264Encoder
+    do { enc = try X264Encoder(settings: s) } catch { die("\(error)") }
+    var bytes = 0
+    for i in 0..<args.warmup { _ = enc.encode(pool.frame(i % bank.count), timestampMs: Int64(i * 33), forceKeyframe: false) { bytes += $0.data.count } }
+    let c0 = cpuSeconds(), w0 = MediaTime.now()
+    for i in 0..<args.frames {
+        _ = enc.encode(pool.frame(i % bank.count), timestampMs: Int64((i + args.warmup) * 33), forceKeyframe: false) { bytes += $0.data.count }
+    }
+    let cpu = cpuSeconds() - c0, wall = Double(MediaTime.now() - w0) / 1e9
+    print("{\"mode\":\"floor\",\"width\":\(s.width),\"height\":\(s.height),\"preset\":\"\(s.preset)\",\"frames\":\(args.frames),"
+        + "\"cpu_s\":\(cpu),\"wall_s\":\(wall),\"cpu_ms_per_frame\":\(cpu * 1000 / Double(args.frames)),\"fps\":\(Double(args.frames) / wall),"
+        + "\"peak_rss_bytes\":\(ProcessMemory.peakResidentBytes())}")
+
+case "pipeline":
+    let s = args.settings
+    let sw = args.srcWidth ?? s.width, sh = args.srcHeight ?? s.height
+    let bank = FrameBank(width: sw, height: sh, count: 30)
+    var cfg = BroadcastConfiguration.default
+    cfg.video = s
+    cfg.hasAudio = false
+    cfg.destinations = [.discard]
+    cfg.memoryBudgetBytes = 0
+    cfg.adaptiveBitrate = false
+    let session = BroadcastSession(configuration: cfg)
+    do { try session.start() } catch { die("\(error)") }
+    var pts: Int64 = 1_000_000_000
+    func feed(_ n: Int, from start: Int) {
+        for i in start..<(start + n) {
+            pts += 33_333_333
+            while true {
+                let r = session.process(.video(bank.frame(i, pts: pts)), type: .video)
+                if r != .dropped(.encoderBusy) { break }
+                var ts = timespec(tv_sec: 0, tv_nsec: 100_000)
+                nanosleep(&ts, nil)
+            }
+        }
+    }
+    feed(args.warmup, from: 0)
+    // Let the warm-up drain so its frames are not billed to the measured ones.
+    while session.stats.snapshot().videoFramesEncoded < args.warmup - 2 { var ts = timespec(tv_sec: 0, tv_nsec: 1_000_000); nanosleep(&ts, nil) }
+    let a0 = allocCounter?() ?? 0
+    let c0 = cpuSeconds(), w0 = MediaTime.now()
+    feed(args.frames, from: args.warmup)
+    while session.stats.snapshot().videoFramesEncoded < args.warmup + args.frames - 2 { var ts = timespec(tv_sec: 0, tv_nsec: 200_000); nanosleep(&ts, nil) }
+    let cpu = cpuSeconds() - c0, wall = Double(MediaTime.now() - w0) / 1e9
+    let allocs = (allocCounter?() ?? 0) - a0
+    session.finish()
+    let st = session.stats.snapshot()
+    print("{\"mode\":\"pipeline\",\"width\":\(s.width),\"height\":\(s.height),\"src_width\":\(sw),\"src_height\":\(sh),"
+        + "\"preset\":\"\(s.preset)\",\"frames\":\(args.frames),\"cpu_s\":\(cpu),\"wall_s\":\(wall),"
+        + "\"cpu_ms_per_frame\":\(cpu * 1000 / Double(args.frames)),\"fps\":\(Double(args.frames) / wall),"
+        + "\"allocations\":\(allocCounter == nil ? "null" : String(allocs)),"
+        + "\"allocations_per_frame\":\(allocCounter == nil ? "null" : String(Double(allocs) / Double(args.frames))),"
+        + "\"frames_encoded\":\(st.videoFramesEncoded),\"drops\":\(st.totalDrops),\"peak_rss_bytes\":\(ProcessMemory.peakResidentBytes())}")
+
+case "sessions":
+    var sessions: [BroadcastSession] = []
+    var sources: [CaptureSource] = []
+    let rss0 = ProcessMemory.residentBytes()
+    for n in 0..<args.count {
+        var cfg = BroadcastConfiguration.default
+        cfg.video = args.settings
+        cfg.destinations = [.rtmp(url: args.url, streamKey: "bench\(n)")]
+        cfg.memoryBudgetBytes = 0
+        let session = BroadcastSession(configuration: cfg)
+        do { try session.start() } catch { die("\(error)") }
+        var t = TestSourceSettings()
+        t.width = args.width; t.height = args.height; t.fps = args.fps
+        let src: TestSource
+        do { src = try TestSource(settings: t); try src.start(into: session) } catch { die("\(error)") }
+        sessions.append(session)
+        sources.append(src)
+    }
+    let c0 = cpuSeconds(), w0 = MediaTime.now()
+    var ts = timespec(tv_sec: Int(args.seconds), tv_nsec: Int((args.seconds - Double(Int(args.seconds))) * 1e9))
+    nanosleep(&ts, nil)
+    let cpu = cpuSeconds() - c0, wall = Double(MediaTime.now() - w0) / 1e9
+    let rss = ProcessMemory.residentBytes()
+    sources.forEach { $0.stop() }
+    sessions.forEach { $0.finish() }
+    let sent = sessions.reduce(0) { $0 + $1.stats.snapshot().videoFramesSent }
+    let drops = sessions.reduce(0) { $0 + $1.stats.snapshot().totalDrops }
+    print("{\"mode\":\"sessions\",\"count\":\(args.count),\"width\":\(args.width),\"height\":\(args.height),"
+        + "\"cpu_percent\":\(cpu / wall * 100),\"cpu_percent_per_session\":\(cpu / wall * 100 / Double(args.count)),"
+        + "\"rss_bytes\":\(rss),\"rss_before_bytes\":\(rss0),\"peak_rss_bytes\":\(ProcessMemory.peakResidentBytes()),"
+        + "\"video_frames_sent\":\(sent),\"drops\":\(drops)}")
+
+default:
+    die("unknown mode \(args.mode): floor | pipeline | sessions")
+}
