@@ -34,6 +34,8 @@ class StreamReport:
     packets: int = 0
     # Packets whose decode timestamp was not strictly greater than the previous one's.
     non_increasing_timestamps: int = 0
+    # Where the first one happened (packet number in the stream, its time in seconds).
+    first_non_increasing: str | None = None
     first_ts_s: float | None = None
     last_ts_s: float | None = None
     decode_exceptions: int = 0
@@ -162,6 +164,9 @@ def _account_packet(sr: StreamReport, packet: av.Packet, last_ts: dict[int, int]
     prev = last_ts.get(sr.index)
     if prev is not None and ts <= prev:
         sr.non_increasing_timestamps += 1
+        if sr.first_non_increasing is None:
+            sr.first_non_increasing = (f"packet {sr.packets - 1} at {seconds:.3f} s "
+                                       f"(previous {float(prev * packet.time_base):.3f} s)")
     last_ts[sr.index] = ts
 
 
@@ -216,8 +221,8 @@ def check(report: Report, args: argparse.Namespace) -> list[str]:
         detail = "; ".join(report.log_errors[:3])
         failures.append(f"{report.decode_errors} decode error(s)" + (f": {detail}" if detail else ""))
     if not args.allow_timestamp_errors and report.non_increasing_timestamps:
-        per = ", ".join(f"{s.kind}={s.non_increasing_timestamps}" for s in report.streams
-                        if s.non_increasing_timestamps)
+        per = ", ".join(f"{s.kind}={s.non_increasing_timestamps}, first: {s.first_non_increasing}"
+                        for s in report.streams if s.non_increasing_timestamps)
         failures.append(f"{report.non_increasing_timestamps} non-increasing packet timestamp(s) ({per})")
     if args.expect_frames is not None:
         got = v.frames if v else 0
