@@ -63,9 +63,8 @@ def phase_of(rgb: np.ndarray) -> int | None:
 def square_aspect(rgb: np.ndarray) -> float | None:
     """Width/height of the centred grey (0xa0) square, measured through the frame centre."""
     h, w, _ = rgb.shape
-    grey = (np.abs(rgb.astype(int) - 160).max(axis=2) < 30)
-    row = grey[h // 2]
-    col = grey[:, w // 2]
+    row = np.abs(rgb[h // 2].astype(int) - 160).max(axis=1) < 30
+    col = np.abs(rgb[:, w // 2].astype(int) - 160).max(axis=1) < 30
     if row.sum() < 4 or col.sum() < 4:
         return None
     return float(row.sum()) / float(col.sum())

@@ -243,10 +243,11 @@ static void set_video_buffer_params(struct bk_pw_capture *c)
     struct spa_pod_builder b = SPA_POD_BUILDER_INIT(storage, sizeof(storage));
     int n = c->config.buffers > 0 ? c->config.buffers : 3;
     const struct spa_pod *params[2];
-    /* Small buffer count; mappable memory only (SHM/MemFd), so no DMA-BUF we cannot map. */
+    /* Exactly the requested (small) buffer count: each mapped buffer adds a frame to our RSS.
+     * Mappable memory only (SHM/MemFd), so no DMA-BUF we cannot map. */
     params[0] = spa_pod_builder_add_object(&b,
         SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
-        SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(n, 2, SPA_MAX(n, 4)),
+        SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(n, 1, n),
         SPA_PARAM_BUFFERS_dataType, SPA_POD_CHOICE_FLAGS_Int((1 << SPA_DATA_MemPtr) | (1 << SPA_DATA_MemFd)));
     params[1] = spa_pod_builder_add_object(&b,
         SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,

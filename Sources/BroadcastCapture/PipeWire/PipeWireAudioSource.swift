@@ -20,11 +20,12 @@ public final class PipeWireAudioSource: CaptureSource {
     ///   - role: app audio (sink monitor) or mic.
     ///   - nodeName: the sink/source `node.name`; nil for the default one.
     ///   - channels: 2 for app audio, 1 or 2 for the mic.
-    public init(role: Role, nodeName: String?, channels: Int = 2, sampleRate: Int = 48_000, remoteFD: Int32 = -1) {
+    public init(role: Role, nodeName: String?, channels: Int = 2, sampleRate: Int = 48_000, remoteFD: Int32 = -1,
+                durationSeconds: Double? = nil) {
         stream = PipeWireStream(kind: role == .appAudio ? .sinkMonitor : .source, target: nodeName,
                                 remoteFD: remoteFD,
                                 streamName: role == .appAudio ? "broadcast-app-audio" : "broadcast-mic",
-                                channels: channels, rate: sampleRate)
+                                channels: channels, rate: sampleRate, durationSeconds: durationSeconds)
         label = (role == .appAudio ? "pipewire app audio " : "pipewire mic ") + (nodeName ?? "(default)")
     }
 

@@ -20,19 +20,22 @@ public enum PipeWireCapture {
                 throw CaptureError(.unavailable,
                     "no PipeWire Video/Source node to capture (nodes: \(nodes.count)); start a screen cast or pass --screen-node")
             }
-            sources.append(PipeWireScreenSource(nodeName: node.name, bufferCount: options.videoBufferCount))
+            sources.append(PipeWireScreenSource(nodeName: node.name, bufferCount: options.videoBufferCount,
+                                                durationSeconds: options.durationSeconds))
         }
         if options.appAudio {
             if let spec = options.appAudioNode {
                 let node = try PipeWireNodes.resolve(spec, in: nodes, kind: "Audio/Sink", flag: "--app-audio",
                                                      where: \.isAudioSink)
                 sources.append(PipeWireAudioSource(role: .appAudio, nodeName: node.name, channels: 2,
-                                                   sampleRate: options.audioSampleRate))
+                                                   sampleRate: options.audioSampleRate,
+                                                   durationSeconds: options.durationSeconds))
             } else if nodes.contains(where: \.isAudioSink) {
                 // Only with a sink present: otherwise the session manager could link the
                 // monitor stream to a microphone instead.
                 sources.append(PipeWireAudioSource(role: .appAudio, nodeName: nil, channels: 2,
-                                                   sampleRate: options.audioSampleRate))
+                                                   sampleRate: options.audioSampleRate,
+                                                   durationSeconds: options.durationSeconds))
             }
         }
         if options.mic {
@@ -40,10 +43,12 @@ public enum PipeWireCapture {
                 let node = try PipeWireNodes.resolve(spec, in: nodes, kind: "Audio/Source", flag: "--mic",
                                                      where: \.isAudioSource)
                 sources.append(PipeWireAudioSource(role: .mic, nodeName: node.name, channels: 1,
-                                                   sampleRate: options.audioSampleRate))
+                                                   sampleRate: options.audioSampleRate,
+                                                   durationSeconds: options.durationSeconds))
             } else if nodes.contains(where: \.isAudioSource) {
                 sources.append(PipeWireAudioSource(role: .mic, nodeName: nil, channels: 1,
-                                                   sampleRate: options.audioSampleRate))
+                                                   sampleRate: options.audioSampleRate,
+                                                   durationSeconds: options.durationSeconds))
             }
         }
         return sources

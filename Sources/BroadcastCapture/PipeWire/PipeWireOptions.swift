@@ -17,15 +17,20 @@ public struct PipeWireOptions: Sendable, Equatable {
     /// The Audio/Source to capture; nil means the default source.
     public var micNode: String?
     public var cursor: Cursor
-    /// Buffers requested per video stream (small: 2...4).
+    /// Buffers requested per video stream (small: 2...4). Each mapped SHM buffer a frame
+    /// size large counts towards the process RSS once read (3.7 MB at 1280x720 BGRx).
     public var videoBufferCount: Int
     /// Preferred audio rate; PipeWire resamples to it.
     public var audioSampleRate: Int
+    /// When set, every source ends by itself this many seconds after it started (like the
+    /// test source), so `waitUntilFinished` reports the end of a `--duration` run.
+    public var durationSeconds: Double?
 
     public init(screen: Bool = true, screenNode: String? = nil,
                 appAudio: Bool = true, appAudioNode: String? = nil,
                 mic: Bool = true, micNode: String? = nil,
-                cursor: Cursor = .embedded, videoBufferCount: Int = 3, audioSampleRate: Int = 48_000) {
+                cursor: Cursor = .embedded, videoBufferCount: Int = 2, audioSampleRate: Int = 48_000,
+                durationSeconds: Double? = nil) {
         self.screen = screen
         self.screenNode = screenNode
         self.appAudio = appAudio
@@ -35,5 +40,6 @@ public struct PipeWireOptions: Sendable, Equatable {
         self.cursor = cursor
         self.videoBufferCount = videoBufferCount
         self.audioSampleRate = audioSampleRate
+        self.durationSeconds = durationSeconds
     }
 }

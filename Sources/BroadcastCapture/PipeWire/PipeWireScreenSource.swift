@@ -12,9 +12,11 @@ public final class PipeWireScreenSource: CaptureSource {
     ///   - nodeName: the node's `node.name` (linked through target.object), or nil with `nodeID`.
     ///   - nodeID: a node id, as the portal hands out; `UInt32.max` when unused.
     ///   - remoteFD: an fd from the portal's OpenPipeWireRemote, or -1 for the default daemon.
-    public init(nodeName: String?, nodeID: UInt32 = UInt32.max, remoteFD: Int32 = -1, bufferCount: Int = 3) {
+    public init(nodeName: String?, nodeID: UInt32 = UInt32.max, remoteFD: Int32 = -1, bufferCount: Int = 2,
+                durationSeconds: Double? = nil) {
         stream = PipeWireStream(kind: .video, target: nodeName, targetID: nodeID, remoteFD: remoteFD,
-                                streamName: "broadcast-screen", buffers: bufferCount)
+                                streamName: "broadcast-screen", buffers: bufferCount,
+                                durationSeconds: durationSeconds)
         label = "pipewire screen " + (nodeName ?? "node \(nodeID)")
     }
 

@@ -20,6 +20,9 @@ final class PipeWireStream: @unchecked Sendable {
     private let channels: Int32
     private let rate: Int32
     private let buffers: Int32
+    private let durationNs: Int64?
+    /// CLOCK_MONOTONIC time at which a `duration` run ends (0: no end); set in start().
+    private let endAt = Atomic<Int64>(0)
 
     // Written once in start() before the C stream exists; read on the stream thread.
     private var sink: SampleBufferSink?
@@ -37,7 +40,8 @@ final class PipeWireStream: @unchecked Sendable {
     let format = Mutex<String>("")
 
     init(kind: Kind, target: String?, targetID: UInt32 = UInt32.max, remoteFD: Int32 = -1,
-         streamName: String, channels: Int = 2, rate: Int = 48_000, buffers: Int = 3) {
+         streamName: String, channels: Int = 2, rate: Int = 48_000, buffers: Int = 2,
+         durationSeconds: Double? = nil) {
         self.kind = kind
         self.lane = kind == .video ? .video : (kind == .sinkMonitor ? .appAudio : .micAudio)
         self.target = target
@@ -47,6 +51,7 @@ final class PipeWireStream: @unchecked Sendable {
         self.channels = Int32(channels)
         self.rate = Int32(rate)
         self.buffers = Int32(buffers)
+        self.durationNs = durationSeconds.map { Int64($0 * 1e9) }
         lock = .allocate(capacity: 1)
         cond = .allocate(capacity: 1)
         pthread_mutex_init(lock, nil)
@@ -72,6 +77,7 @@ final class PipeWireStream: @unchecked Sendable {
         pthread_mutex_unlock(lock)
         if again { throw CaptureError(.badInput, "PipeWire \(streamName): a source starts only once") }
         self.sink = sink
+        if let durationNs { endAt.store(MediaTime.now() + durationNs, ordering: .relaxed) }
         var message = [CChar](repeating: 0, count: 512)
         let ctx = Unmanaged.passUnretained(self).toOpaque()
         let opened: OpaquePointer? = streamName.withCString { name in
@@ -115,6 +121,17 @@ final class PipeWireStream: @unchecked Sendable {
     }
 
     func waitUntilFinished(timeoutNanoseconds: Int64) -> Bool {
+        let end = endAt.load(ordering: .relaxed)
+        if end != 0 {
+            let now = MediaTime.now()
+            if now >= end { self.end(nil); return true }
+            if timeoutNanoseconds < 0 || now + timeoutNanoseconds > end {
+                // Wait only until the duration is over, then report the end.
+                if waitUntilFinished(untilDeadline: end) { return true }
+                self.end(nil)
+                return true
+            }
+        }
         pthread_mutex_lock(lock)
         defer { pthread_mutex_unlock(lock) }
         if timeoutNanoseconds < 0 {
@@ -127,6 +144,22 @@ final class PipeWireStream: @unchecked Sendable {
             if pthread_cond_timedwait(cond, lock, &ts) == ETIMEDOUT { return finished }
         }
         return true
+    }
+
+    private func waitUntilFinished(untilDeadline deadline: Int64) -> Bool {
+        pthread_mutex_lock(lock)
+        defer { pthread_mutex_unlock(lock) }
+        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        while !finished {
+            if pthread_cond_timedwait(cond, lock, &ts) == ETIMEDOUT { return finished }
+        }
+        return true
+    }
+
+    /// True once a `duration` run is over: buffers after that are not delivered.
+    @inline(__always) private func pastEnd() -> Bool {
+        let end = endAt.load(ordering: .relaxed)
+        return end != 0 && MediaTime.now() >= end
     }
 
     var error: CaptureError? {
@@ -146,7 +179,7 @@ final class PipeWireStream: @unchecked Sendable {
     // MARK: stream thread
 
     fileprivate func deliver(_ f: bk_pw_video_frame) {
-        guard let sink, let format = PipeWireStream.pixelFormat(f.format) else { return }
+        guard let sink, !pastEnd(), let format = PipeWireStream.pixelFormat(f.format) else { return }
         let frame = VideoFrame(
             width: Int(f.width), height: Int(f.height), format: format,
             planes: (f.planes.0, f.planes.1, f.planes.2),
@@ -158,7 +191,7 @@ final class PipeWireStream: @unchecked Sendable {
     }
 
     fileprivate func deliver(_ a: bk_pw_audio_chunk) {
-        guard let sink, let data = a.data else { return }
+        guard let sink, !pastEnd(), let data = a.data else { return }
         let buffer = AudioBuffer(
             format: a.format == Int32(BK_PW_SAMPLE_F32.rawValue) ? .f32 : .s16,
             channels: Int(a.channels), sampleRate: Int(a.rate), frameCount: Int(a.frames),
