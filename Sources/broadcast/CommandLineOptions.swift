@@ -29,6 +29,8 @@ struct CommandLineOptions {
     var help = false
     var version = false
     var preset = "veryfast"
+    var reconnectAttempts = 20
+    var reconnectDelay = 2.0
     var x264Threads: Int?
     // PipeWire capture.
     var screenNode: String?
@@ -93,6 +95,8 @@ struct CommandLineOptions {
                 guard allowed.contains(v) else { throw UsageError("--preset expects one of \(allowed.joined(separator: ", ")), got '\(v)'") }
                 o.preset = v
             case "--x264-threads": o.x264Threads = try s.int(1...16)
+            case "--reconnect-attempts": o.reconnectAttempts = try s.int(0...1_000_000)
+            case "--reconnect-delay": o.reconnectDelay = try s.double(0.1...300)
             case "--quiet": try s.flag(); o.quiet = true
             case "--help", "-h": o.help = true
             case "--version": o.version = true

@@ -14,6 +14,8 @@ enum Usage {
       --service NAME         twitch | youtube | facebook | kick: ingest URL and recommended limits
       --record PATH          also write the FLV to PATH
       --no-publish           do not connect anywhere (use with --record)
+      --reconnect-attempts N retries after a lost connection, 0 = forever   (default 20)
+      --reconnect-delay S    first retry delay, then x1.5 with jitter, capped at 30 s (default 2)
 
     Video and audio
       --res R                360p | 480p | 720p | 1080p | WxH            (default 720p)

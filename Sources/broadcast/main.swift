@@ -104,6 +104,7 @@ config.hasVideo = made.hasVideo
 config.hasAudio = made.hasAudio
 config.destinations = destinations
 config.memoryBudgetBytes = options.memoryBudget
+config.reconnect = ReconnectPolicy(maxAttempts: options.reconnectAttempts, initialDelaySeconds: options.reconnectDelay)
 // The send queue holds at most ~4 s of media at the configured rates; the drop policy acts well before.
 config.congestion.maxBytes = max(512 << 10, (videoKbps + audioKbps) * 1000 / 8 * 4)
 
@@ -170,7 +171,7 @@ while true {
     nanosleep(&ts, nil)
     let now = MediaTime.now()
     if Signals.stopRequested { break }
-    if let f = session.failure { exitCode = .streaming; exitMessage = f.description; break }
+    if let f = session.failure { exitCode = ExitCode(rawValue: f.exitCode) ?? .streaming; exitMessage = f.description; break }
     if made.sources.allSatisfy({ $0.waitUntilFinished(timeoutNanoseconds: 0) }) {
         if let e = made.sources.compactMap({ $0.error }).first {
             exitCode = e.kind == .badInput ? .usage : .streaming
@@ -181,14 +182,16 @@ while true {
     if let l = limitNs, now >= l { break }
     if now >= nextReport {
         nextReport += 1_000_000_000
-        reporter.report(session.stats.snapshot(), state: "live", reconnects: 0)
+        let snap = session.stats.snapshot()
+        reporter.report(snap, state: session.statusText, reconnects: snap.reconnects)
     }
 }
 for source in made.sources { source.stop() }
 session.finish()
-reporter.report(session.stats.snapshot(), state: "finished", reconnects: 0)
+let finalStats = session.stats.snapshot()
+reporter.report(finalStats, state: "finished", reconnects: finalStats.reconnects)
 reporter.endStatusLine()
-if exitCode == .success, let f = session.failure { exitCode = .streaming; exitMessage = f.description }
+if exitCode == .success, let f = session.failure { exitCode = ExitCode(rawValue: f.exitCode) ?? .streaming; exitMessage = f.description }
 if let m = exitMessage { say(exitCode == .success ? m : "error: \(m)") }
 if !options.quiet {
     let s = session.stats.snapshot()

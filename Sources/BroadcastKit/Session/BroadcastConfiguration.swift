@@ -26,6 +26,8 @@ public struct BroadcastConfiguration: Sendable {
     public var connectTimeoutSeconds: Int
     /// Written into onMetaData's `encoder` field.
     public var encoderName: String
+    /// How RTMP destinations retry after a lost connection.
+    public var reconnect: ReconnectPolicy = .default
 
     public init(video: VideoEncoderSettings = .default, audio: AudioEncoderSettings = .default,
                 hasVideo: Bool = true, hasAudio: Bool = true, destinations: [DestinationSettings] = [],

@@ -80,7 +80,7 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         let videoStaging = max(1 << 20, cfg.video.maxBitrateKbps * 1000 / 8)
         let interleaver = Interleaver(hasVideo: cfg.hasVideo, hasAudio: cfg.hasAudio, videoBytes: videoStaging,
                                       stats: stats) { [unowned self] tag in
-            for d in self.destinations where d.state == .live { d.queue.push(tag) }
+            for d in self.destinations where d.acceptsTags { d.queue.push(tag) }
         }
         self.interleaver = interleaver
 
@@ -97,8 +97,13 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
             let codec = cfg.audio.codec
             let delay = Int64(aenc.delaySamples)
             let mixer = AudioMixer(frameSize: aenc.frameSize) { [unowned interleaver, unowned aenc] samples, position in
-                let ms = max(0, (position - delay) * 1000 / AudioClock.rate)
+                // Decoders play each packet `delay` samples late (AAC priming), so stamp it earlier.
+                // The first packets would land before zero: they are encoded (the encoder state
+                // stays continuous) but not sent, rather than clamped onto one repeated timestamp.
+                let shifted = position - delay
+                let ms = shifted >= 0 ? shifted * 1000 / AudioClock.rate : -1
                 _ = aenc.encode(samples, timestampMs: ms) { p in
+                    guard p.timestampMs >= 0 else { return }
                     interleaver.submit(type: .audio, timestampMs: p.timestampMs, isKeyframe: false,
                                        bodySize: FLVTagBody.audioBodySize(codec: codec, payloadCount: p.data.count),
                                        nowNs: MediaTime.now()) { dst in
@@ -124,7 +129,8 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
             case .discard:
                 sink = DiscardSink()
             }
-            destinations.append(Destination(sink: sink, policy: cfg.congestion, isPrimary: i == 0, stats: stats))
+            destinations.append(Destination(sink: sink, policy: cfg.congestion, isPrimary: i == 0, stats: stats,
+                                            reconnect: sink is RTMPPublisher ? cfg.reconnect : .never))
         }
         reportedDestinationFailure = Array(repeating: false, count: destinations.count)
 
@@ -153,6 +159,8 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
 
         for d in destinations {
             d.queue.onKeyframeNeeded = { [weak self] in self?.videoLane?.requestKeyframe() }
+            d.onKeyframeNeeded = { [weak self] in self?.videoLane?.requestKeyframe() }
+            d.onEvent = { [weak self] e in self?.onEvent?(e) }
             do {
                 try d.open()
             } catch {
@@ -185,14 +193,14 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
         defer { scratch.deallocate() }
         if let n = meta.write(into: scratch) {
-            d.queue.push(FLVTag(type: .scriptData, timestampMs: 0, body: UnsafeRawBufferPointer(rebasing: scratch[0..<n]), isHeader: true))
+            d.pushHeader(FLVTag(type: .scriptData, timestampMs: 0, body: UnsafeRawBufferPointer(rebasing: scratch[0..<n]), isHeader: true))
         }
         if let enc = videoEncoder, let n = FLVTagBody.writeAVCSequenceHeader(configurationRecord: enc.decoderConfigurationRecord, into: scratch) {
-            d.queue.push(FLVTag(type: .video, timestampMs: 0, body: UnsafeRawBufferPointer(rebasing: scratch[0..<n]), isKeyframe: true, isHeader: true))
+            d.pushHeader(FLVTag(type: .video, timestampMs: 0, body: UnsafeRawBufferPointer(rebasing: scratch[0..<n]), isKeyframe: true, isHeader: true))
         }
         if let aenc = audioEncoder,
            let n = FLVTagBody.writeAudioSequenceHeader(codec: configuration.audio.codec, config: aenc.sequenceHeader, into: scratch) {
-            d.queue.push(FLVTag(type: .audio, timestampMs: 0, body: UnsafeRawBufferPointer(rebasing: scratch[0..<n]), isHeader: true))
+            d.pushHeader(FLVTag(type: .audio, timestampMs: 0, body: UnsafeRawBufferPointer(rebasing: scratch[0..<n]), isHeader: true))
         }
     }
 
@@ -238,7 +246,9 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
             reportedDestinationFailure[i] = true
             let message = d.error?.description ?? "destination failed"
             if d.isPrimary {
-                failureValue.withLock { if $0 == nil { $0 = .streaming("\(d.sink.displayName): \(message)") } }
+                let err: BroadcastError
+                if case .publishRejected = d.error { err = .connect(message) } else { err = .streaming(message) }
+                failureValue.withLock { if $0 == nil { $0 = err } }
                 onEvent?(.failed("\(d.sink.displayName): \(message)"))
             } else {
                 onEvent?(.warning("\(d.sink.displayName): \(message); streaming continues without it"))
@@ -263,6 +273,21 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         stateValue.store(State.finished.rawValue, ordering: .releasing)
         stats.update { $0.queueBytes = 0; $0.queueMs = 0 }
         onEvent?(.finished)
+    }
+
+    /// "connecting", "live", "reconnecting", "failed" or "finished": the primary destination's state.
+    public var statusText: String {
+        switch state {
+        case .idle: return "connecting"
+        case .finishing, .finished: return "finished"
+        case .failed: return "failed"
+        case .running:
+            switch destinations.first?.state {
+            case .reconnecting: return "reconnecting"
+            case .failed: return "failed"
+            default: return "live"
+            }
+        }
     }
 
     /// Destinations' display names (secrets redacted).

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Synchronization
 
 /// One output of the session: a bounded `SendQueue` drained by its own sender thread into a `TagSink`.
@@ -5,7 +8,7 @@ import Synchronization
 /// The sender is the only thread that touches the sink, so a slow network can only fill this
 /// destination's queue (where the congestion policy applies); it never blocks a lane.
 public final class Destination: @unchecked Sendable {
-    public enum State: Int, Sendable { case idle = 0, live, failed, closed }
+    public enum State: Int, Sendable { case idle = 0, live, reconnecting, failed, closed }
 
     public let sink: TagSink
     public let queue: SendQueue
@@ -17,14 +20,42 @@ public final class Destination: @unchecked Sendable {
     private let stateValue = Atomic<Int>(State.idle.rawValue)
     private let failure = Mutex<TransportError?>(nil)
     private let sentBytes = Atomic<Int>(0)
+    private let reconnect: ReconnectPolicy
+    /// onMetaData and sequence headers, kept to resend first on every reconnect.
+    private let headerStore = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
+    private var headers: [(type: FLVTagType, offset: Int, length: Int, keyframe: Bool)] = []
+    /// After a reconnect, video waits for the next keyframe so no P-frame goes out without its references.
+    private var videoNeedsKeyframe = false
+    private var rng = SplitMixRandom(seed: UInt64(truncatingIfNeeded: MediaTime.now()))
+    /// Events for the session (reconnecting/reconnected); called from the sender thread.
+    var onEvent: (@Sendable (BroadcastEvent) -> Void)?
+    /// Asks the encoder for an IDR (after a reconnect).
+    var onKeyframeNeeded: (@Sendable () -> Void)?
 
-    public init(sink: TagSink, policy: CongestionPolicy, isPrimary: Bool, stats: BroadcastStats) {
+    public init(sink: TagSink, policy: CongestionPolicy, isPrimary: Bool, stats: BroadcastStats,
+                reconnect: ReconnectPolicy = .never) {
         self.sink = sink
         self.isPrimary = isPrimary
         self.stats = stats
+        self.reconnect = reconnect
         queue = SendQueue(policy: policy, stats: stats)
         thread = WorkerThread(name: isPrimary ? "bk-send" : "bk-record")
     }
+
+    deinit { headerStore.deallocate() }
+
+    /// Queues a header tag and keeps a copy for reconnects. Call before `open()`.
+    public func pushHeader(_ tag: FLVTag) {
+        let used = headers.last.map { $0.offset + $0.length } ?? 0
+        if used + tag.body.count <= headerStore.count, let src = tag.body.baseAddress {
+            (headerStore.baseAddress! + used).copyMemory(from: src, byteCount: tag.body.count)
+            headers.append((tag.type, used, tag.body.count, tag.isKeyframe))
+        }
+        queue.push(tag)
+    }
+
+    /// True while tags should still be queued for this destination (live or reconnecting).
+    public var acceptsTags: Bool { let s = state; return s == .live || s == .reconnecting }
 
     public var state: State { State(rawValue: stateValue.load(ordering: .acquiring)) ?? .failed }
     /// The error that stopped this destination, if any.
@@ -49,17 +80,77 @@ public final class Destination: @unchecked Sendable {
         while true {
             let got = queue.withNext(deadlineNs: MediaTime.now() + 200_000_000) { tag in
                 guard state == .live else { return }
+                if tag.type == .video && !tag.isHeader && videoNeedsKeyframe {
+                    guard tag.isKeyframe else { return }
+                    videoNeedsKeyframe = false
+                }
                 do {
                     try sink.write(tag)
                     sentBytes.add(tag.body.count, ordering: .relaxed)
                     if isPrimary { account(tag) }
                 } catch {
-                    let te = (error as? TransportError) ?? .writeFailed("\(error)")
-                    failure.withLock { $0 = te }
-                    stateValue.store(State.failed.rawValue, ordering: .releasing)
+                    handleFailure((error as? TransportError) ?? .writeFailed("\(error)"))
                 }
             }
+            if state == .reconnecting { reconnectLoop() }
             if !got && stopping.load(ordering: .acquiring) { break }
+        }
+    }
+
+    private func handleFailure(_ error: TransportError) {
+        failure.withLock { $0 = error }
+        if reconnect.maxAttempts >= 0, !stopping.load(ordering: .acquiring) {
+            if case .publishRejected = error {} else {
+                stateValue.store(State.reconnecting.rawValue, ordering: .releasing)
+                return
+            }
+        }
+        stateValue.store(State.failed.rawValue, ordering: .releasing)
+    }
+
+    /// Retries with backoff until connected, refused, out of attempts or stopping. The queue keeps
+    /// filling meanwhile under the congestion policy, so memory stays within its byte cap.
+    private func reconnectLoop() {
+        sink.close()
+        var attempt = 0
+        while !stopping.load(ordering: .acquiring) {
+            attempt += 1
+            if reconnect.maxAttempts > 0 && attempt > reconnect.maxAttempts {
+                stateValue.store(State.failed.rawValue, ordering: .releasing)
+                return
+            }
+            let delay = reconnect.delay(attempt: attempt, unit: rng.nextUnit())
+            onEvent?(.reconnecting(attempt: attempt, delaySeconds: delay))
+            let wake = MediaTime.now() + Int64(delay * 1e9)
+            while MediaTime.now() < wake {
+                if stopping.load(ordering: .acquiring) { return }
+                var ts = timespec(tv_sec: 0, tv_nsec: 50_000_000)
+                nanosleep(&ts, nil)
+            }
+            do {
+                try sink.open()
+                for h in headers {
+                    try sink.write(FLVTag(type: h.type, timestampMs: 0,
+                                          body: UnsafeRawBufferPointer(start: headerStore.baseAddress! + h.offset, count: h.length),
+                                          isKeyframe: h.keyframe, isHeader: true))
+                }
+            } catch {
+                let e = (error as? TransportError) ?? .connectFailed("\(error)")
+                failure.withLock { $0 = e }
+                if case .publishRejected = e {
+                    stateValue.store(State.failed.rawValue, ordering: .releasing)
+                    return
+                }
+                sink.close()
+                continue
+            }
+            videoNeedsKeyframe = true
+            onKeyframeNeeded?()
+            failure.withLock { $0 = nil }
+            stats.update { $0.reconnects += 1 }
+            stateValue.store(State.live.rawValue, ordering: .releasing)
+            onEvent?(.reconnected(count: stats.snapshot().reconnects))
+            return
         }
     }
 
@@ -84,7 +175,7 @@ public final class Destination: @unchecked Sendable {
         _ = queue.waitUntilDrained(deadlineNs: deadlineNs)
         stopping.store(true, ordering: .releasing)
         queue.close()
-        if state == .live || state == .failed {
+        if state != .closed {
             // Anything still queued past the deadline is abandoned so close stays bounded.
             queue.removeAll()
         }
