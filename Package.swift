@@ -42,6 +42,9 @@ let package = Package(
         // Benchmarks: x264 floor, full-speed pipeline, allocation probe, concurrent sessions.
         .executableTarget(name: "bk-bench", dependencies: ["BroadcastKit", "BroadcastCapture"], path: "Benchmarks/bk-bench",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
+        // Seeded randomized fuzzing of the Y4M parser and BroadcastSession.process (scripts/fuzz).
+        .executableTarget(name: "bk-fuzz", dependencies: ["BroadcastKit", "BroadcastCapture"], path: "Fuzz/bk-fuzz",
+                          swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(name: "BroadcastKitTests", dependencies: ["BroadcastKit"]),
         .testTarget(name: "BroadcastCaptureTests", dependencies: ["BroadcastCapture"]),
     ]

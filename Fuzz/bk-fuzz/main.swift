@@ -1,0 +1,1 @@
+print("bk-fuzz: see scripts/fuzz")
