@@ -221,4 +221,22 @@ struct PipeWireCaptureTests {
         #expect(st.counters.count >= 75, "only \(st.counters.count) frames in 3.5 s")
         print("pipewire resize: \(st.counters.count) frames, sizes \(st.sizes.sorted())")
     }
+
+    @Test("durationSeconds ends a source by itself", .enabled(if: PipeWireTestEnvironment.hasTestNodes,
+                                             "needs a PipeWire daemon with pw-test-screen, app-sink, test-mic: eval \"$(scripts/pipewire-up)\""))
+    func durationEndsSource() throws {
+        let sink = PipeWireRecordingSink()
+        let source = PipeWireScreenSource(nodeName: "pw-test-screen", durationSeconds: 1.5)
+        let start = MediaTime.now()
+        try source.start(into: sink)
+        #expect(!source.waitUntilFinished(timeoutNanoseconds: 500_000_000))
+        #expect(source.waitUntilFinished(timeoutNanoseconds: 5_000_000_000))
+        let ended = MediaTime.now()
+        let delivered = source.framesDelivered
+        Thread.sleep(forTimeInterval: 0.5)
+        #expect(source.framesDelivered == delivered, "frames delivered after the duration")
+        source.stop()
+        #expect(ended - start >= 1_400_000_000 && ended - start < 2_000_000_000, "ended after \(ended - start) ns")
+        #expect(delivered >= 30, "only \(delivered) frames in 1.5 s")
+    }
 }
