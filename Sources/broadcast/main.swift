@@ -112,9 +112,11 @@ let session = BroadcastSession(configuration: config)
 if options.printMemoryPlan {
     do {
         let plan = try session.prepare()
-        print("memory plan for \(video.width)x\(video.height)@\(video.fps) \(video.preset), \(videoKbps) kbps:")
+        let preset = session.effectiveVideoSettings?.preset ?? video.preset
+        print("memory plan for \(video.width)x\(video.height)@\(video.fps) x264 \(preset), \(videoKbps) kbps:")
+        if let note = session.downgradeNote { print(note) }
         print(plan.description)
-        print(plan.fits ? "fits" : "DOES NOT FIT")
+        print(plan.fits ? "fits" : "DOES NOT FIT, even with the lightest x264 preset: lower --res or raise --memory-budget")
         exit(plan.fits ? 0 : ExitCode.usage.rawValue)
     } catch {
         fail(ExitCode(rawValue: error.exitCode) ?? .usage, error.description)
@@ -137,9 +139,10 @@ do {
 } catch {
     fail(ExitCode(rawValue: error.exitCode) ?? .connect, error.description)
 }
+if let note = session.downgradeNote { say("note: \(note)") }
 if !options.quiet {
     say("live: \(session.destinationNames.joined(separator: ", ")) \(video.width)x\(video.height)@\(video.fps) "
-        + "\(videoKbps) kbps + \(options.audioCodec.rawValue) \(audioKbps) kbps from \(made.sources.map(\.description).joined(separator: ", "))")
+        + "x264 \(session.effectiveVideoSettings?.preset ?? video.preset) \(videoKbps) kbps + \(options.audioCodec.rawValue) \(audioKbps) kbps from \(made.sources.map(\.description).joined(separator: ", "))")
 }
 
 let reporter: StatsReporter

@@ -28,6 +28,11 @@ public final class FramePool: @unchecked Sendable {
 
     deinit { storage.deallocate() }
 
+    /// Bytes a pool of `capacity` frames of this size holds.
+    public static func byteCount(width: Int, height: Int, capacity: Int) -> Int {
+        ((I420Frame.byteCount(width: width, height: height) + 63) & ~63) * capacity
+    }
+
     /// Bytes this pool holds, for the memory plan.
     public var byteCount: Int { frameBytes * capacity }
 

@@ -28,13 +28,30 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         self.encoderWorkingBytes = encoderWorkingBytes
     }
 
-    /// Planned x264 working set: reference, current and recycled frames with x264's 32-pixel
-    /// padding on every side, plus the half-resolution planes VBV rate control keeps per frame.
+    /// x264 presets from heaviest to lightest, the order a budget downgrade walks.
+    public static let presetsByWeight = ["medium", "fast", "faster", "veryfast", "superfast", "ultrafast"]
+
+    /// Planned x264 memory beyond what it holds right after open: reference, current and
+    /// lowres frames plus analysis buffers, allocated on the first encodes. Bytes per output
+    /// pixel were calibrated on this build by `scripts/bench` (peak RSS minus the rest of the
+    /// plan, 480p to 1080p, 1 reference frame, zerolatency): see BENCHMARKS.md.
     public static func x264WorkingBytes(_ v: VideoEncoderSettings) -> Int {
-        let padded = (v.width + 64) * (v.height + 64)
-        let perFrame = padded * 3 / 2 + padded            // picture + lowres planes
-        let frames = v.referenceFrames + 2 + (v.slicedThreads ? 0 : max(0, v.threads - 1))
-        return frames * perFrame
+        let perPixel: Double
+        switch v.preset {
+        case "ultrafast": perPixel = 10.5
+        case "superfast": perPixel = 17
+        case "veryfast": perPixel = 18.5
+        default: perPixel = 22
+        }
+        let refs = Double(max(1, v.referenceFrames) - 1) * 2.4   // one more decoded frame each
+        let threads = v.slicedThreads ? 0 : Double(max(0, v.threads - 1)) * 4
+        return Int(Double(v.width * v.height) * (perPixel + refs + threads))
+    }
+
+    /// "12.3 MB".
+    public static func megabytes(_ b: Int) -> String {
+        let tenths = (b * 10 + (1 << 19)) >> 20
+        return "\(tenths / 10).\(tenths % 10) MB"
     }
 
     public var totalBytes: Int {

@@ -26,6 +26,8 @@ public struct BroadcastConfiguration: Sendable {
     public var connectTimeoutSeconds: Int
     /// Written into onMetaData's `encoder` field.
     public var encoderName: String
+    /// When the memory plan does not fit, try lighter x264 presets instead of refusing.
+    public var allowPresetDowngrade: Bool = true
     /// How RTMP destinations retry after a lost connection.
     public var reconnect: ReconnectPolicy = .default
 

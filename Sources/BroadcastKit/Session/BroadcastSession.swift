@@ -54,6 +54,10 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
 
     /// Opens the encoders and allocates every pool and queue, then returns the memory plan
     /// (measured where it can be). Connects nothing. `start()` calls it when needed.
+    ///
+    /// When the plan does not fit the budget and `allowPresetDowngrade` is set, x264 is reopened
+    /// with the next lighter preset (veryfast -> superfast -> ultrafast) until it fits;
+    /// `downgradeNote` says what was chosen.
     @discardableResult
     public func prepare() throws(BroadcastError) -> MemoryPlan {
         if let plan = memoryPlan { return plan }
@@ -62,10 +66,6 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         guard cfg.hasVideo || cfg.hasAudio else { throw .configuration("nothing to broadcast: video and audio are both off") }
         let baseline = ProcessMemory.residentBytes()
 
-        if cfg.hasVideo {
-            do { videoEncoder = try X264Encoder(settings: cfg.video) } catch { throw .configuration("video encoder: \(error)") }
-        }
-        let afterVideo = ProcessMemory.residentBytes()
         if cfg.hasAudio {
             do {
                 switch cfg.audio.codec {
@@ -74,25 +74,16 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
                 }
             } catch { throw .configuration("audio encoder: \(error)") }
         }
-        let afterAudio = ProcessMemory.residentBytes()
+        let audioEncoderBytes = max(0, ProcessMemory.residentBytes() - baseline)
 
         // Interleaver staging must hold the largest frame the VBV allows plus the wait window.
-        let videoStaging = max(1 << 20, cfg.video.maxBitrateKbps * 1000 / 8)
+        let videoStaging = max(512 << 10, cfg.video.maxBitrateKbps * 1000 / 8 * 2)
         let interleaver = Interleaver(hasVideo: cfg.hasVideo, hasAudio: cfg.hasAudio, videoBytes: videoStaging,
                                       stats: stats) { [unowned self] tag in
             for d in self.destinations where d.acceptsTags { d.queue.push(tag) }
         }
         self.interleaver = interleaver
 
-        if let enc = videoEncoder {
-            videoLane = VideoLane(encoder: enc, pendingFrames: cfg.maxPendingVideoFrames, stats: stats) { [unowned interleaver] p in
-                interleaver.submit(type: .video, timestampMs: p.timestampMs, isKeyframe: p.isKeyframe,
-                                   bodySize: FLVTagBody.avcBodySize(payloadCount: p.data.count), nowNs: MediaTime.now()) { dst in
-                    _ = FLVTagBody.writeAVCFrame(p.data, compositionOffsetMs: p.compositionOffsetMs,
-                                                 isKeyframe: p.isKeyframe, into: dst)
-                }
-            }
-        }
         if let aenc = audioEncoder {
             let codec = cfg.audio.codec
             let delay = Int64(aenc.delaySamples)
@@ -134,17 +125,57 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         }
         reportedDestinationFailure = Array(repeating: false, count: destinations.count)
 
-        let plan = MemoryPlan(budgetBytes: cfg.memoryBudgetBytes, baselineBytes: baseline,
-                              videoEncoderBytes: max(0, afterVideo - baseline),
-                              audioEncoderBytes: max(0, afterAudio - afterVideo),
-                              framePoolBytes: videoLane?.reservedBytes ?? 0,
-                              audioBytes: (mixer?.reservedBytes ?? 0) + audioLanes.reduce(0) { $0 + $1.reservedBytes },
-                              stagingBytes: interleaver.reservedBytes,
-                              queueBytes: destinations.reduce(0) { $0 + $1.queue.reservedBytes },
-                              encoderWorkingBytes: cfg.hasVideo ? MemoryPlan.x264WorkingBytes(cfg.video) : 0)
-        memoryPlan = plan
-        return plan
+        let audioBytes = (mixer?.reservedBytes ?? 0) + audioLanes.reduce(0) { $0 + $1.reservedBytes }
+        let queueBytes = destinations.reduce(0) { $0 + $1.queue.reservedBytes }
+        func plan(_ v: VideoEncoderSettings?, atOpen: Int) -> MemoryPlan {
+            MemoryPlan(budgetBytes: cfg.memoryBudgetBytes, baselineBytes: baseline, videoEncoderBytes: atOpen,
+                       audioEncoderBytes: audioEncoderBytes,
+                       framePoolBytes: v.map { FramePool.byteCount(width: $0.width, height: $0.height,
+                                                                     capacity: cfg.maxPendingVideoFrames) } ?? 0,
+                       audioBytes: audioBytes, stagingBytes: interleaver.reservedBytes, queueBytes: queueBytes,
+                       encoderWorkingBytes: v.map(MemoryPlan.x264WorkingBytes) ?? 0)
+        }
+
+        var chosen = plan(nil, atOpen: 0)
+        if cfg.hasVideo {
+            var candidates = [cfg.video.preset]
+            if cfg.allowPresetDowngrade, let i = MemoryPlan.presetsByWeight.firstIndex(of: cfg.video.preset) {
+                candidates += MemoryPlan.presetsByWeight[(i + 1)...]
+            }
+            for (n, preset) in candidates.enumerated() {
+                var v = cfg.video
+                v.preset = preset
+                videoEncoder = nil
+                let before = ProcessMemory.residentBytes()
+                do { videoEncoder = try X264Encoder(settings: v) } catch { throw .configuration("video encoder: \(error)") }
+                chosen = plan(v, atOpen: max(0, ProcessMemory.residentBytes() - before))
+                if chosen.fits || n == candidates.count - 1 {
+                    if n > 0 && chosen.fits {
+                        downgradeNote = "memory budget: x264 preset \(preset) instead of \(cfg.video.preset) "
+                            + "(planned \(MemoryPlan.megabytes(chosen.totalBytes)) of \(MemoryPlan.megabytes(cfg.memoryBudgetBytes)))"
+                    }
+                    break
+                }
+            }
+        }
+        if let enc = videoEncoder {
+            videoLane = VideoLane(encoder: enc, pendingFrames: cfg.maxPendingVideoFrames, stats: stats) { [unowned interleaver] p in
+                interleaver.submit(type: .video, timestampMs: p.timestampMs, isKeyframe: p.isKeyframe,
+                                   bodySize: FLVTagBody.avcBodySize(payloadCount: p.data.count), nowNs: MediaTime.now()) { dst in
+                    _ = FLVTagBody.writeAVCFrame(p.data, compositionOffsetMs: p.compositionOffsetMs,
+                                                 isKeyframe: p.isKeyframe, into: dst)
+                }
+            }
+        }
+        memoryPlan = chosen
+        return chosen
     }
+
+    /// Set by `prepare()` when the memory budget forced a lighter x264 preset.
+    public private(set) var downgradeNote: String?
+
+    /// The x264 settings in use (after any budget downgrade).
+    public var effectiveVideoSettings: VideoEncoderSettings? { videoEncoder?.settings }
 
     /// Opens encoders, plans memory, connects every destination and starts the lanes.
     /// Throws `.configuration`/`.memoryBudget` (exit 2) or `.connect` (exit 3).
