@@ -192,20 +192,26 @@ def _decode(sr: StreamReport, packet: av.Packet) -> None:
 
 
 def save_thumbnail(path: str, out_png: str, index: int) -> bool:
-    """Decode the video stream again and save frame number `index` as PNG."""
+    """Decode the video stream again and save a frame at or just after number `index` as PNG.
+    Skips near-uniform frames (the test source flashes solid white on whole seconds, and the
+    middle frame of a 10 s clip is exactly such a flash)."""
+    import numpy as np
+
     with av.open(path) as container:
         if not container.streams.video:
             return False
-        n = 0
-        last = None
-        for frame in container.decode(video=0):
-            last = frame
-            if n >= index:
+        chosen = None
+        for n, frame in enumerate(container.decode(video=0)):
+            if n < index:
+                continue
+            chosen = frame
+            luma = frame.to_ndarray(format="gray")
+            mostly_one_value = float(np.mean(np.abs(luma.astype(np.int16) - int(np.median(luma))) < 12)) > 0.9
+            if not mostly_one_value or n >= index + 15:
                 break
-            n += 1
-        if last is None:
+        if chosen is None:
             return False
-        last.to_image().save(out_png, format="PNG")
+        chosen.to_image().save(out_png, format="PNG")
         return True
 
 
