@@ -28,6 +28,7 @@ struct Args {
     var url = "rtmp://127.0.0.1:1935/live"
     var fps = 30
     var bitrate: Int?
+    var audio = false
 
     init(_ a: [String]) {
         guard let m = a.first else { die("mode required: floor | pipeline | sessions") }
@@ -58,6 +59,7 @@ struct Args {
             case "--url": url = next()
             case "--fps": fps = Int(next()) ?? 30
             case "--bitrate": bitrate = Int(next())
+            case "--audio": audio = true
             default: die("unknown option \(a[i])")
             }
             i += 1
@@ -144,24 +146,42 @@ case "pipeline":
     let bank = FrameBank(width: sw, height: sh, count: 30)
     var cfg = BroadcastConfiguration.default
     cfg.video = s
-    cfg.hasAudio = false
+    cfg.hasAudio = args.audio
     cfg.destinations = [.discard]
     cfg.memoryBudgetBytes = 0
     cfg.adaptiveBitrate = false
     let session = BroadcastSession(configuration: cfg)
     do { try session.start() } catch { die("\(error)") }
     var pts: Int64 = 1_000_000_000
+    // Audio per video frame: app 1600 frames F32 stereo at 48 kHz, mic 1470 frames S16 mono at
+    // 44.1 kHz (through the resampler), so every lane and the mixer run in the measured window.
+    let app = UnsafeMutableBufferPointer<Float>.allocate(capacity: 1600 * 2)
+    let mic = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 1470)
+    for i in 0..<1600 { let v = Float(sin(Double(i) * 2 * Double.pi * 440 / 48_000) * 0.2); app[2 * i] = v; app[2 * i + 1] = v }
+    for i in 0..<1470 { mic[i] = Int16(sin(Double(i) * 2 * Double.pi * 660 / 44_100) * 6000) }
+    func retry(_ body: () -> ProcessResult) {
+        while true {
+            let r = body()
+            if r != .dropped(.encoderBusy) && r != .dropped(.audioLaneFull) { return }
+            var ts = timespec(tv_sec: 0, tv_nsec: 100_000)
+            nanosleep(&ts, nil)
+        }
+    }
     func feed(_ n: Int, from start: Int) {
         for i in start..<(start + n) {
             pts += 33_333_333
-            while true {
-                let r = session.process(.video(bank.frame(i, pts: pts)), type: .video)
-                if r != .dropped(.encoderBusy) { break }
-                var ts = timespec(tv_sec: 0, tv_nsec: 100_000)
-                nanosleep(&ts, nil)
+            retry { session.process(.video(bank.frame(i, pts: pts)), type: .video) }
+            if args.audio {
+                let a = AudioBuffer(format: .f32, channels: 2, sampleRate: 48_000, frameCount: 1600,
+                                    data: UnsafeRawBufferPointer(app), pts: pts)
+                retry { session.process(.audio(a), type: .appAudio) }
+                let m = AudioBuffer(format: .s16, channels: 1, sampleRate: 44_100, frameCount: 1470,
+                                    data: UnsafeRawBufferPointer(mic), pts: pts)
+                retry { session.process(.audio(m), type: .micAudio) }
             }
         }
     }
+    let startupAllocations = allocCounter?() ?? 0
     feed(args.warmup, from: 0)
     // Let the warm-up drain so its frames are not billed to the measured ones.
     while session.stats.snapshot().videoFramesEncoded < args.warmup - 2 { var ts = timespec(tv_sec: 0, tv_nsec: 1_000_000); nanosleep(&ts, nil) }
@@ -178,6 +198,7 @@ case "pipeline":
         + "\"cpu_ms_per_frame\":\(cpu * 1000 / Double(args.frames)),\"fps\":\(Double(args.frames) / wall),"
         + "\"allocations\":\(allocCounter == nil ? "null" : String(allocs)),"
         + "\"allocations_per_frame\":\(allocCounter == nil ? "null" : String(Double(allocs) / Double(args.frames))),"
+        + "\"startup_allocations\":\(startupAllocations),\"audio_frames_sent\":\(st.audioFramesSent),"
         + "\"frames_encoded\":\(st.videoFramesEncoded),\"drops\":\(st.totalDrops),\"peak_rss_bytes\":\(ProcessMemory.peakResidentBytes())}")
 
 case "sessions":

@@ -1,11 +1,13 @@
 /// Where a session sends its FLV.
-public enum DestinationSettings: Sendable, Equatable {
+public enum DestinationSettings: Sendable {
     /// Publish over RTMP: `url` is the ingest base (rtmp://host[:port]/app), `streamKey` the secret.
     case rtmp(url: String, streamKey: String)
     /// Write an FLV file.
     case file(path: String)
     /// Build every tag and throw it away (benchmarks, allocation probes).
     case discard
+    /// Your own sink (e.g. an in-process relay); called from its destination's sender thread.
+    case custom(any TagSink & Sendable)
 }
 
 /// Everything a `BroadcastSession` needs; start from `.default` and change what differs.

@@ -119,6 +119,8 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
                 sink = FLVFileSink(path: path, hasAudio: cfg.hasAudio, hasVideo: cfg.hasVideo)
             case .discard:
                 sink = DiscardSink()
+            case .custom(let custom):
+                sink = custom
             }
             destinations.append(Destination(sink: sink, policy: cfg.congestion, isPrimary: i == 0, stats: stats,
                                             reconnect: sink is RTMPPublisher ? cfg.reconnect : .never))

@@ -31,16 +31,14 @@ private func push(_ q: SendQueue, _ type: FLVTagType, ts: UInt32, key: Bool = fa
         let policy = CongestionPolicy(dropPFramesAfterMs: 700, dropAllVideoAfterMs: 900, maxBytes: 8 << 20)
         let q = SendQueue(policy: policy)
         var ts: UInt32 = 0
-        // Fill past 700 ms with a slow reader, then drain and check what video comes out.
+        // No reader for 2 s (congestion), then a fast reader that drains before every push.
         var admitted: [(Bool, UInt32)] = []
         for i in 0..<120 {
-            let key = i % 60 == 0
+            if i >= 45 { while q.withNext(deadlineNs: 0, { _ in }) {} }
+            let key = i % 30 == 0
             if push(q, .video, ts: ts, key: key) == nil { admitted.append((key, ts)) }
             _ = push(q, .audio, ts: ts)
             ts += 33
-            if i > 40 && i % 3 == 0 {
-                _ = q.withNext(deadlineNs: MediaTime.now()) { _ in }
-            }
         }
         // Every run of admitted video must begin with a keyframe after any gap.
         var sawDrop = false
