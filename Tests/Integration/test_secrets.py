@@ -1,0 +1,128 @@
+"""The stream key never shows: not on stdout/stderr, in --stats-json files, in error messages of
+any path (bad flags, unreachable server, rejected publish, failure while streaming,
+--print-memory-plan), nor in /proc/PID/cmdline once parsing is done (--key is scrubbed).
+Every key comes from support.new_key(), so BroadcastTestCase also checks each run's output."""
+
+from __future__ import annotations
+
+import re
+import time
+import unittest
+from pathlib import Path
+
+import support
+from support import BroadcastTestCase
+from test_robustness import LiveProcess, NotifyIngest
+
+# Shape of every key support.new_key() makes, whichever test or run made it.
+KEY_PATTERN = re.compile(rb"sk_live_[0-9a-f]{24}")
+
+
+class SecretTests(BroadcastTestCase):
+    def assertNoKey(self, key: str, *blobs, where: str = "") -> None:
+        for b in blobs:
+            data = b.encode() if isinstance(b, str) else bytes(b)
+            self.assertNotIn(key.encode(), data, f"key leaked {where}")
+            self.assertNotIn(key.encode()[-16:], data, f"key tail leaked {where}")
+
+    def test_bad_flags_with_key_on_argv(self):
+        key = support.new_key()
+        for args in (["--key", key, "--frobnicate"], ["--key", key, "--fps", "0"],
+                     [f"--key={key}", "--res", "99p"], ["--key", key, "--url", "ftp://nowhere/x"]):
+            with self.subTest(args=args[2:]):
+                r = self.run_broadcast(args, timeout=20)
+                self.assertEqual(r.returncode, 2, r.describe())
+                self.assertNoKey(key, r.stdout, r.stderr, where=str(args[2:]))
+
+    def test_unreachable_server_all_key_sources(self):
+        port = support.free_port()
+        url = f"rtmp://127.0.0.1:{port}/live"
+        key_env, key_file, key_argv, key_url = (support.new_key() for _ in range(4))
+        kf = self.tmp / "key.txt"
+        kf.write_text(key_file + "\n")
+        cases = [("env", ["--url", url], {"STREAM_KEY": key_env}, key_env),
+                 ("file", ["--url", url, "--key-file", kf], None, key_file),
+                 ("argv", ["--url", url, "--key", key_argv], None, key_argv),
+                 ("url", ["--url", f"{url}/{key_url}"], None, key_url)]
+        for name, args, env, key in cases:
+            with self.subTest(source=name):
+                r = self.run_broadcast([*args, "--source", "test", "--duration", "3"], env=env, timeout=30)
+                self.assertEqual(r.returncode, 3, r.describe())
+                self.assertNoKey(key, r.stdout, r.stderr, where=f"unreachable/{name}")
+
+    def test_rejected_publish_on_publish_403_and_deny(self):
+        ingest = NotifyIngest()
+        self.addCleanup(ingest.cleanup)
+        for app in ("denied", "closed"):
+            with self.subTest(app=app):
+                key = support.new_key()
+                r = self.run_broadcast(["--url", ingest.url(app), "--key", key, "--source", "test", "--duration", "5"],
+                                       timeout=40)
+                self.assertEqual(r.returncode, 3, r.describe())
+                self.assertIn("rejected", r.stderr)
+                self.assertNoKey(key, r.stdout, r.stderr, where=f"rejected by {app}")
+
+    def test_print_memory_plan(self):
+        key = support.new_key()
+        r = self.run_broadcast(["--key", key, "--print-memory-plan", "--source", "test"], timeout=30)
+        self.assertIn(r.returncode, (0, 2), r.describe())
+        self.assertIn("memory plan", r.stdout)
+        self.assertNoKey(key, r.stdout, r.stderr, where="memory plan")
+
+    def test_live_stream_stats_and_scrubbed_cmdline(self):
+        ingest = NotifyIngest()
+        self.addCleanup(ingest.cleanup)
+        key = support.new_key()
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        p = LiveProcess(["--url", ingest.url(), "--key", key, "--source", "test", "--res", "360p",
+                         "--stats-json", stats, "--duration", "4"])
+        self.addCleanup(p.kill)
+        self.assertTrue(p.wait_for_stderr("live:"), p.describe())
+        cmdlines = []
+        for _ in range(10):  # sample /proc/PID/cmdline while it streams
+            cmdlines.append(p.cmdline())
+            time.sleep(0.2)
+        rc, _ = p.wait(timeout=30)
+        self._captured_texts += [p.stdout, p.stderr]
+        self.assertEqual(rc, 0, p.describe())
+        self.assertTrue(any(c for c in cmdlines), "could not read /proc/PID/cmdline")
+        for c in cmdlines:
+            self.assertNoKey(key, c, where="/proc/PID/cmdline")
+        self.assertIn("warning", p.stderr, "--key on argv must warn")
+        self.assertTrue(stats.exists() and stats.stat().st_size > 0, "no stats written")
+        self.assertNoKey(key, stats.read_bytes(), p.stdout, p.stderr, where="stats/output")
+        # The server did get the key: the test would be vacuous otherwise.
+        self.assertTrue(ingest.recording(key).exists())
+
+    def test_failure_while_streaming_with_key_file(self):
+        ingest = NotifyIngest()
+        self.addCleanup(ingest.cleanup)
+        key = support.new_key()
+        kf = self.tmp / "key.txt"
+        kf.write_text(key)
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        p = LiveProcess(["--url", ingest.url(), "--key-file", kf, "--source", "test", "--res", "360p",
+                         "--stats-json", stats, "--reconnect-attempts", "1", "--reconnect-delay", "0.5",
+                         "--duration", "30"])
+        self.addCleanup(p.kill)
+        self.assertTrue(p.wait_for_stderr("live:"), p.describe())
+        time.sleep(1.5)
+        ingest.kill()
+        rc, _ = p.wait(timeout=30)
+        self._captured_texts += [p.stdout, p.stderr]
+        self.assertNotEqual(rc, 0, p.describe())
+        self.assertNoKey(key, p.stdout, p.stderr, p.cmdline(), where="streaming failure")
+        if stats.exists():
+            self.assertNoKey(key, stats.read_bytes(), where="stats after failure")
+
+    def test_zz_integration_log_has_no_key(self):
+        """scripts/test tees the whole suite's output to out/integration.log: no key of any run."""
+        log = support.REPO_ROOT / "out" / "integration.log"
+        if not log.exists():
+            self.skipTest("no out/integration.log (not run through scripts/test)")
+        hits = KEY_PATTERN.findall(log.read_bytes())
+        self.assertEqual(len(hits), 0, f"{len(hits)} stream key(s) in out/integration.log")
+
+
+if __name__ == "__main__":
+    unittest.main()
