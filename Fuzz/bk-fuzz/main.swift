@@ -612,8 +612,8 @@ final class ProcessRunner {
         case 79..<84: return r.pick([-1, -64, Int.min])
         case 84..<92: return r.range(0...100_000)
         default:
-            return wildStrides ? r.pick([1 << 40, 1 << 50, Int.max / 2, Int.max, Int.max / 8191])
-                               : r.pick([1 << 20, 1 << 24, 1 << 30, 1 << 40])
+            return wildStrides ? r.pick([1 << 40, 1 << 50, Int.max / 2, Int.max, Int.max / 8191, Int(Int32.max) + 1])
+                               : r.pick([1 << 20, 1 << 24, 1 << 30, Int(Int32.max)])
         }
     }
 
@@ -784,7 +784,7 @@ func runProcess(_ o: Options, iterations: Int, deadline: Double) -> Bool {
 
 /// Minimal reproducers of what the fuzzer found, one session each; a fixed build prints "survived".
 enum Repro {
-    static let names = ["audio-before-origin", "stride-overflow", "pts-overflow", "audio-clock-overflow", "audio-gap-silence"]
+    static let names = ["audio-before-origin", "one-row-huge-stride", "stride-overflow", "pts-overflow", "audio-clock-overflow", "audio-gap-silence"]
 
     static func session(codec: AudioCodec = .aac) -> BroadcastSession {
         var cfg = BroadcastConfiguration.default
@@ -818,6 +818,11 @@ enum Repro {
             // negative timeline positions, which AudioMixer indexes with a negative ring slot.
             s.process(frame(pts: 10_000_000_000), type: .video)
             for k in 0..<200 { s.process(audio(pts: 9_800_000_000 + Int64(k) * 21_333_333), type: .appAudio) }
+        case "one-row-huge-stride":
+            // One row: validate() needs only minStride bytes, so a 2^40 stride passes and
+            // FrameConverter's Int32(stride) traps.
+            s.process(.video(VideoFrame(width: 33, height: 1, format: .bgrx, planes: (UnsafeRawPointer(pixels.baseAddress), nil, nil),
+                                        strides: (1 << 40, 0, 0), planeSizes: (132, 0, 0), pts: 1)), type: .video)
         case "stride-overflow":
             // VideoFrame.validate computes stride * (rows - 1) + minStride without overflow checks.
             s.process(frame(pts: 1, stride: Int.max / 2), type: .video)
