@@ -18,7 +18,7 @@ void bk_pw_describe_connect_error(int err, char *out, size_t out_len)
     if (dir == NULL || dir[0] == 0) {
         snprintf(out, out_len,
                  "no PipeWire daemon: XDG_RUNTIME_DIR is not set, so the socket %s cannot be found "
-                 "(set XDG_RUNTIME_DIR to the directory of a running pipewire, or start one with scripts/pipewire-up)",
+                 "(set XDG_RUNTIME_DIR to the directory of a running pipewire, or start pipewire and wireplumber; scripts/pipewire-up starts a headless one)",
                  remote);
         return;
     }

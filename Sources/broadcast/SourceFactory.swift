@@ -26,6 +26,7 @@ enum SourceFactory {
             p.mic = !o.noMic
             p.micNode = o.micNode
             p.cursor = o.cursor == "hidden" ? .hidden : .embedded
+            p.durationSeconds = o.duration
             if o.source == .screenNode && o.screenNode == nil {
                 throw UsageError("--source screen-node needs --screen-node NAME|ID (see --list-sources)")
             }

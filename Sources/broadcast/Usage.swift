@@ -13,6 +13,7 @@ enum Usage {
       --url URL              ingest base URL (else $BROADCAST_URL, else rtmp://127.0.0.1:1935/live)
       --service NAME         twitch | youtube | facebook | kick: ingest URL and recommended limits
       --record PATH          also write the FLV to PATH
+      --record-min-free SIZE refuse to start with less free space (default: 10 min at the bitrates)
       --no-publish           do not connect anywhere (use with --record)
       --reconnect-attempts N retries after a lost connection, 0 = forever   (default 20)
       --reconnect-delay S    first retry delay, then x1.5 with jitter, capped at 30 s (default 2)

@@ -87,6 +87,11 @@ video.vbvBufferKbits = videoKbps
 if let t = options.x264Threads { video.threads = t }
 if options.audioCodec == .aac && audioKbps > 320 { fail(.usage, "--audio-bitrate for AAC is at most 320") }
 
+if let r = options.recordPath {
+    do { try RecordSpaceCheck.check(path: r, bitrateKbps: videoKbps + audioKbps, minFreeBytes: options.recordMinFree) }
+    catch { fail(.usage, error.description) }
+}
+
 let made: SourceFactory.Made
 do {
     made = try SourceFactory.make(options)

@@ -24,6 +24,10 @@ public final class AudioMixer: @unchecked Sendable {
     private let emit: (UnsafePointer<Float>, Int64) -> Void
     public private(set) var lateFramesDiscarded: Int64 = 0
     public private(set) var silenceFrames: Int64 = 0
+    /// Output skipped forward over discontinuities longer than `maxSilenceFrames`.
+    public private(set) var skippedFrames: Int64 = 0
+    /// 10 s: longer gaps are skipped rather than filled.
+    public let maxSilenceFrames: Int64 = 480_000
 
     /// `emit` receives each mixed frame (interleaved stereo, `frameSize` frames) and its
     /// timeline position in samples. It is called with the mixer lock held, from a lane thread.
@@ -60,6 +64,18 @@ public final class AudioMixer: @unchecked Sendable {
             src += skip * 2
         }
         guard frames > 0 else { return }
+        // A jump past `maxSilenceFrames` (a source hours ahead, a clock reset) moves the output
+        // forward instead of encoding all that silence on a lane thread; shorter gaps (a paused
+        // capture) are filled with silence so the audio track stays continuous.
+        if pos - outPosition > maxSilenceFrames {
+            for s in 0..<AudioMixer.sourceCount {
+                let ring = rings + s * capacity * 2
+                ring.update(repeating: 0, count: capacity * 2)
+                if written[s] != Int64.min && written[s] < pos { written[s] = pos }
+            }
+            skippedFrames += pos - outPosition
+            outPosition = pos
+        }
         // Never let a source run a whole ring ahead: mix out (with silence) what it would overwrite.
         let end = pos + Int64(frames)
         if end - outPosition > Int64(capacity) {
@@ -72,7 +88,7 @@ public final class AudioMixer: @unchecked Sendable {
         let ring = rings + source * capacity * 2
         var i = 0
         while i < frames {
-            let slot = Int((pos + Int64(i)) % Int64(capacity))
+            let slot = self.slot(pos + Int64(i))
             let n = min(frames - i, capacity - slot)
             (ring + slot * 2).update(from: src + i * 2, count: n * 2)
             i += n
@@ -89,6 +105,12 @@ public final class AudioMixer: @unchecked Sendable {
             for w in written where w > newest { newest = w }
             if newest != Int64.min { emitLocked(upTo: newest) }
         }
+    }
+
+    /// Ring index of a timeline position (positions before the origin are negative).
+    @inline(__always) private func slot(_ position: Int64) -> Int {
+        let m = Int(position % Int64(capacity))
+        return m < 0 ? m + capacity : m
     }
 
     /// Output may advance to the slowest active source, or to the newest data minus the wait window.
@@ -114,7 +136,7 @@ public final class AudioMixer: @unchecked Sendable {
                 let ring = rings + s * capacity * 2
                 var i = 0
                 while i < frameSize {
-                    let slot = Int((outPosition + Int64(i)) % Int64(capacity))
+                    let slot = self.slot(outPosition + Int64(i))
                     let n = min(frameSize - i, capacity - slot)
                     let p = ring + slot * 2
                     for k in 0..<(n * 2) { mix[i * 2 + k] += p[k] }

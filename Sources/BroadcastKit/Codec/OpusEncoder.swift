@@ -12,7 +12,11 @@ public final class OpusEncoder: AudioEncoder {
     /// encoded with this class and decoded by FFmpeg's Opus decoder (PyAV 18.1 / libavcodec 62.28, this
     /// OpusHead as extradata) peaked exactly at the input positions: FFmpeg drops the 312-sample pre-skip,
     /// which equals the encoder lookahead. A decoder ignoring pre-skip would show `preSkip` instead.
-    public let delaySamples = 0
+    ///
+    /// In FLV, though, FFmpeg's demuxer gives the decoder no start-trim information, so the
+    /// pre-skip samples are played: the A/V sync run through nginx-rtmp measured audio 6.7 ms
+    /// (= 312 samples) late with 0 here. The session shifts Opus tags by the pre-skip.
+    public var delaySamples: Int { preSkip }
 
     /// libopus' OpusEncoder state (an opaque C type, hence the pointer).
     private let state: OpaquePointer

@@ -17,6 +17,7 @@ public enum MediaTime {
     /// Converts nanoseconds to whole milliseconds, rounding to nearest.
     @inline(__always)
     public static func millis(_ ns: Int64) -> Int64 {
-        ns >= 0 ? (ns + 500_000) / 1_000_000 : -((-ns + 500_000) / 1_000_000)
+        ns >= 0 ? ns / 1_000_000 + (ns % 1_000_000 >= 500_000 ? 1 : 0)
+            : -((ns == Int64.min ? Int64.max : -ns) / 1_000_000)
     }
 }

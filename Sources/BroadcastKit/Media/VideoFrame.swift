@@ -57,9 +57,12 @@ public struct VideoFrame: @unchecked Sendable {
             guard stride(p) >= minStride else {
                 return "stride \(stride(p)) of plane \(p) below minimum \(minStride) for \(format.rawValue) \(width)px"
             }
+            // libyuv takes 32-bit strides.
+            guard stride(p) <= Int(Int32.max) else { return "stride \(stride(p)) of plane \(p) too large" }
             let rows = format.planeRows(plane: p, height: height)
-            let needed = stride(p) * (rows - 1) + minStride
-            guard planeSize(p) >= needed else {
+            let (span, o1) = stride(p).multipliedReportingOverflow(by: rows - 1)
+            let (needed, o2) = span.addingReportingOverflow(minStride)
+            guard !o1, !o2, planeSize(p) >= needed else {
                 return "plane \(p) holds \(planeSize(p)) bytes, \(needed) needed"
             }
         }

@@ -61,7 +61,7 @@ final class AudioLane: @unchecked Sendable {
         }
         cond.lock()
         // Capture times jitter; only an exact repeat or a jump back past 50 ms is a real rewind.
-        if buf.pts == lastPts || (lastPts != Int64.min && buf.pts < lastPts - 50_000_000) {
+        if buf.pts == lastPts || (lastPts > Int64.min + 50_000_000 && buf.pts < lastPts - 50_000_000) {
             cond.unlock()
             stats.countDrop(.backwardsTimestamp)
             return .dropped(.backwardsTimestamp)

@@ -277,14 +277,15 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
     private func checkDestinations() {
         for (i, d) in destinations.enumerated() where d.state == .failed && !reportedDestinationFailure[i] {
             reportedDestinationFailure[i] = true
-            let message = d.error?.description ?? "destination failed"
+            var message = d.error?.description ?? "destination failed"
+            if !message.contains(d.sink.displayName) { message = "\(d.sink.displayName): \(message)" }
             if d.isPrimary {
                 let err: BroadcastError
                 if case .publishRejected = d.error { err = .connect(message) } else { err = .streaming(message) }
                 failureValue.withLock { if $0 == nil { $0 = err } }
-                onEvent?(.failed("\(d.sink.displayName): \(message)"))
+                onEvent?(.failed(message))
             } else {
-                onEvent?(.warning("\(d.sink.displayName): \(message); streaming continues without it"))
+                onEvent?(.warning("\(message); streaming continues without it"))
             }
         }
     }

@@ -17,6 +17,11 @@ public struct AudioClock: Sendable {
     /// Weight of each new measurement in the error filter (~100-buffer time constant).
     public var alpha: Double = 0.01
 
+    /// After (re)anchoring on one jittery capture time, the next buffers are averaged quickly
+    /// (running mean, faster slew) so the anchor's own error is gone within about a second.
+    public var settlingBuffers = 48
+    public var settlingSlewPPM: Double = 10_000
+    private var sinceAnchor = 0
     private var anchored = false
     private var nextPosition: Int64 = 0
     private var filteredError: Double = 0
@@ -29,21 +34,28 @@ public struct AudioClock: Sendable {
 
     /// Returns where a buffer of `frames` samples captured at `timelineNs` goes.
     public mutating func place(timelineNs: Int64, frames: Int) -> Int64 {
-        let measured = timelineNs * AudioClock.rate / MediaTime.nanosPerSecond
+        // Split so that hours-long timelines (or absurd PTS) cannot overflow.
+        let measured = timelineNs / MediaTime.nanosPerSecond * AudioClock.rate
+            + timelineNs % MediaTime.nanosPerSecond * AudioClock.rate / MediaTime.nanosPerSecond
         if !anchored {
             anchored = true
             nextPosition = measured
+            sinceAnchor = 0
         } else {
             let err = measured - nextPosition
             if err > reanchorThreshold || err < -reanchorThreshold {
                 nextPosition = measured
                 filteredError = 0
                 slewCarry = 0
+                sinceAnchor = 0
                 reanchors += 1
             } else {
-                filteredError += alpha * (Double(err) - filteredError)
+                sinceAnchor += 1
+                let settling = sinceAnchor <= settlingBuffers
+                let weight = settling ? max(alpha, 1 / Double(sinceAnchor + 1)) : alpha
+                filteredError += weight * (Double(err) - filteredError)
                 if filteredError > deadband || filteredError < -deadband {
-                    let limit = Double(frames) * maxSlewPPM / 1_000_000
+                    let limit = Double(frames) * (settling ? settlingSlewPPM : maxSlewPPM) / 1_000_000
                     slewCarry += max(-limit, min(limit, filteredError))
                     let step = Int64(slewCarry)
                     if step != 0 {

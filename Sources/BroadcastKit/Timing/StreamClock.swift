@@ -16,7 +16,8 @@ public final class StreamClock: Sendable {
             let (exchanged, original) = origin.compareExchange(expected: Int64.min, desired: pts, ordering: .acquiringAndReleasing)
             o = exchanged ? pts : original
         }
-        return pts - o
+        let (d, overflow) = pts.subtractingReportingOverflow(o)
+        return overflow ? (pts < o ? Int64.min / 2 : Int64.max / 2) : d
     }
 
     /// Timeline milliseconds for a capture PTS, never negative.

@@ -51,6 +51,8 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
     static let audioChannel: Int32 = 0x05
     static let scriptChannel: Int32 = 0x04
     static let drainIntervalNs: UInt64 = 1_000_000_000
+    /// SO_SNDBUF (the kernel doubles it): ~128 KB in flight, about 0.4 s at 2.5 Mbit/s.
+    static let socketSendBufferBytes: Int32 = 64 << 10
     /// How long `open` watches the connection after NetStream.Publish.Start: nginx-rtmp's
     /// access rules (and some ingests for a bad key) confirm the publish, then hang up.
     public var rejectionGraceMilliseconds = 250
@@ -247,6 +249,10 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
         _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &snd, socklen_t(MemoryLayout<timeval>.size))
         var one: Int32 = 1
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        // A small kernel send buffer: otherwise Linux lets it grow to ~4 MB, a slow link hides
+        // there for seconds, and the send queue's drop policy and bitrate adaptation never see it.
+        var sndbuf: Int32 = Self.socketSendBufferBytes
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, socklen_t(MemoryLayout<Int32>.size))
     }
 
     /// Reads server messages for `rejectionGraceMilliseconds`; a hang-up in that window
