@@ -10,7 +10,7 @@ final class NginxFixture {
 
     static let modulePath = "/usr/lib/nginx/modules/ngx_rtmp_module.so"
 
-    init(port: Int, denyPublish: Bool = false) throws {
+    init(port: Int, denyPublish: Bool = false, logLevel: String = "info") throws {
         self.port = port
         dir = try TestMedia.scratchDirectory("nginx-\(port)")
         try FileManager.default.createDirectory(at: dir.appendingPathComponent("logs"), withIntermediateDirectories: true)
@@ -19,12 +19,14 @@ final class NginxFixture {
         let conf = """
             load_module \(Self.modulePath);
             daemon off;
-            error_log \(dir.path)/error.log info;
+            error_log \(dir.path)/error.log \(logLevel);
             pid \(dir.path)/nginx.pid;
             events {}
             rtmp {
                 server {
                     listen 127.0.0.1:\(port);
+                    # Not 4096, so a 4096 in the debug log can only be the client's Set Chunk Size.
+                    chunk_size 8192;
                     application live {
                         live on;
                         \(denyPublish ? "deny publish all;" : "")
@@ -51,10 +53,23 @@ final class NginxFixture {
 
     var errorLog: String { (try? String(contentsOf: dir.appendingPathComponent("error.log"), encoding: .utf8)) ?? "" }
 
-    /// Graceful stop (SIGQUIT lets nginx finish recordings), by pid.
+    /// Graceful stop (SIGQUIT lets nginx finish recordings), by pid. A graceful stop waits
+    /// for open client connections, so after 3 s it escalates to SIGTERM, then SIGKILL.
     func stop() {
         guard process.isRunning else { return }
-        kill(process.processIdentifier, SIGQUIT)
+        let pid = process.processIdentifier
+        for signal in [SIGQUIT, SIGTERM, SIGKILL] {
+            kill(pid, signal)
+            for _ in 0..<60 where process.isRunning { usleep(50_000) }
+            if !process.isRunning { break }
+        }
+        process.waitUntilExit()
+    }
+
+    /// Fast shutdown: nginx drops client connections immediately.
+    func terminate() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
     }
 

@@ -43,7 +43,7 @@ import Testing
 
     /// A 700 KB frame goes past the initial 512 KB packet buffer and through 4096-byte chunks.
     @Test func largeFrameArrivesIntact() throws {
-        let nginx = try NginxFixture(port: NginxFixture.freePort(offset: 1))
+        let nginx = try NginxFixture(port: NginxFixture.freePort(offset: 1), logLevel: "debug")
         defer { nginx.stop(); nginx.removeFiles() }
         let publisher = RTMPPublisher(url: "rtmp://127.0.0.1:\(nginx.port)/live/", streamKey: "big")
         try publisher.open()
@@ -73,6 +73,39 @@ import Testing
         #expect(recorded.count == 3)
         #expect(recorded.last?.body == frame)
         #expect(recorded.last?.timestampMs == 100)
+        // The server saw our Set Chunk Size (message type 1) with 4096.
+        let log = nginx.errorLog
+        #expect(log.contains("RTMP recv chunk_size (1)"))
+        #expect(log.contains("setting chunk_size=4096"), "no client Set Chunk Size 4096 in nginx debug log")
+    }
+
+    /// Writes spread over more than a second (so the incoming-data drain runs), then the
+    /// server goes away: writes must fail with writeFailed, never crash or hang.
+    @Test func serverLossIsWriteFailed() throws {
+        let nginx = try NginxFixture(port: NginxFixture.freePort(offset: 3))
+        defer { nginx.stop(); nginx.removeFiles() }
+        let publisher = RTMPPublisher(url: "rtmp://127.0.0.1:\(nginx.port)/live", streamKey: Self.key)
+        try publisher.open()
+        let asc = hex("AF 00 12 10")
+        var frame = hex("AF 01") + [UInt8](repeating: 0x21, count: 300)
+        try asc.withUnsafeBytes { try publisher.write(FLVTag(type: .audio, timestampMs: 0, body: $0, isHeader: true)) }
+        for i in 0..<60 {
+            frame[2] = UInt8(i)
+            try frame.withUnsafeBytes { try publisher.write(FLVTag(type: .audio, timestampMs: UInt32(i * 23), body: $0)) }
+            usleep(25_000)
+        }
+        nginx.terminate()
+        var failure: TransportError?
+        for i in 60..<400 where failure == nil {
+            do {
+                try frame.withUnsafeBytes { try publisher.write(FLVTag(type: .audio, timestampMs: UInt32(i * 23), body: $0)) }
+                usleep(10_000)
+            } catch let error as TransportError { failure = error }
+        }
+        let error = try #require(failure)
+        guard case .writeFailed(let message) = error else { Issue.record("wrong error \(error)"); return }
+        #expect(!message.contains("SECRET"))
+        publisher.close()
     }
 
     @Test func closedPortFailsFastWithoutLeakingKey() throws {
