@@ -110,3 +110,33 @@ import Testing
         #expect((counts["aac"] ?? 0) > 0)
     }
 }
+
+/// The sink must not let the file's pages pile up in the page cache (charged to the cgroup).
+@Test func fileSinkDropsWrittenPagesFromCache() throws {
+    let dir = try TestMedia.scratchDirectory("cache")
+    defer { try? FileManager.default.removeItem(at: dir) }
+    let out = dir.appendingPathComponent("big.flv")
+    let sink = FLVFileSink(path: out.path, hasAudio: false, hasVideo: true, dropCacheInterval: 1 << 20)
+    try sink.open()
+    var body = [UInt8](repeating: 0x5A, count: 64 << 10)
+    body[0] = 0x27; body[1] = 0x01
+    for i in 0..<320 { // ~20 MB
+        try body.withUnsafeBytes { try sink.write(FLVTag(type: .video, timestampMs: UInt32(i * 33), body: $0)) }
+    }
+    sink.close()
+    let size = sink.bytesWritten
+    #expect(size > 20_000_000)
+
+    let fd = open(out.path, O_RDONLY)
+    try #require(fd >= 0)
+    defer { close(fd) }
+    let map = try #require(mmap(nil, size, PROT_READ, MAP_SHARED, fd, 0))
+    defer { munmap(map, size) }
+    let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+    let pages = (size + pageSize - 1) / pageSize
+    var vec = [UInt8](repeating: 0, count: pages)
+    #expect(mincore(map, size, &vec) == 0)
+    let residentBytes = vec.reduce(0) { $0 + Int($1 & 1) } * pageSize
+    // Everything was dropped at close; allow slack for pages the kernel kept busy.
+    #expect(residentBytes < 2 << 20, "resident \(residentBytes) of \(size) bytes")
+}
