@@ -655,7 +655,9 @@ final class ProcessRunner {
             sizes[p] = claim(needed: needed, &r)
             ptrs[p] = r.chance(4) ? nil : planes[p].tail(sizes[p])
             if inUse && validDims {
-                if ptrs[p] == nil || strides[p] < minStride || needed == nil || sizes[p] < needed! { expect = .malformed }
+                // Documented limit: strides must fit libyuv's 32-bit stride arguments.
+                if ptrs[p] == nil || strides[p] < minStride || strides[p] > Int(Int32.max) || needed == nil
+                    || sizes[p] < needed! { expect = .malformed }
             }
         }
         let frame = VideoFrame(width: w, height: h, format: format, planes: (ptrs[0], ptrs[1], ptrs[2]),
