@@ -24,7 +24,7 @@ final class StatsReporter {
 
     deinit { if fd >= 0 { close(fd) } }
 
-    func report(_ s: StatsSnapshot, state: String, reconnects: Int) {
+    func report(_ s: StatsSnapshot, state: String, reconnects: Int, latency: (p50: Double, p99: Double)? = nil) {
         let t = Double(s.monotonicNs - startNs) / 1e9
         let p = previous
         let dt = p.map { Double(s.monotonicNs - $0.monotonicNs) / 1e9 } ?? t
@@ -46,7 +46,9 @@ final class StatsReporter {
                 + "\"queue_bytes\":\(s.queueBytes),\"queue_ms\":\(s.queueMs),\"rss_bytes\":\(rss),\"peak_rss_bytes\":\(peak),"
                 + "\"target_video_kbps\":\(s.targetVideoKbps),\"reconnects\":\(reconnects),"
                 + "\"video_frames_in\":\(s.videoFramesIn),\"video_frames_encoded\":\(s.videoFramesEncoded),"
-                + "\"late_tags_clamped\":\(s.lateTagsClamped)}\n"
+                + "\"late_tags_clamped\":\(s.lateTagsClamped),"
+                + "\"latency_p50_ms\":\(latency.map { fixed($0.p50, 1) } ?? "null"),"
+                + "\"latency_p99_ms\":\(latency.map { fixed($0.p99, 1) } ?? "null")}\n"
             var l = line
             l.withUTF8 { b in _ = write(fd, b.baseAddress, b.count) }
         }

@@ -15,7 +15,9 @@ func fail(_ code: ExitCode, _ message: String) -> Never {
 
 // glibc gives each thread that mallocs its own arena (up to 8 x cores); two are plenty and
 // keep RSS from fragmenting across lanes.
-_ = bk_set_malloc_arena_max(2)
+// BROADCAST_MALLOC_ARENA_MAX=0 leaves glibc's default (used by scripts/bench to measure the lever).
+let arenaSetting = getenv("BROADCAST_MALLOC_ARENA_MAX").map { Int32(atoi($0)) } ?? 2
+if arenaSetting > 0 { _ = bk_set_malloc_arena_max(arenaSetting) }
 // x264 madvises big buffers for huge pages; each then costs a full 2 MB of RSS.
 if getenv("BROADCAST_ALLOW_THP") == nil { _ = bk_disable_transparent_huge_pages() }
 
@@ -191,13 +193,13 @@ while true {
     if now >= nextReport {
         nextReport += 1_000_000_000
         let snap = session.stats.snapshot()
-        reporter.report(snap, state: session.statusText, reconnects: snap.reconnects)
+        reporter.report(snap, state: session.statusText, reconnects: snap.reconnects, latency: session.videoLatencyMs)
     }
 }
 for source in made.sources { source.stop() }
 session.finish()
 let finalStats = session.stats.snapshot()
-reporter.report(finalStats, state: "finished", reconnects: finalStats.reconnects)
+reporter.report(finalStats, state: "finished", reconnects: finalStats.reconnects, latency: session.videoLatencyMs)
 reporter.endStatusLine()
 if exitCode == .success, let f = session.failure { exitCode = ExitCode(rawValue: f.exitCode) ?? .streaming; exitMessage = f.description }
 if let m = exitMessage { say(exitCode == .success ? m : "error: \(m)") }

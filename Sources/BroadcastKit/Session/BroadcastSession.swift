@@ -161,9 +161,10 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
             }
         }
         if let enc = videoEncoder {
-            videoLane = VideoLane(encoder: enc, pendingFrames: cfg.maxPendingVideoFrames, stats: stats) { [unowned interleaver] p in
+            videoLane = VideoLane(encoder: enc, pendingFrames: cfg.maxPendingVideoFrames, stats: stats) { [unowned interleaver] p, arrival in
                 interleaver.submit(type: .video, timestampMs: p.timestampMs, isKeyframe: p.isKeyframe,
-                                   bodySize: FLVTagBody.avcBodySize(payloadCount: p.data.count), nowNs: MediaTime.now()) { dst in
+                                   bodySize: FLVTagBody.avcBodySize(payloadCount: p.data.count), nowNs: MediaTime.now(),
+                                   captureNs: arrival) { dst in
                     _ = FLVTagBody.writeAVCFrame(p.data, compositionOffsetMs: p.compositionOffsetMs,
                                                  isKeyframe: p.isKeyframe, into: dst)
                 }
@@ -322,6 +323,12 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
             default: return "live"
             }
         }
+    }
+
+    /// Capture-to-socket latency of video frames on the primary destination (p50, p99 in ms).
+    public var videoLatencyMs: (p50: Double, p99: Double)? {
+        guard let h = destinations.first?.latency, let p50 = h.percentileMs(0.5), let p99 = h.percentileMs(0.99) else { return nil }
+        return (p50, p99)
     }
 
     /// Destinations' display names (secrets redacted).

@@ -15,15 +15,17 @@ final class VideoLane: @unchecked Sendable {
     private let cond = ConditionLock()
     private var pendingSlots: [Int]
     private var pendingTimes: [Int64]
+    private var pendingArrivals: [Int64]
     private var pendingHead = 0
     private var pendingCount = 0
     private var stopping = false
     private var lastPts: Int64 = Int64.min
     private let thread = WorkerThread(name: "bk-video")
     private let keyframeRequested = Atomic<Bool>(false)
-    private let deliver: (EncodedPacket) -> Void
+    private let deliver: (EncodedPacket, Int64) -> Void
 
-    init(encoder: VideoEncoder, pendingFrames: Int, stats: BroadcastStats, deliver: @escaping (EncodedPacket) -> Void) {
+    /// `deliver` gets each packet with the CLOCK_MONOTONIC arrival time of its source frame.
+    init(encoder: VideoEncoder, pendingFrames: Int, stats: BroadcastStats, deliver: @escaping (EncodedPacket, Int64) -> Void) {
         let s = encoder.settings
         pool = FramePool(width: s.width, height: s.height, capacity: pendingFrames)
         converter = FrameConverter(outputWidth: s.width, outputHeight: s.height)
@@ -32,6 +34,7 @@ final class VideoLane: @unchecked Sendable {
         self.deliver = deliver
         pendingSlots = Array(repeating: 0, count: pendingFrames)
         pendingTimes = Array(repeating: 0, count: pendingFrames)
+        pendingArrivals = Array(repeating: 0, count: pendingFrames)
     }
 
     var reservedBytes: Int { pool.byteCount }
@@ -46,6 +49,7 @@ final class VideoLane: @unchecked Sendable {
 
     /// Caller thread: validate, order-check, convert into a free slot and queue it.
     func process(_ frame: VideoFrame, timelineMs: (Int64) -> Int64) -> ProcessResult {
+        let arrival = MediaTime.now()
         if frame.validate() != nil {
             stats.countDrop(.malformed)
             return .dropped(.malformed)
@@ -72,6 +76,7 @@ final class VideoLane: @unchecked Sendable {
             let i = (pendingHead + pendingCount) % pendingSlots.count
             pendingSlots[i] = slot
             pendingTimes[i] = ts
+            pendingArrivals[i] = arrival
             pendingCount += 1
             cond.broadcast()
         }
@@ -86,10 +91,11 @@ final class VideoLane: @unchecked Sendable {
             if pendingCount == 0 && stopping { cond.unlock(); break }
             let slot = pendingSlots[pendingHead]
             let ts = pendingTimes[pendingHead]
+            let arrival = pendingArrivals[pendingHead]
             cond.unlock()
 
             let force = keyframeRequested.exchange(false, ordering: .relaxed)
-            let ok = encoder.encode(pool.frame(slot), timestampMs: ts, forceKeyframe: force, emit: deliver)
+            let ok = encoder.encode(pool.frame(slot), timestampMs: ts, forceKeyframe: force) { deliver($0, arrival) }
             if ok { stats.update { $0.videoFramesEncoded += 1 } } else { stats.countDrop(.encoderError) }
 
             cond.withLock {
@@ -99,7 +105,7 @@ final class VideoLane: @unchecked Sendable {
             }
             pool.release(slot)
         }
-        encoder.flush(emit: deliver)
+        encoder.flush { deliver($0, 0) }
     }
 
     /// Encodes what is pending, flushes the encoder and ends the thread.

@@ -14,6 +14,7 @@ public final class Interleaver: @unchecked Sendable {
         var timestampMs: Int64
         var arrivalNs: Int64
         var isKeyframe: Bool
+        var captureNs: Int64
     }
 
     private final class Track {
@@ -70,7 +71,7 @@ public final class Interleaver: @unchecked Sendable {
 
     /// Stages one tag body, written by `write` into the space given (exactly `bodySize` bytes).
     public func submit(type: FLVTagType, timestampMs: Int64, isKeyframe: Bool, bodySize: Int, nowNs: Int64,
-                       write: (UnsafeMutableRawBufferPointer) -> Void) {
+                       captureNs: Int64 = 0, write: (UnsafeMutableRawBufferPointer) -> Void) {
         lock.lock()
         defer { lock.unlock() }
         let track = type == .video ? video : audio
@@ -86,7 +87,8 @@ public final class Interleaver: @unchecked Sendable {
         }
         write(UnsafeMutableRawBufferPointer(start: track.storage.baseAddress! + o, count: bodySize))
         track.entries[(track.head + track.count) % track.entries.count] =
-            Entry(offset: o, length: bodySize, timestampMs: timestampMs, arrivalNs: nowNs, isKeyframe: isKeyframe)
+            Entry(offset: o, length: bodySize, timestampMs: timestampMs, arrivalNs: nowNs, isKeyframe: isKeyframe,
+                  captureNs: captureNs)
         track.count += 1
         releaseLocked(nowNs: nowNs, force: false)
     }
@@ -125,7 +127,7 @@ public final class Interleaver: @unchecked Sendable {
             lastReleasedMs = ts
             output(FLVTag(type: pick.type, timestampMs: UInt32(truncatingIfNeeded: ts),
                           body: UnsafeRawBufferPointer(start: pick.storage.baseAddress! + e.offset, count: e.length),
-                          isKeyframe: e.isKeyframe))
+                          isKeyframe: e.isKeyframe, captureNs: e.captureNs))
             pick.pop()
         }
     }

@@ -14,6 +14,8 @@ public final class Destination: @unchecked Sendable {
     public let queue: SendQueue
     /// The destination whose delivery is reported as "sent" in the stats (RTMP when present).
     public let isPrimary: Bool
+    /// Video capture-to-socket latency on this destination.
+    public let latency = LatencyHistogram()
     private let stats: BroadcastStats
     private let thread: WorkerThread
     private let stopping = Atomic<Bool>(false)
@@ -87,7 +89,10 @@ public final class Destination: @unchecked Sendable {
                 do {
                     try sink.write(tag)
                     sentBytes.add(tag.body.count, ordering: .relaxed)
-                    if isPrimary { account(tag) }
+                    if isPrimary {
+                        account(tag)
+                        if tag.captureNs > 0 { latency.record(MediaTime.now() - tag.captureNs) }
+                    }
                 } catch {
                     handleFailure((error as? TransportError) ?? .writeFailed("\(error)"))
                 }

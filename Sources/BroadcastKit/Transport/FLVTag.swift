@@ -16,9 +16,13 @@ public struct FLVTag: @unchecked Sendable {
     public var isKeyframe: Bool
     /// Sequence headers and metadata: resent on reconnect, never dropped.
     public var isHeader: Bool
+    /// CLOCK_MONOTONIC time the source buffer reached `process()` (0 if unknown): the start of
+    /// the capture-to-socket latency measured when the tag's last byte is written.
+    public var captureNs: Int64
 
     public init(type: FLVTagType, timestampMs: UInt32, body: UnsafeRawBufferPointer,
-                isKeyframe: Bool = false, isHeader: Bool = false) {
+                isKeyframe: Bool = false, isHeader: Bool = false, captureNs: Int64 = 0) {
+        self.captureNs = captureNs
         self.type = type
         self.timestampMs = timestampMs
         self.body = body

@@ -12,6 +12,7 @@ public final class SendQueue: @unchecked Sendable {
         var type: FLVTagType
         var isKeyframe: Bool
         var isHeader: Bool
+        var captureNs: Int64
     }
 
     public let policy: CongestionPolicy
@@ -92,7 +93,8 @@ public final class SendQueue: @unchecked Sendable {
             }
             entries[(head + count) % entries.count] = Entry(offset: offset, length: tag.body.count,
                                                            timestampMs: tag.timestampMs, type: tag.type,
-                                                           isKeyframe: tag.isKeyframe, isHeader: tag.isHeader)
+                                                           isKeyframe: tag.isKeyframe, isHeader: tag.isHeader,
+                                                           captureNs: tag.captureNs)
             count += 1
             cond.broadcast()
             return nil
@@ -116,7 +118,7 @@ public final class SendQueue: @unchecked Sendable {
         cond.unlock()
         let tag = FLVTag(type: e.type, timestampMs: e.timestampMs,
                          body: UnsafeRawBufferPointer(start: ring.baseAddress! + e.offset, count: e.length),
-                         isKeyframe: e.isKeyframe, isHeader: e.isHeader)
+                         isKeyframe: e.isKeyframe, isHeader: e.isHeader, captureNs: e.captureNs)
         body(tag)
         cond.withLock {
             bytes.freeOldest(offset: e.offset, count: e.length)
