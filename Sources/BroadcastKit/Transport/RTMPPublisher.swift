@@ -21,11 +21,19 @@ private let brokenPipeSignalIgnored: Bool = {
 
 /// A `TagSink` that publishes FLV tags to an RTMP/RTMPS server through librtmp.
 ///
-/// `open` connects (TCP with a real connect timeout, then the RTMP handshake), publishes,
-/// and raises the outgoing chunk size to 4096. `write` copies each tag body into one
+/// `open` connects (TCP with a real connect timeout; for `rtmps://` a verified TLS session,
+/// see below; then the RTMP handshake), publishes, and raises the outgoing chunk size to 4096. `write` copies each tag body into one
 /// preallocated packet buffer (with librtmp's header headroom) and sends it as one RTMP
 /// message with an absolute timestamp. About once a second it drains whatever the server
 /// sent (acks, pings, status) without blocking.
+///
+/// RTMPS: Debian's librtmp does its own GnuTLS handshake and verifies nothing, so it would hand
+/// the key to any man in the middle. The publisher takes the TLS layer over instead of checking
+/// after the fact: right after the TCP connect, `TLSVerifier` runs the handshake (with SNI),
+/// verifies the chain against the system trust store plus `caFile`, and the host name; only a
+/// verified session is installed as librtmp's `m_sb.sb_ssl` (librtmp then reads/writes through
+/// it and deinits it in RTMP_Close), with the SSL feature bit cleared so RTMP_Connect1 does not
+/// start a second, unverified handshake. A refused server gets no RTMP byte at all.
 ///
 /// `open`/`write`/`close` come from the destination's single sender thread; `bytesSent` and
 /// `lastWriteMonotonicNs` may be read from any thread.
@@ -56,6 +64,11 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
     /// How long `open` watches the connection after NetStream.Publish.Start: nginx-rtmp's
     /// access rules (and some ingests for a bad key) confirm the publish, then hang up.
     public var rejectionGraceMilliseconds = 250
+    /// Extra PEM CA file trusted for `rtmps://` besides the system store (not a secret).
+    public let caFile: String?
+    /// Loaded on the first `rtmps` open and kept for reconnects.
+    private var tlsVerifier: TLSVerifier?
+    private var usesTLS = false
 
     private let url: RTMPURL?
     private let urlError: RTMPURLError?
@@ -72,10 +85,13 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
     /// - Parameters:
     ///   - url: `rtmp://host[:port]/app[/key]` or `rtmps://...`.
     ///   - streamKey: appended after the URL's path; empty when `url` already holds the key.
-    ///   - connectTimeoutSeconds: TCP connect timeout and socket receive timeout.
+    ///   - connectTimeoutSeconds: TCP connect timeout, TLS handshake timeout and socket receive timeout.
+    ///   - caFile: for `rtmps://`, a PEM file of extra CAs to trust besides the system store.
     ///
-    /// A malformed URL is reported by `open()` as `connectFailed` with a redaction-safe reason.
-    public init(url: String, streamKey: String, connectTimeoutSeconds: Int = 5) {
+    /// A malformed URL is reported by `open()` as `connectFailed` with a redaction-safe reason;
+    /// an untrusted RTMPS server or an unusable `caFile` as `tlsRejected`.
+    public init(url: String, streamKey: String, connectTimeoutSeconds: Int = 5, caFile: String? = nil) {
+        self.caFile = caFile
         do {
             let parsed = try RTMPURL(url: url, streamKey: streamKey)
             self.url = parsed
@@ -129,6 +145,12 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
         }
         r.pointee.m_sb.sb_socket = fd
         r.pointee.m_bSendCounter = 1
+        if url.scheme == .rtmps {
+            do { try startVerifiedTLS(r, fd: fd, host: url.host) } catch {
+                close()
+                throw error
+            }
+        }
         if RTMP_Connect1(r, nil) == 0 {
             close()
             throw TransportError.connectFailed("\(displayName): RTMP handshake or connect command failed")
@@ -179,9 +201,16 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
 
     public func close() {
         if let r = rtmp {
+            if usesTLS && r.pointee.m_sb.sb_socket >= 0 {
+                // librtmp ends TLS with gnutls_bye(SHUT_RDWR), which waits for the server's
+                // close_notify: bound that wait so a stop stays within its 2 s.
+                var rcv = timeval(tv_sec: 0, tv_usec: 300_000)
+                _ = setsockopt(r.pointee.m_sb.sb_socket, SOL_SOCKET, SO_RCVTIMEO, &rcv, socklen_t(MemoryLayout<timeval>.size))
+            }
             RTMP_Close(r) // sends FCUnpublish + deleteStream when publishing
             RTMP_Free(r)
             rtmp = nil
+            usesTLS = false
         }
         if let copy = urlCString {
             // It holds the stream key: wipe before returning it to malloc.
@@ -221,6 +250,20 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
             return fd
         }
         throw TransportError.connectFailed("\(displayName): \(lastReason)")
+    }
+
+    /// Runs and verifies the TLS handshake, then gives the session to librtmp (see the type's doc).
+    private func startVerifiedTLS(_ r: UnsafeMutablePointer<RTMP>, fd: Int32, host: String) throws(TransportError) {
+        let verifier: TLSVerifier
+        if let existing = tlsVerifier { verifier = existing } else {
+            verifier = try TLSVerifier(extraCAFile: caFile)
+            tlsVerifier = verifier
+        }
+        let session = try verifier.handshake(fd: fd, host: host, timeoutMs: connectTimeoutSeconds * 1000,
+                                             displayName: displayName)
+        r.pointee.m_sb.sb_ssl = UnsafeMutableRawPointer(session)
+        r.pointee.Link.protocol &= ~Int32(RTMP_FEATURE_SSL)
+        usesTLS = true
     }
 
     /// Returns nil on success, else the reason.
