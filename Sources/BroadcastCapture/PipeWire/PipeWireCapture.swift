@@ -1,3 +1,5 @@
+import Glibc
+
 /// Entry points for the CLI: build the PipeWire sources for a set of options, or list
 /// what could be captured.
 ///
@@ -52,6 +54,38 @@ public enum PipeWireCapture {
             }
         }
         return sources
+    }
+
+    /// True when the session bus offers org.freedesktop.portal.Desktop with the ScreenCast
+    /// interface (a desktop session); `--source auto` uses the portal then.
+    public static func portalAvailable(timeoutSeconds: Double = 5) -> Bool {
+        ScreenCastPortal.isAvailable(timeoutSeconds: timeoutSeconds)
+    }
+
+    /// The screen through the xdg-desktop-portal ScreenCast dialog (CreateSession, SelectSources,
+    /// Start, OpenPipeWireRemote), then app audio and mic from the default daemon as in
+    /// `makeSources`. The audio nodes are checked first, so a missing daemon or node fails
+    /// before the user is asked anything.
+    ///
+    /// The restore token from an earlier run is sent (so the dialog can be skipped) and the
+    /// new one stored, mode 0600. Errors: the dialog cancelled or denied is `.denied`; no
+    /// session bus, no portal or no answer within `portalTimeoutSeconds` is `.unavailable`.
+    public static func makePortalSources(_ options: PipeWireOptions) throws(CaptureError) -> [CaptureSource] {
+        var audioOptions = options
+        audioOptions.screen = false
+        let audio = options.appAudio || options.mic ? try makeSources(audioOptions) : []
+        guard options.screen else { return audio }
+        let portal = try ScreenCastPortal(timeoutSeconds: options.portalTimeoutSeconds)
+        let grant = try portal.start(cursor: options.cursor, restoreToken: options.portalRestoreToken?.load())
+        if let token = grant.restoreToken, let store = options.portalRestoreToken {
+            do { try store.store(token) } catch {
+                close(grant.remoteFD)
+                throw error
+            }
+        }
+        let screen = PortalScreenSource(portal: portal, grant: grant, bufferCount: options.videoBufferCount,
+                                        durationSeconds: options.durationSeconds)
+        return [screen] + audio
     }
 
     /// The text for `--list-sources`: video sources, sinks (app audio) and sources (mic), with ids.

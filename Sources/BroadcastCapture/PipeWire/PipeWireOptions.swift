@@ -25,6 +25,10 @@ public struct PipeWireOptions: Sendable, Equatable {
     /// When set, every source ends by itself this many seconds after it started (like the
     /// test source), so `waitUntilFinished` reports the end of a `--duration` run.
     public var durationSeconds: Double?
+    /// Portal path only: how long to wait for each portal answer, the user's dialog included.
+    public var portalTimeoutSeconds: Double = 60
+    /// Portal path only: where the restore token is kept between runs; nil disables it.
+    public var portalRestoreToken: PortalRestoreToken? = PortalRestoreToken.defaultLocation()
 
     public init(screen: Bool = true, screenNode: String? = nil,
                 appAudio: Bool = true, appAudioNode: String? = nil,

@@ -11,14 +11,17 @@ public final class AudioMixer: @unchecked Sendable {
     public let frameSize: Int
     /// 150 ms of wait for a lagging source before it is treated as silent.
     public let maxWaitFrames: Int64 = 7_200
-    /// A source that has not delivered for this long no longer holds output back.
-    public let idleAfterNs: Int64 = 250_000_000
+    /// A source that has not delivered for this long (or 1.5 of its buffer duration, if longer)
+    /// no longer holds output back.
+    public let idleAfterNs: Int64 = 60_000_000
 
     private let capacity: Int   // frames per source ring
     private let rings: UnsafeMutablePointer<Float>
     private let mix: UnsafeMutablePointer<Float>
     private var written = [Int64](repeating: Int64.min, count: AudioMixer.sourceCount)
     private var lastWriteNs = [Int64](repeating: 0, count: AudioMixer.sourceCount)
+    /// Duration of each source's last buffer: a source with 0.5 s buffers is not "idle" between them.
+    private var lastBufferNs = [Int64](repeating: 0, count: AudioMixer.sourceCount)
     private var outPosition: Int64 = Int64.min
     private let lock = ConditionLock()
     private let emit: (UnsafePointer<Float>, Int64) -> Void
@@ -95,7 +98,29 @@ public final class AudioMixer: @unchecked Sendable {
         }
         if written[source] == Int64.min || end > written[source] { written[source] = end }
         lastWriteNs[source] = nowNs
+        lastBufferNs[source] = Int64(frames) * 1_000_000_000 / AudioClock.rate
         emitLocked(upTo: readyPosition(nowNs: nowNs))
+    }
+
+    /// A source is idle when it has missed its next delivery by a clear margin.
+    @inline(__always) private func isIdle(_ s: Int, nowNs: Int64) -> Bool {
+        nowNs - lastWriteNs[s] > max(idleAfterNs, lastBufferNs[s] * 3 / 2 + 30_000_000)
+    }
+
+    /// Called periodically: when every source has gone quiet (a paused capture), mixes out what
+    /// they wrote, padding the last frame with silence, so the audio up to the pause reaches the
+    /// interleaver within its wait instead of after the pause (where it would arrive late).
+    public func poll(nowNs: Int64) {
+        lock.withLock {
+            var newest = Int64.min
+            for s in 0..<AudioMixer.sourceCount where written[s] != Int64.min {
+                if !isIdle(s, nowNs: nowNs) { return }
+                newest = max(newest, written[s])
+            }
+            guard newest != Int64.min, outPosition != Int64.min, newest > outPosition else { return }
+            let fs = Int64(frameSize)
+            emitLocked(upTo: outPosition + (newest - outPosition + fs - 1) / fs * fs)
+        }
     }
 
     /// Emits everything up to the newest written sample (end of stream).
@@ -119,7 +144,7 @@ public final class AudioMixer: @unchecked Sendable {
         var newest = Int64.min
         for s in 0..<AudioMixer.sourceCount where written[s] != Int64.min {
             newest = max(newest, written[s])
-            if nowNs - lastWriteNs[s] < idleAfterNs { slowestActive = min(slowestActive, written[s]) }
+            if !isIdle(s, nowNs: nowNs) { slowestActive = min(slowestActive, written[s]) }
         }
         guard newest != Int64.min else { return Int64.min }
         let horizon = newest - maxWaitFrames

@@ -259,9 +259,10 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
     private func runHousekeeping() {
         var nextSecond = MediaTime.now() + 1_000_000_000
         while !housekeepingStop.load(ordering: .acquiring) {
-            var ts = timespec(tv_sec: 0, tv_nsec: 50_000_000)
+            var ts = timespec(tv_sec: 0, tv_nsec: 20_000_000)
             nanosleep(&ts, nil)
             let now = MediaTime.now()
+            mixer?.poll(nowNs: now)
             interleaver?.poll(nowNs: now)
             checkDestinations()
             if now >= nextSecond {

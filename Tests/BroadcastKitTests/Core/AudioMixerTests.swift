@@ -67,3 +67,28 @@ final class MixCollector: @unchecked Sendable {
         for (i, p) in c.positions.enumerated() { #expect(p == Int64(i) * 1024) }
     }
 }
+
+@Suite struct AudioMixerPauseTests {
+    @Test func pauseOfEverySourceFlushesPaddedFrame() {
+        let c = MixCollector()
+        let m = AudioMixer(frameSize: 1024) { _, pos in c.positions.append(pos) }
+        let b = [Float](repeating: 0.2, count: 480 * 2)
+        var pos: Int64 = 0
+        var now: Int64 = 0
+        for _ in 0..<20 {
+            b.withUnsafeBufferPointer { m.write(source: 0, samples: $0, position: pos, nowNs: now) }
+            b.withUnsafeBufferPointer { m.write(source: 1, samples: $0, position: pos, nowNs: now) }
+            pos += 480
+            now += 10_000_000
+        }
+        // 9600 written: 9 whole frames out, 384 samples waiting.
+        #expect(c.positions.count == 9)
+        m.poll(nowNs: now + 20_000_000)
+        #expect(c.positions.count == 9, "not idle yet")
+        m.poll(nowNs: now + 100_000_000)
+        #expect(c.positions.count == 10, "the partial frame is padded and sent during the pause")
+        // After the pause, the timeline continues without overlap.
+        b.withUnsafeBufferPointer { m.write(source: 0, samples: $0, position: 48_000 * 3, nowNs: now + 3_000_000_000) }
+        for (i, p) in c.positions.enumerated() { #expect(p == Int64(i) * 1024) }
+    }
+}
