@@ -25,6 +25,7 @@ public final class Interleaver: @unchecked Sendable {
         var count = 0
         let type: FLVTagType
         let expected: Bool
+        var lastReleasedMs: Int64 = -1
 
         init(type: FLVTagType, bytes capacity: Int, entries n: Int, expected: Bool) {
             self.type = type
@@ -120,11 +121,15 @@ public final class Interleaver: @unchecked Sendable {
             }
             let e = pick.entries[pick.head]
             var ts = e.timestampMs
-            if ts < lastReleasedMs {
-                ts = lastReleasedMs
+            // Late past the wait (a starved lane): move it up to the stream's time, and keep
+            // its own track strictly increasing so no decoder sees a repeated timestamp.
+            let floor = max(lastReleasedMs, pick.lastReleasedMs + 1)
+            if ts < floor {
+                ts = floor
                 stats.update { $0.lateTagsClamped += 1 }
             }
             lastReleasedMs = ts
+            pick.lastReleasedMs = ts
             output(FLVTag(type: pick.type, timestampMs: UInt32(truncatingIfNeeded: ts),
                           body: UnsafeRawBufferPointer(start: pick.storage.baseAddress! + e.offset, count: e.length),
                           isKeyframe: e.isKeyframe, captureNs: e.captureNs))
