@@ -1,0 +1,545 @@
+#!/usr/bin/env python3
+"""Benchmark runner behind scripts/bench: measures, writes raw numbers to results.json.
+
+Sections (run in this order; results.json is rewritten after each one so a partial run
+keeps what it measured):
+  machine   lscpu model, cores, kernel, Debian, swift/ffmpeg/x264/nginx versions
+  trivial   peak RSS of a trivial Swift program: static/dynamic stdlib x Foundation flavours
+  floor     bk-bench floor (x264 alone) and pipeline (BGRx -> libyuv -> x264 -> FLV -> discard)
+            at 480p/720p/1080p, plus allocations per frame under tools/allocshim
+  realtime  real-time pushes to a private nginx-rtmp, ours and ffmpeg on identical Y4M + PCM
+            input files, same x264/AAC settings; CPU from wait4 rusage, peak RSS = ru_maxrss
+  scale     bk-bench sessions: 1, 2, 4 live 360p30 sessions in one process
+  levers    720p30 test-source pushes varying one process-level lever at a time; peak RSS
+            at 480p/720p/1080p under the default 50M budget (+ the memory plans)
+  avsync    issue 4 acceptance: 3 concurrent test-source pushes (plain, impaired, impaired
+            Opus), analysed from the nginx recordings with scripts/avsync
+
+CPU figures are CPU time (user + system) of the measured process, so a busy machine inflates
+them less than wall-clock figures; the load is not controlled (shared machine).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+RES = {"360p": (640, 360), "480p": (854, 480), "720p": (1280, 720), "1080p": (1920, 1080)}
+
+
+def kbps_for(res: str, fps: int) -> int:
+    """Mirror of broadcast's default bitrate by resolution (Resolution.defaultVideoKbps)."""
+    w, h = RES[res]
+    p = w * h
+    base = 800 if p <= 640 * 360 else 1200 if p <= 854 * 480 else 2500 if p <= 1280 * 720 else 4500
+    return base * 3 // 2 if fps > 30 else base
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def summary(values: list[float]) -> dict:
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return {"n": 0, "median": None, "min": None, "max": None, "values": []}
+    return {"n": len(vals), "median": statistics.median(vals), "min": min(vals), "max": max(vals),
+            "values": vals}
+
+
+def run_measured(cmd: list[str], env: dict | None = None, timeout: float = 3600,
+                 stdout=subprocess.PIPE, stdin=subprocess.DEVNULL) -> dict:
+    """Run cmd; return wall time, CPU time and peak RSS of the child.
+
+    The child runs under /usr/bin/time: Linux carries the RSS high-water mark of the exec'ing
+    process over into ru_maxrss, so a child vforked straight from this Python (18 MB) could never
+    report less than that; /usr/bin/time's own footprint (~1 MB) is the floor instead. Its %M is
+    the child's VmHWM. CPU time is the wait4 rusage (user + system, microseconds)."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    fd, tfile = tempfile.mkstemp(prefix="bench-time-")
+    os.close(fd)
+    t0 = time.monotonic()
+    p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", tfile] + cmd, env=full_env, stdout=stdout,
+                         stderr=subprocess.PIPE, stdin=stdin, start_new_session=True)
+    deadline = t0 + timeout
+    killed = False
+    while True:
+        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+        if pid == p.pid:
+            break
+        if time.monotonic() > deadline and not killed:
+            os.killpg(p.pid, signal.SIGINT)
+            time.sleep(5)
+            os.killpg(p.pid, signal.SIGKILL)
+            killed = True
+        time.sleep(0.05)
+    wall = time.monotonic() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    out = p.stdout.read().decode(errors="replace") if p.stdout else ""
+    err = p.stderr.read().decode(errors="replace") if p.stderr else ""
+    tout = Path(tfile).read_text().strip().splitlines()
+    os.unlink(tfile)
+    # /usr/bin/time writes "Command exited with non-zero status N" before the figures.
+    maxrss_kb = int(tout[-1]) if tout and tout[-1].strip().isdigit() else 0
+    cpu = ru.ru_utime + ru.ru_stime
+    return {"rc": p.returncode, "wall_s": wall, "cpu_s": cpu, "cpu_percent": 100.0 * cpu / wall,
+            "maxrss_bytes": maxrss_kb * 1024, "stdout": out, "stderr": err[-2000:]}
+
+
+def last_json_line(text: str) -> dict | None:
+    for line in reversed(text.strip().splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                return json.loads(line)
+            except json.JSONDecodeError:
+                continue
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def sh(cmd: str) -> str:
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=60).stdout.strip()
+    except Exception as exc:  # noqa: BLE001 - machine info is best effort
+        return f"unavailable ({exc})"
+
+
+class Bench:
+    def __init__(self, a: argparse.Namespace):
+        self.a = a
+        self.bin = Path(a.bin_dir)
+        self.broadcast = str(self.bin / "broadcast")
+        self.bkbench = str(self.bin / "bk-bench")
+        self.work = Path(a.work)
+        self.work.mkdir(parents=True, exist_ok=True)
+        self.out = Path(a.out)
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.results: dict = {"meta": {}, "config": {}}
+        self.port = 0
+        self.ingest_dir = self.work / "ingest"
+        self.t_start = time.time()
+
+    # ---- infrastructure -------------------------------------------------------------
+    def save(self) -> None:
+        self.results["meta"]["elapsed_s"] = time.time() - self.t_start
+        tmp = self.out.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.results, indent=1))
+        tmp.replace(self.out)
+
+    def ingest_start(self) -> None:
+        self.port = free_port()
+        subprocess.run([str(REPO / "scripts/ingest"), "start", "--port", str(self.port),
+                        "--dir", str(self.ingest_dir)], check=True)
+
+    def ingest_stop(self) -> None:
+        subprocess.run([str(REPO / "scripts/ingest"), "stop", "--dir", str(self.ingest_dir)], check=False)
+
+    def url(self) -> str:
+        return f"rtmp://127.0.0.1:{self.port}/live"
+
+    def clear_recordings(self) -> None:
+        rec = self.ingest_dir / "rec"
+        if rec.is_dir():
+            for f in rec.glob("*.flv"):
+                f.unlink(missing_ok=True)
+
+    def broadcast_run(self, key: str, args: list[str], env: dict | None = None,
+                      binary: str | None = None, stdin=subprocess.DEVNULL) -> dict:
+        stats = self.work / f"stats-{key}.jsonl"
+        stats.unlink(missing_ok=True)
+        cmd = [binary or self.broadcast, "--url", self.url(), "--quiet", "--stats-json", str(stats)] + args
+        e = {"STREAM_KEY": key}
+        if env:
+            e.update(env)
+        r = run_measured(cmd, env=e, stdin=stdin)
+        last = None
+        if stats.exists():
+            last = last_json_line(stats.read_text())
+        r["stats"] = last
+        r["cmd"] = " ".join(cmd)
+        r.pop("stdout", None)
+        if r["rc"] != 0:
+            log(f"broadcast {key} exited {r['rc']}: {r['stderr'][-400:]}")
+        return r
+
+    # ---- sections ---------------------------------------------------------------------
+    def machine(self) -> None:
+        lscpu = sh("lscpu")
+        model = re.search(r"Model name:\s*(.+)", lscpu)
+        self.results["machine"] = {
+            "cpu_model": model.group(1).strip() if model else platform.processor(),
+            "cores": os.cpu_count(),
+            "kernel": platform.release(),
+            "debian": sh("cat /etc/debian_version"),
+            "mem_total": sh("free -h | awk '/Mem:/{print $2}'"),
+            "swift": sh("swift --version 2>&1 | head -n1"),
+            "ffmpeg": sh("ffmpeg -version | head -n1"),
+            "x264": sh("dpkg-query -W -f='${Package} ${Version}' 'libx264-1*' 2>/dev/null"),
+            "vo_aacenc": sh("dpkg-query -W -f='${Package} ${Version}' 'libvo-aacenc0' 2>/dev/null"),
+            "nginx": sh("nginx -v 2>&1"),
+            "nginx_rtmp": sh("dpkg-query -W -f='${Package} ${Version}' libnginx-mod-rtmp 2>/dev/null"),
+            "broadcast": sh(f"{self.broadcast} --version"),
+            "git_commit": sh(f"git -C {REPO} rev-parse --short HEAD"),
+            "git_dirty_files": sh(f"git -C {REPO} status --porcelain --untracked-files=no | wc -l"),
+            "loadavg_start": sh("cat /proc/loadavg"),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        }
+
+    def trivial(self) -> None:
+        """Peak RSS of a trivial Swift program in each stdlib/Foundation combination."""
+        d = self.work / "trivial"
+        d.mkdir(exist_ok=True)
+        swiftc = shutil.which("swiftc") or "/opt/swift/usr/bin/swiftc"
+        variants = [
+            ("static, no Foundation", "", True),
+            ("dynamic, no Foundation", "", False),
+            ("static, FoundationEssentials", "import FoundationEssentials\n", True),
+            ("dynamic, FoundationEssentials", "import FoundationEssentials\n", False),
+            ("dynamic, Foundation", "import Foundation\n", False),
+        ]
+        out = []
+        for name, imp, static in variants:
+            slug = re.sub(r"[^a-z]+", "-", name.lower()).strip("-")
+            src = d / f"{slug}.swift"
+            # The Foundation variants touch one type so the import cannot be considered unused.
+            body = imp + ("let d = Data([1, 2, 3])\nprint(d.count)\n" if imp else "print(3)\n")
+            src.write_text(body)
+            exe = d / slug
+            cmd = [swiftc, "-O", str(src), "-o", str(exe)] + (["-static-stdlib"] if static else [])
+            if not exe.exists() or exe.stat().st_mtime < src.stat().st_mtime:
+                c = subprocess.run(cmd, capture_output=True, text=True)
+                if c.returncode != 0:
+                    out.append({"variant": name, "error": c.stderr[-300:]})
+                    continue
+            runs = [run_measured([str(exe)])["maxrss_bytes"] for _ in range(self.a.runs)]
+            out.append({"variant": name, "compile": " ".join(cmd[:1] + ["-O", src.name, "-o", slug]
+                                                             + (["-static-stdlib"] if static else [])),
+                        "peak_rss_bytes": summary(runs)})
+            log(f"trivial {name}: {statistics.median(runs) / 1e6:.1f} MB")
+        self.results["trivial"] = out
+
+    def floor(self) -> None:
+        frames, warm = self.a.frames, self.a.warmup
+        shim = self.work / "allocshim.so"
+        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(shim),
+                        str(REPO / "tools/allocshim/allocshim.c"), "-ldl"], check=True)
+        res_out = {}
+        for res in ("480p", "720p", "1080p"):
+            fl, pl = [], []
+            for i in range(self.a.runs):
+                # Alternate floor and pipeline so slow drifts in machine load hit both alike.
+                for mode, acc in (("floor", fl), ("pipeline", pl)):
+                    r = run_measured([self.bkbench, mode, "--res", res, "--frames", str(frames),
+                                      "--warmup", str(warm)])
+                    j = last_json_line(r["stdout"])
+                    if r["rc"] != 0 or j is None:
+                        log(f"{mode} {res} failed rc={r['rc']}: {r['stderr'][-300:]}")
+                        continue
+                    acc.append(j)
+            a = run_measured([self.bkbench, "pipeline", "--res", res, "--frames", str(frames),
+                              "--warmup", str(warm), "--audio"], env={"LD_PRELOAD": str(shim)})
+            aj = last_json_line(a["stdout"]) or {}
+            entry = {
+                "floor_cpu_ms_per_frame": summary([j["cpu_ms_per_frame"] for j in fl]),
+                "floor_fps": summary([j["fps"] for j in fl]),
+                "floor_wall_ms_per_frame": summary([1000.0 / j["fps"] for j in fl]),
+                "pipeline_cpu_ms_per_frame": summary([j["cpu_ms_per_frame"] for j in pl]),
+                "pipeline_fps": summary([j["fps"] for j in pl]),
+                "alloc_run": aj,
+            }
+            fm, pm = entry["floor_cpu_ms_per_frame"]["median"], entry["pipeline_cpu_ms_per_frame"]["median"]
+            entry["overhead_percent"] = (pm / fm - 1) * 100 if fm and pm else None
+            # Per-run paired overhead (run i's pipeline over run i's floor) for the min/max spread.
+            entry["overhead_percent_paired"] = summary(
+                [(p["cpu_ms_per_frame"] / f["cpu_ms_per_frame"] - 1) * 100 for f, p in zip(fl, pl)])
+            res_out[res] = entry
+            log(f"floor/pipeline {res}: floor {fm} ms, pipeline {pm} ms, allocs/frame "
+                f"{aj.get('allocations_per_frame')}")
+            self.results["floor"] = {"frames": frames, "warmup": warm, "by_res": res_out,
+                                     "commands": {
+                                         "floor": f"bk-bench floor --res RES --frames {frames} --warmup {warm}",
+                                         "pipeline": f"bk-bench pipeline --res RES --frames {frames} --warmup {warm}",
+                                         "alloc": f"LD_PRELOAD=allocshim.so bk-bench pipeline --res RES "
+                                                  f"--frames {frames} --warmup {warm} --audio"}}
+            self.save()
+
+    def make_inputs(self, res: str, fps: int, seconds: float) -> tuple[Path, Path]:
+        w, h = RES[res]
+        dur = seconds + 2
+        y4m = self.work / f"in-{res}{fps}.y4m"
+        pcm = self.work / f"in-{int(dur)}s.pcm"
+        if not y4m.exists():
+            log(f"generating {y4m.name} ({w}x{h}@{fps}, {dur:.0f} s)")
+            subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-f", "lavfi",
+                            "-i", f"testsrc2=size={w}x{h}:rate={fps}", "-t", str(dur), "-pix_fmt", "yuv420p",
+                            "-f", "yuv4mpegpipe", str(y4m)], check=True)
+        if not pcm.exists():
+            subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-f", "lavfi",
+                            "-i", "sine=frequency=440:sample_rate=48000", "-t", str(dur), "-ac", "2",
+                            "-f", "s16le", str(pcm)], check=True)
+        return y4m, pcm
+
+    def ffmpeg_cmd(self, y4m: Path, pcm: Path, res: str, fps: int, seconds: float, key: str,
+                   preset: str = "veryfast") -> list[str]:
+        kb = kbps_for(res, fps)
+        return ["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin",
+                "-re", "-i", str(y4m),
+                "-re", "-f", "s16le", "-ar", "48000", "-ac", "2", "-i", str(pcm),
+                "-map", "0:v", "-map", "1:a", "-t", str(seconds),
+                "-c:v", "libx264", "-preset", preset, "-tune", "zerolatency", "-profile:v", "high",
+                "-b:v", f"{kb}k", "-maxrate", f"{kb}k", "-bufsize", f"{kb}k",
+                "-g", str(2 * fps), "-keyint_min", str(2 * fps), "-sc_threshold", "0", "-bf", "0", "-refs", "1",
+                "-x264-params", "sliced-threads=1:threads=2:rc-lookahead=0", "-pix_fmt", "yuv420p",
+                "-c:a", "aac", "-b:a", "128k", "-f", "flv", f"{self.url()}/{key}"]
+
+    def realtime(self) -> None:
+        secs = self.a.rt_seconds
+        configs = [("480p", 30), ("720p", 30), ("1080p", 30), ("720p", 60)]
+        out = {}
+        for res, fps in configs:
+            name = f"{res}{fps}"
+            y4m, pcm = self.make_inputs(res, fps, secs)
+            ours, theirs = [], []
+            # ffmpeg's preset must match ours; at 1080p the default 50M budget would pick a lighter
+            # preset for us, so the peer runs raise the budget and pin veryfast (the budgeted 1080p
+            # run is in the levers section).
+            extra = ["--memory-budget", "200M", "--preset", "veryfast"]
+            ours_args = ["--res", res, "--fps", str(fps), "--source", f"y4m:{y4m}", "--pcm", str(pcm),
+                         "--duration", str(secs)] + extra
+            for i in range(self.a.rt_runs):
+                r = self.broadcast_run(f"ours-{name}-{i}", ours_args)
+                ours.append(r)
+                log(f"realtime {name} ours run {i}: cpu {r['cpu_percent']:.1f}% rss {r['maxrss_bytes'] / 1e6:.1f} MB "
+                    f"p99 {(r['stats'] or {}).get('latency_p99_ms')}")
+                f = run_measured(self.ffmpeg_cmd(y4m, pcm, res, fps, secs, f"ff-{name}-{i}"))
+                f.pop("stdout", None)
+                if f["rc"] != 0:
+                    log(f"ffmpeg {name} rc={f['rc']}: {f['stderr'][-300:]}")
+                theirs.append(f)
+                log(f"realtime {name} ffmpeg run {i}: cpu {f['cpu_percent']:.1f}% rss {f['maxrss_bytes'] / 1e6:.1f} MB")
+                self.clear_recordings()
+            ok = [r for r in ours if r["rc"] == 0]
+            okf = [r for r in theirs if r["rc"] == 0]
+            e = {
+                "res": res, "fps": fps, "seconds": secs, "video_kbps": kbps_for(res, fps),
+                "ours_cpu_percent": summary([r["cpu_percent"] for r in ok]),
+                "ours_cpu_s": summary([r["cpu_s"] for r in ok]),
+                "ours_peak_rss_bytes": summary([r["maxrss_bytes"] for r in ok]),
+                "ours_latency_p50_ms": summary([(r["stats"] or {}).get("latency_p50_ms") for r in ok]),
+                "ours_latency_p99_ms": summary([(r["stats"] or {}).get("latency_p99_ms") for r in ok]),
+                "ours_kbps": summary([(r["stats"] or {}).get("kbps") for r in ok]),
+                "ours_drops": [(r["stats"] or {}).get("drops") for r in ours],
+                "ours_rc": [r["rc"] for r in ours],
+                "ffmpeg_cpu_percent": summary([r["cpu_percent"] for r in okf]),
+                "ffmpeg_cpu_s": summary([r["cpu_s"] for r in okf]),
+                "ffmpeg_peak_rss_bytes": summary([r["maxrss_bytes"] for r in okf]),
+                "ffmpeg_rc": [r["rc"] for r in theirs],
+                "ours_cmd": ours[0]["cmd"].replace(str(self.work), "$WORK") if ours else "",
+                "ffmpeg_cmd": " ".join(self.ffmpeg_cmd(y4m, pcm, res, fps, secs, "KEY")).replace(str(self.work), "$WORK"),
+            }
+            oc, fc = e["ours_cpu_s"]["median"], e["ffmpeg_cpu_s"]["median"]
+            orr, frr = e["ours_peak_rss_bytes"]["median"], e["ffmpeg_peak_rss_bytes"]["median"]
+            e["cpu_ratio"] = oc / fc if oc and fc else None
+            e["rss_ratio"] = orr / frr if orr and frr else None
+            out[name] = e
+            self.results["realtime"] = out
+            self.save()
+            y4m.unlink(missing_ok=True)  # up to 5 GB each; regenerated on the next run
+
+    def scale(self) -> None:
+        out = {}
+        for n in (1, 2, 4):
+            runs = []
+            for i in range(self.a.runs):
+                r = run_measured([self.bkbench, "sessions", "--count", str(n), "--res", "360p",
+                                  "--seconds", str(self.a.scale_seconds), "--url", self.url()])
+                j = last_json_line(r["stdout"])
+                if r["rc"] != 0 or j is None:
+                    log(f"sessions {n} failed rc={r['rc']}: {r['stderr'][-300:]}")
+                    continue
+                j["process_maxrss_bytes"] = r["maxrss_bytes"]
+                runs.append(j)
+                self.clear_recordings()
+            out[str(n)] = {
+                "count": n,
+                "cpu_percent": summary([j["cpu_percent"] for j in runs]),
+                "cpu_percent_per_session": summary([j["cpu_percent_per_session"] for j in runs]),
+                "rss_bytes": summary([j["rss_bytes"] for j in runs]),
+                "rss_per_session_bytes": summary([j["rss_bytes"] / n for j in runs]),
+                "peak_rss_bytes": summary([j["peak_rss_bytes"] for j in runs]),
+                "drops": [j["drops"] for j in runs],
+                "video_frames_sent": [j["video_frames_sent"] for j in runs],
+            }
+            log(f"scale {n}: cpu/session {out[str(n)]['cpu_percent_per_session']['median']}")
+        self.results["scale"] = {"seconds": self.a.scale_seconds, "by_count": out,
+                                 "command": f"bk-bench sessions --count N --res 360p --seconds {self.a.scale_seconds} --url URL"}
+        self.save()
+
+    def levers(self) -> None:
+        secs = self.a.lever_seconds
+        base = ["--source", "test", "--fps", "30", "--duration", str(secs)]
+        cases = [
+            ("baseline", "720p30 defaults (static stdlib, THP off, 2 arenas, 2 sliced threads, veryfast)", ["--res", "720p"], {}, None),
+            ("dynamic_stdlib", "dynamic Swift stdlib", ["--res", "720p"], {}, "dyn"),
+            ("thp_on", "THP left on (BROADCAST_ALLOW_THP=1)", ["--res", "720p"], {"BROADCAST_ALLOW_THP": "1"}, None),
+            ("arenas_default", "glibc default arenas (BROADCAST_MALLOC_ARENA_MAX=0)", ["--res", "720p"], {"BROADCAST_MALLOC_ARENA_MAX": "0"}, None),
+            ("threads_1", "--x264-threads 1", ["--res", "720p", "--x264-threads", "1"], {}, None),
+            ("preset_ultrafast", "--preset ultrafast", ["--res", "720p", "--preset", "ultrafast"], {}, None),
+            ("preset_superfast", "--preset superfast", ["--res", "720p", "--preset", "superfast"], {}, None),
+            ("res_480p", "480p30, default 50M budget", ["--res", "480p"], {}, None),
+            ("res_1080p", "1080p30, default 50M budget", ["--res", "1080p"], {}, None),
+        ]
+        dyn = self.a.dyn_bin_dir
+        out = {}
+        for slug, label, args, env, which in cases:
+            binary = None
+            if which == "dyn":
+                if not dyn or not (Path(dyn) / "broadcast").exists():
+                    out[slug] = {"label": label, "skipped": "no dynamic-stdlib build"}
+                    continue
+                binary = str(Path(dyn) / "broadcast")
+            runs = []
+            for i in range(self.a.runs):
+                r = self.broadcast_run(f"lever-{slug}-{i}", base + args, env=env, binary=binary)
+                if r["rc"] == 0:
+                    runs.append(r)
+                self.clear_recordings()
+            envs = " ".join(f"{k}={v}" for k, v in env.items())
+            out[slug] = {
+                "label": label,
+                "command": (envs + " " if envs else "") + ("broadcast(dynamic) " if binary else "broadcast ")
+                           + " ".join(base + args),
+                "peak_rss_bytes": summary([r["maxrss_bytes"] for r in runs]),
+                "stats_peak_rss_bytes": summary([(r["stats"] or {}).get("peak_rss_bytes") for r in runs]),
+                "cpu_percent": summary([r["cpu_percent"] for r in runs]),
+                "drops": [(r["stats"] or {}).get("drops") for r in runs],
+            }
+            log(f"lever {slug}: peak {out[slug]['peak_rss_bytes']['median']}")
+            self.results["levers"] = {"seconds": secs, "cases": out}
+            self.save()
+        plans = {}
+        for res in ("480p", "720p", "1080p"):
+            p = subprocess.run([self.broadcast, "--print-memory-plan", "--res", res, "--key", "x"],
+                               capture_output=True, text=True)
+            plans[res] = (p.stdout + p.stderr).strip()
+        self.results["levers"]["memory_plans"] = plans
+        self.save()
+
+    def avsync(self) -> None:
+        secs = self.a.avsync_seconds
+        impair = ["--test-audio-skew-ppm", "300", "--test-jitter-ms", "15", "--test-mic-delay-ms", "700",
+                  "--test-gap-at", str(secs / 2), "--test-gap-ms", "3000"]
+        cases = [
+            ("a", "720p30, no impairments", [], 20.0),
+            ("b", "720p30, skew 300 ppm, jitter 15 ms, mic delay 700 ms, 3 s gap at the midpoint", impair, 35.0),
+            ("c", "(b) with --audio-codec opus", impair + ["--audio-codec", "opus"], 35.0),
+        ]
+        procs = {}
+        self.clear_recordings()
+        for slug, label, extra, tol in cases:
+            key = f"avsync-{slug}"
+            stats = self.work / f"stats-{key}.jsonl"
+            cmd = [self.broadcast, "--url", self.url(), "--quiet", "--stats-json", str(stats), "--res", "720p",
+                   "--fps", "30", "--source", "test", "--duration", str(secs)] + extra
+            env = dict(os.environ, STREAM_KEY=key)
+            procs[slug] = (subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.PIPE), cmd, label, tol, stats)
+        load0 = sh("cat /proc/loadavg")
+        log(f"avsync: 3 concurrent runs of {secs} s")
+        out = {}
+        for slug, (p, cmd, label, tol, stats) in procs.items():
+            err = p.communicate(timeout=secs + 120)[1].decode(errors="replace")
+            out[slug] = {"label": label, "tolerance_ms": tol, "rc": p.returncode, "stderr": err[-500:],
+                         "command": "broadcast " + " ".join(cmd[1:]).replace(str(self.work), "$WORK")
+                                    .replace(self.url(), "rtmp://127.0.0.1:PORT/live"),
+                         "stats": last_json_line(stats.read_text()) if stats.exists() else None}
+        load1 = sh("cat /proc/loadavg")
+        time.sleep(2)  # nginx closes the recordings when the publishers go away
+        plots = self.out.parent
+        for slug in out:
+            rec = self.ingest_dir / "rec" / f"avsync-{slug}.flv"
+            png = plots / f"avsync-{slug}.png"
+            a = subprocess.run([str(REPO / "scripts/avsync"), str(rec), "--json", "--plot", str(png),
+                                "--tolerance-ms", str(out[slug]["tolerance_ms"])],
+                               capture_output=True, text=True)
+            try:
+                j = json.loads(a.stdout)
+            except json.JSONDecodeError:
+                out[slug]["analysis_error"] = (a.stdout + a.stderr)[-800:]
+                continue
+            j.pop("events", None)
+            out[slug]["analysis"] = j
+            out[slug]["avsync_rc"] = a.returncode
+            out[slug]["recording_bytes"] = rec.stat().st_size if rec.exists() else None
+            s = j.get("summary", {})
+            log(f"avsync {slug}: max|off| {s.get('max_abs_ms')} drift {s.get('drift_ms_per_hour')} ok={j.get('ok')}")
+        self.results["avsync"] = {"seconds": secs, "cases": out, "loadavg_start": load0, "loadavg_end": load1}
+        self.save()
+        self.clear_recordings()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--bin-dir", required=True, help="directory with broadcast and bk-bench (release)")
+    ap.add_argument("--dyn-bin-dir", help="release build without --static-swift-stdlib (levers)")
+    ap.add_argument("--out", default=str(REPO / "docs/bench/results.json"))
+    ap.add_argument("--work", default=str(REPO / "out/bench"))
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--rt-runs", type=int, default=3)
+    ap.add_argument("--rt-seconds", type=float, default=60)
+    ap.add_argument("--frames", type=int, default=600)
+    ap.add_argument("--warmup", type=int, default=120)
+    ap.add_argument("--scale-seconds", type=float, default=12)
+    ap.add_argument("--lever-seconds", type=float, default=12)
+    ap.add_argument("--avsync-seconds", type=float, default=600)
+    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,avsync")
+    ap.add_argument("--quick", action="store_true", help="smoke test: 1 run each, short real-time runs")
+    a = ap.parse_args()
+    if a.quick:
+        a.runs, a.rt_runs, a.rt_seconds, a.frames, a.warmup = 1, 1, 10, 150, 30
+        a.scale_seconds, a.lever_seconds, a.avsync_seconds = 5, 6, 40
+    b = Bench(a)
+    b.results["config"] = {k: v for k, v in vars(a).items() if k not in ("out", "work")}
+    b.results["meta"]["started"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    sections = a.sections.split(",")
+    b.ingest_start()
+    try:
+        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "avsync"):
+            if s in sections:
+                log(f"section {s}")
+                t0 = time.time()
+                getattr(b, s)()
+                b.results["meta"][f"section_{s}_s"] = time.time() - t0
+                b.save()
+    finally:
+        b.ingest_stop()
+        b.results["meta"]["loadavg_end"] = sh("cat /proc/loadavg")
+        b.results["meta"]["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
+        b.save()
+    log(f"done in {time.time() - b.t_start:.0f} s -> {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
