@@ -45,6 +45,9 @@ let package = Package(
         // Seeded randomized fuzzing of the Y4M parser and BroadcastSession.process (scripts/fuzz).
         .executableTarget(name: "bk-fuzz", dependencies: ["BroadcastKit", "BroadcastCapture"], path: "Fuzz/bk-fuzz",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
+        // The README's embedding example, compiled so it cannot drift from the API.
+        .executableTarget(name: "embed-example", dependencies: ["BroadcastKit"], path: "Examples/embed-example",
+                          swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(name: "BroadcastKitTests", dependencies: ["BroadcastKit"]),
         .testTarget(name: "BroadcastCaptureTests", dependencies: ["BroadcastCapture"]),
     ]
