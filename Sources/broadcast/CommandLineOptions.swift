@@ -22,6 +22,7 @@ struct CommandLineOptions {
     var duration: Double?
     var recordPath: String?
     var recordMinFree: Int?
+    var caFile: String?
     var publish = true
     var statsJSON: String?
     var memoryBudget = 50 << 20
@@ -86,6 +87,7 @@ struct CommandLineOptions {
             case "--pcm-format": o.pcmFormat = try s.value()
             case "--duration": o.duration = try s.double(0.1...1_000_000)
             case "--record": o.recordPath = try s.value()
+            case "--ca-file": o.caFile = try TLSOptions.validateCAFile(try s.value())
             case "--record-min-free": o.recordMinFree = try parseBytes(try s.value(), option: name)
             case "--no-publish": try s.flag(); o.publish = false
             case "--stats-json": o.statsJSON = try s.value()

@@ -12,6 +12,7 @@ enum Usage {
       --key-file PATH        read the stream key from a file
       --url URL              ingest base URL (else $BROADCAST_URL, else rtmp://127.0.0.1:1935/live)
       --service NAME         twitch | youtube | facebook | kick: ingest URL and recommended limits
+      --ca-file PATH         also trust this CA (PEM) for rtmps:// (the system store is always used)
       --record PATH          also write the FLV to PATH
       --record-min-free SIZE refuse to start with less free space (default: 10 min at the bitrates)
       --no-publish           do not connect anywhere (use with --record)

@@ -30,6 +30,8 @@ public struct BroadcastConfiguration: Sendable {
     public var encoderName: String
     /// When the memory plan does not fit, try lighter x264 presets instead of refusing.
     public var allowPresetDowngrade: Bool = true
+    /// Extra CA certificates (PEM) trusted for rtmps://, besides the system store.
+    public var tlsCAFile: String? = nil
     /// How RTMP destinations retry after a lost connection.
     public var reconnect: ReconnectPolicy = .default
 

@@ -114,7 +114,8 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
             let sink: TagSink
             switch d {
             case .rtmp(let url, let key):
-                sink = RTMPPublisher(url: url, streamKey: key, connectTimeoutSeconds: cfg.connectTimeoutSeconds)
+                sink = RTMPPublisher(url: url, streamKey: key, connectTimeoutSeconds: cfg.connectTimeoutSeconds,
+                                     caFile: cfg.tlsCAFile)
             case .file(let path):
                 sink = FLVFileSink(path: path, hasAudio: cfg.hasAudio, hasVideo: cfg.hasVideo)
             case .discard:
@@ -283,7 +284,10 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
             if !message.contains(d.sink.displayName) { message = "\(d.sink.displayName): \(message)" }
             if d.isPrimary {
                 let err: BroadcastError
-                if case .publishRejected = d.error { err = .connect(message) } else { err = .streaming(message) }
+                switch d.error {
+                case .publishRejected?, .tlsRejected?: err = .connect(message)
+                default: err = .streaming(message)
+                }
                 failureValue.withLock { if $0 == nil { $0 = err } }
                 onEvent?(.failed(message))
             } else {

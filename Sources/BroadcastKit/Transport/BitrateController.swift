@@ -1,8 +1,11 @@
 /// Adapts the x264 bitrate to what the network actually carries, then climbs back.
 ///
 /// Once a second: if the primary send queue holds more than `backlogMs`, the video target drops
-/// to 85% of the measured send rate (minus audio), never below `floorKbps`; after the queue has
-/// stayed near empty for `calmSeconds`, it rises by 15% every other second up to the target.
+/// to 85% of the measured send rate (minus audio), never below `floorKbps`, and that rate is
+/// remembered as the link's ceiling. After `calmSeconds` of a near-empty queue it climbs: +25%
+/// while well below the remembered ceiling, only +5% every 4 s within 10% of it (probing
+/// instead of re-flooding a link that is still slow), and the ceiling is forgotten after 20 s
+/// without congestion, so a link that recovers is used fully again.
 final class BitrateController: @unchecked Sendable {
     private let encoder: VideoEncoder
     private let queue: SendQueue
@@ -11,11 +14,13 @@ final class BitrateController: @unchecked Sendable {
     let audioKbps: Int
     let floorKbps: Int
     let backlogMs = 300
-    let calmSeconds = 3
+    let calmSeconds = 2
     private(set) var currentKbps: Int
     private var lastBytes = 0
     private var lastNs: Int64 = 0
     private var calm = 0
+    private var ceilingKbps: Int?
+    private var secondsSinceCongestion = 0
 
     init(encoder: VideoEncoder, queue: SendQueue, targetKbps: Int, audioKbps: Int, stats: BroadcastStats) {
         self.encoder = encoder
@@ -34,15 +39,23 @@ final class BitrateController: @unchecked Sendable {
         let seconds = Double(nowNs - lastNs) / 1e9
         let sentKbps = Int(Double(sent - lastBytes) * 8 / 1000 / seconds)
         let backlog = queue.queuedDurationMs
+        secondsSinceCongestion += 1
+        if secondsSinceCongestion > 20 { ceilingKbps = nil }
         if backlog > backlogMs {
             calm = 0
+            secondsSinceCongestion = 0
+            ceilingKbps = min(ceilingKbps ?? Int.max, max(floorKbps, sentKbps - audioKbps))
             let fit = max(floorKbps, Int(Double(sentKbps) * 0.85) - audioKbps)
             if fit < currentKbps * 95 / 100 { apply(fit) }
         } else if backlog < 100 {
             calm += 1
-            if calm >= calmSeconds && currentKbps < targetKbps {
-                apply(min(targetKbps, currentKbps * 115 / 100 + 50))
-                calm = calmSeconds - 2
+            guard calm >= calmSeconds, currentKbps < targetKbps else { return }
+            if let ceiling = ceilingKbps, currentKbps * 10 >= ceiling * 9 {
+                if calm % 4 == 0 { apply(min(targetKbps, currentKbps * 105 / 100 + 10)) }
+            } else {
+                var next = currentKbps * 125 / 100 + 50
+                if let ceiling = ceilingKbps { next = min(next, max(currentKbps + 10, ceiling * 9 / 10)) }
+                apply(min(targetKbps, next))
             }
         } else {
             calm = 0

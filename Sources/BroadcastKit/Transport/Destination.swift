@@ -104,11 +104,9 @@ public final class Destination: @unchecked Sendable {
 
     private func handleFailure(_ error: TransportError) {
         failure.withLock { $0 = error }
-        if reconnect.maxAttempts >= 0, !stopping.load(ordering: .acquiring) {
-            if case .publishRejected = error {} else {
-                stateValue.store(State.reconnecting.rawValue, ordering: .releasing)
-                return
-            }
+        if reconnect.maxAttempts >= 0, !stopping.load(ordering: .acquiring), !error.isRefusal {
+            stateValue.store(State.reconnecting.rawValue, ordering: .releasing)
+            return
         }
         stateValue.store(State.failed.rawValue, ordering: .releasing)
     }
@@ -142,7 +140,7 @@ public final class Destination: @unchecked Sendable {
             } catch {
                 let e = (error as? TransportError) ?? .connectFailed("\(error)")
                 failure.withLock { $0 = e }
-                if case .publishRejected = e {
+                if e.isRefusal {
                     stateValue.store(State.failed.rawValue, ordering: .releasing)
                     return
                 }

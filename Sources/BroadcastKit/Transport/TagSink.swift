@@ -25,6 +25,14 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     /// A file could not be opened or written.
     case fileError(String)
 
+    /// The server (or its certificate) said no: retrying would only repeat it.
+    public var isRefusal: Bool {
+        switch self {
+        case .publishRejected, .tlsRejected: return true
+        default: return false
+        }
+    }
+
     public var description: String {
         switch self {
         case .connectFailed(let s): return "could not connect: \(s)"
