@@ -88,3 +88,47 @@ class FuzzQuickTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class StalledTransportTest(BroadcastTestCase):
+    """A link that (almost) stops carrying data: the queue stays under its byte cap, memory stays
+    flat, video is dropped by policy, audio only at the cap, and the process keeps reporting."""
+
+    def test_stalled_link_keeps_memory_flat(self):
+        import re
+        import select
+        ingest = start_ingest()
+        self.addCleanup(ingest.stop)
+        proxy = subprocess.Popen([str(REPO_ROOT / ".venv" / "bin" / "python"), str(REPO_ROOT / "tools" / "throttle_proxy.py"),
+                                  "--listen-port", "0", "--target-port", str(ingest.port),
+                                  "--throttle-kbps", "8", "--throttle-from", "4", "--throttle-for", "600"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.addCleanup(proxy.kill)
+        port = None
+        deadline = __import__("time").time() + 10
+        while port is None and __import__("time").time() < deadline:
+            ready, _, _ = select.select([proxy.stdout], [], [], 1)
+            if ready:
+                m = re.search(r"listening on 127\.0\.0\.1:(\d+)", proxy.stdout.readline())
+                if m:
+                    port = int(m.group(1))
+        self.assertIsNotNone(port, "throttle proxy did not start")
+        with tempfile.TemporaryDirectory() as tmp:
+            stats = Path(tmp) / "stats.jsonl"
+            r = self.run_broadcast(["--url", f"rtmp://127.0.0.1:{port}/live", "--key", new_key(), "--res", "720p",
+                                    "--duration", "40", "--quiet", "--stats-json", stats,
+                                    "--reconnect-attempts", "1"], timeout=120)
+            lines = [json.loads(l) for l in stats.read_text().splitlines()]
+        # The sender may give up on the dead link (send timeout) and end with exit 4; either
+        # way the process must have kept its bounds while the link was stalled.
+        self.assertIn(r.returncode, (0, 4), r.stderr)
+        live = [l for l in lines if l["state"] != "finished"]
+        self.assertGreaterEqual(len(live), 30, "stats stopped coming while the link was stalled")
+        cap = (2500 + 128) * 1000 // 8 * 4
+        self.assertLessEqual(max(l["queue_bytes"] for l in lines), cap)
+        last = live[-1]
+        self.assertGreater(last["drops"]["congestion_p_frame"] + last["drops"]["congestion_until_idr"], 0, last)
+        after_fill = [l["rss_bytes"] for l in live if l["time_s"] >= 15]
+        self.assertGreater(len(after_fill), 10)
+        self.assertLess(max(after_fill) - after_fill[0], 1 << 20, f"RSS grew while stalled: {after_fill}")
+        self.assertLess(max(l["peak_rss_bytes"] for l in lines), 50 << 20)

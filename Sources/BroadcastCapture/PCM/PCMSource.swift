@@ -71,15 +71,15 @@ private final class PCMLane: @unchecked Sendable {
 
     func run(sink: SampleBufferSink, group: LaneGroup) {
         let rate = Int64(format.sampleRate)
-        let t0 = MonotonicClock.now()
+        let t0 = MediaTime.now()
         var samples: Int64 = 0
         do throws(CaptureError) {
             while !group.isStopping {
                 let got = try reader.read(into: buffer.baseAddress!, count: buffer.count)
                 let frames = got / format.bytesPerFrame
                 if frames == 0 || group.isStopping { return }
-                let pts = t0 + MonotonicClock.nanos(ticks: samples, num: rate, den: 1)
-                let end = t0 + MonotonicClock.nanos(ticks: samples + Int64(frames), num: rate, den: 1)
+                let pts = t0 + MediaTime.nanoseconds(ticks: samples, num: rate, den: 1)
+                let end = t0 + MediaTime.nanoseconds(ticks: samples + Int64(frames), num: rate, den: 1)
                 guard pacer.wait(until: end, group: group) else { return }
                 let audio = AudioBuffer(format: format.sampleFormat, channels: format.channels,
                                         sampleRate: format.sampleRate, frameCount: frames,

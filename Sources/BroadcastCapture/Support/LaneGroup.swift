@@ -1,16 +1,16 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BroadcastKit
 import Synchronization
 
 /// The lane threads of one source, with the shared stop flag, the "all lanes ended"
 /// signal behind `waitUntilFinished` and the first error any lane reported.
 final class LaneGroup: @unchecked Sendable {
-    // Everything below `lock` is guarded by it. A pthread mutex (not Synchronization.Mutex)
-    // because waitUntilFinished needs a condition variable with a CLOCK_MONOTONIC timeout.
-    private let lock: UnsafeMutablePointer<pthread_mutex_t>
-    private let cond: UnsafeMutablePointer<pthread_cond_t>
-    private var threads: [PosixThread] = []
+    // Everything below `lock` is guarded by it (a condition variable on CLOCK_MONOTONIC,
+    // because waitUntilFinished needs a timeout).
+    private let lock = ConditionLock()
+    private var threads: [WorkerThread] = []
     private var runningLanes = 0
     private var launched = false
     private var firstError: CaptureError?
@@ -23,95 +23,72 @@ final class LaneGroup: @unchecked Sendable {
 
     func countDelivered(_ n: Int) { deliveredCount.add(n, ordering: .relaxed) }
 
-    init() {
-        lock = .allocate(capacity: 1)
-        cond = .allocate(capacity: 1)
-        pthread_mutex_init(lock, nil)
-        var attr = pthread_condattr_t()
-        pthread_condattr_init(&attr)
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
-        pthread_cond_init(cond, &attr)
-        pthread_condattr_destroy(&attr)
-    }
-
-    deinit {
-        pthread_cond_destroy(cond)
-        pthread_mutex_destroy(lock)
-        cond.deallocate()
-        lock.deallocate()
-    }
+    init() {}
 
     /// True once stop() was called; lanes poll it between buffers and while sleeping.
     var isStopping: Bool { stopFlag.load(ordering: .relaxed) }
 
     /// True once start() succeeded at least once (a source starts only once).
-    var hasLaunched: Bool {
-        pthread_mutex_lock(lock); defer { pthread_mutex_unlock(lock) }
-        return launched
-    }
+    var hasLaunched: Bool { lock.withLock { launched } }
 
     /// Starts one lane thread. When `body` returns, the lane counts as ended.
     func spawn(name: String, body: @escaping @Sendable () -> Void) throws(CaptureError) {
-        let thread = PosixThread(name: name) { [self] in
+        let thread = WorkerThread(name: name)
+        lock.withLock {
+            runningLanes += 1
+            launched = true
+            threads.append(thread)
+        }
+        let rc = thread.start { [self] in
             body()
             laneEnded()
         }
-        pthread_mutex_lock(lock)
-        runningLanes += 1
-        launched = true
-        threads.append(thread)
-        pthread_mutex_unlock(lock)
-        do {
-            try thread.start()
-        } catch {
+        if rc != 0 {
             laneEnded()
-            throw error
+            throw CaptureError(.io, "capture: cannot start thread \(name) (errno \(rc))")
         }
     }
 
     private func laneEnded() {
-        pthread_mutex_lock(lock)
-        runningLanes -= 1
-        pthread_cond_broadcast(cond)
-        pthread_mutex_unlock(lock)
+        lock.withLock {
+            runningLanes -= 1
+            lock.broadcast()
+        }
     }
 
     /// Records `error` if it is the first one, and asks the other lanes to stop.
     func fail(_ error: CaptureError) {
-        pthread_mutex_lock(lock)
-        if firstError == nil { firstError = error }
-        pthread_mutex_unlock(lock)
+        lock.withLock { if firstError == nil { firstError = error } }
         stopFlag.store(true, ordering: .relaxed)
     }
 
-    var error: CaptureError? {
-        pthread_mutex_lock(lock); defer { pthread_mutex_unlock(lock) }
-        return firstError
-    }
+    var error: CaptureError? { lock.withLock { firstError } }
 
     /// Asks every lane to stop and joins them. Idempotent.
     func stop() {
         stopFlag.store(true, ordering: .relaxed)
-        pthread_mutex_lock(lock)
-        let toJoin = threads
-        threads.removeAll()
-        pthread_mutex_unlock(lock)
+        let toJoin = lock.withLock {
+            let t = threads
+            threads.removeAll()
+            return t
+        }
         for thread in toJoin { thread.join() }
     }
 
     /// Waits until every lane has ended; `timeoutNanoseconds < 0` waits forever.
     /// Returns false on timeout or when nothing was ever started.
     func waitUntilFinished(timeoutNanoseconds: Int64) -> Bool {
-        let deadline = MonotonicClock.now() + max(0, timeoutNanoseconds)
-        var ts = MonotonicClock.timespec(deadline)
-        pthread_mutex_lock(lock); defer { pthread_mutex_unlock(lock) }
-        while launched && runningLanes > 0 {
-            if timeoutNanoseconds < 0 {
-                pthread_cond_wait(cond, lock)
-            } else if pthread_cond_timedwait(cond, lock, &ts) == ETIMEDOUT {
-                break
+        let deadline = MediaTime.now() + max(0, timeoutNanoseconds)
+        return lock.withLock {
+            while launched && runningLanes > 0 {
+                if timeoutNanoseconds < 0 {
+                    lock.wait()
+                } else {
+                    if MediaTime.now() >= deadline { break }
+                    lock.wait(untilNs: deadline)
+                }
             }
+            return launched && runningLanes == 0
         }
-        return launched && runningLanes == 0
     }
 }

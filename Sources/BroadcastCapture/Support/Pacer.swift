@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import BroadcastKit
 
 /// Sleeps a lane until absolute CLOCK_MONOTONIC deadlines, so that pacing never drifts
 /// (each deadline is computed from the start time, not from the previous wake-up).
@@ -18,9 +19,9 @@ struct Pacer: Sendable {
         guard realtime else { return !group.isStopping }
         while true {
             if group.isStopping { return false }
-            let now = MonotonicClock.now()
+            let now = MediaTime.now()
             if now >= deadline { return true }
-            var ts = MonotonicClock.timespec(min(deadline, now + Pacer.maxSleep))
+            var ts = MediaTime.timespec(min(deadline, now + Pacer.maxSleep))
             _ = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil)
         }
     }

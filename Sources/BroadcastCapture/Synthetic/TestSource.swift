@@ -44,7 +44,7 @@ public final class TestSource: CaptureSource {
     public func start(into sink: SampleBufferSink) throws(CaptureError) {
         guard !group.hasLaunched else { throw CaptureError(.io, "test source: already started") }
         let s = settings
-        let start = MonotonicClock.now()
+        let start = MediaTime.now()
         t0.store(start, ordering: .releasing)
         let timeline = TestTimeline(settings: s, t0: start)
         let pacer = Pacer(realtime: s.realtime)
@@ -52,7 +52,7 @@ public final class TestSource: CaptureSource {
             if s.video {
                 let pattern = TestPattern(width: s.width, height: s.height, format: s.pixelFormat)
                 let lane = VideoLane(pattern: pattern, fps: s.fps, timeline: timeline, pacer: pacer,
-                                     rng: SplitMix64(seed: s.seed))
+                                     rng: SplitMixRandom(seed: s.seed))
                 try group.spawn(name: "test-video") { [group] in lane.run(sink: sink, group: group) }
             }
             if s.appAudio {
@@ -60,7 +60,7 @@ public final class TestSource: CaptureSource {
                                          framesPerBuffer: s.appBufferFrames, toneHz: 440, amplitude: 0.25,
                                          beeps: true, startOffset: 0, skewPPM: s.audioSkewPPM)
                 let lane = AudioLane(tone: tone, type: .appAudio, timeline: timeline, pacer: pacer,
-                                     rng: SplitMix64(seed: s.seed &+ 0x9E37_79B9_7F4A_7C15))
+                                     rng: SplitMixRandom(seed: s.seed &+ 0x9E37_79B9_7F4A_7C15))
                 try group.spawn(name: "test-app") { [group] in lane.run(sink: sink, group: group) }
             }
             if s.micAudio {
@@ -69,7 +69,7 @@ public final class TestSource: CaptureSource {
                                          beeps: false, startOffset: Int64(s.micDelayMs) * 1_000_000,
                                          skewPPM: s.audioSkewPPM)
                 let lane = AudioLane(tone: tone, type: .micAudio, timeline: timeline, pacer: pacer,
-                                     rng: SplitMix64(seed: s.seed &+ 0x3C6E_F372_FE94_F82B))
+                                     rng: SplitMixRandom(seed: s.seed &+ 0x3C6E_F372_FE94_F82B))
                 try group.spawn(name: "test-mic") { [group] in lane.run(sink: sink, group: group) }
             }
         } catch {
@@ -114,7 +114,7 @@ struct TestTimeline: Sendable {
     }
 
     @inline(__always)
-    func jitter(_ rng: inout SplitMix64) -> Int64 {
+    func jitter(_ rng: inout SplitMixRandom) -> Int64 {
         jitterNs == 0 ? 0 : Int64((rng.nextSigned() * jitterNs).rounded())
     }
 }
@@ -126,9 +126,9 @@ private final class VideoLane: @unchecked Sendable {
     private let fps: Int
     private let timeline: TestTimeline
     private let pacer: Pacer
-    private var rng: SplitMix64
+    private var rng: SplitMixRandom
 
-    init(pattern: TestPattern, fps: Int, timeline: TestTimeline, pacer: Pacer, rng: SplitMix64) {
+    init(pattern: TestPattern, fps: Int, timeline: TestTimeline, pacer: Pacer, rng: SplitMixRandom) {
         self.pattern = pattern
         self.fps = fps
         self.timeline = timeline
@@ -139,7 +139,7 @@ private final class VideoLane: @unchecked Sendable {
     func run(sink: SampleBufferSink, group: LaneGroup) {
         var index: Int64 = 0
         while true {
-            let capture = timeline.t0 + MonotonicClock.nanos(ticks: index, num: Int64(fps), den: 1)
+            let capture = timeline.t0 + MediaTime.nanoseconds(ticks: index, num: Int64(fps), den: 1)
             if capture >= timeline.end { return }
             let deliver = !timeline.inGap(capture, capture)
             if deliver { pattern.render(frame: index, flash: TestPattern.isFlash(frame: index, fps: fps)) }
@@ -160,9 +160,9 @@ private final class AudioLane: @unchecked Sendable {
     private let type: SampleBufferType
     private let timeline: TestTimeline
     private let pacer: Pacer
-    private var rng: SplitMix64
+    private var rng: SplitMixRandom
 
-    init(tone: ToneGenerator, type: SampleBufferType, timeline: TestTimeline, pacer: Pacer, rng: SplitMix64) {
+    init(tone: ToneGenerator, type: SampleBufferType, timeline: TestTimeline, pacer: Pacer, rng: SplitMixRandom) {
         self.tone = tone
         self.type = type
         self.timeline = timeline

@@ -137,7 +137,7 @@ private final class Y4MLane: @unchecked Sendable {
     }
 
     func run(sink: SampleBufferSink, group: LaneGroup) {
-        let t0 = MonotonicClock.now()
+        let t0 = MediaTime.now()
         let num = Int64(header.frameRateNumerator), den = Int64(header.frameRateDenominator)
         let lumaSize = header.width * header.height
         let chromaSize = header.chromaByteCount
@@ -153,7 +153,7 @@ private final class Y4MLane: @unchecked Sendable {
                     throw CaptureError(.badInput,
                                        "y4m: truncated frame \(index) (got \(got) of \(frame.count) bytes)")
                 }
-                let pts = t0 + MonotonicClock.nanos(ticks: index, num: num, den: den)
+                let pts = t0 + MediaTime.nanoseconds(ticks: index, num: num, den: den)
                 guard pacer.wait(until: pts, group: group) else { return }
                 let video = VideoFrame(width: header.width, height: header.height, format: .i420,
                                        planes: (base, base + lumaSize, base + lumaSize + chromaSize),

@@ -11,4 +11,6 @@ public struct SplitMixRandom: RandomNumberGenerator, Sendable {
     }
     /// Uniform in [0, 1).
     public mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    /// Uniform in [-1, 1).
+    public mutating func nextSigned() -> Double { nextUnit() * 2 - 1 }
 }

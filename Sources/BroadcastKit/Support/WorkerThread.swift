@@ -21,9 +21,10 @@ public final class WorkerThread: @unchecked Sendable {
     public init(name: String) { self.name = name }
 
     /// Starts the thread; `body` runs once and the thread ends when it returns.
-    public func start(_ body: @escaping @Sendable () -> Void) {
+    /// Returns 0, or pthread_create's error number (the body then never runs).
+    @discardableResult
+    public func start(_ body: @escaping @Sendable () -> Void) -> Int32 {
         precondition(!started, "WorkerThread started twice")
-        started = true
         let box = Unmanaged.passRetained(Box(name, body)).toOpaque()
         let rc = pthread_create(&thread, nil, { arg in
             let box = Unmanaged<Box>.fromOpaque(arg!).takeRetainedValue()
@@ -31,12 +32,20 @@ public final class WorkerThread: @unchecked Sendable {
             box.body()
             return nil
         }, box)
-        precondition(rc == 0, "pthread_create failed: \(rc)")
+        if rc != 0 {
+            Unmanaged<Box>.fromOpaque(box).release()
+            return rc
+        }
+        started = true
+        return 0
     }
 
-    /// Waits for the body to return. Safe to call more than once.
+    /// True when called from this thread.
+    public var isCurrent: Bool { started && pthread_equal(thread, pthread_self()) != 0 }
+
+    /// Waits for the body to return. Safe to call more than once, and a no-op from the thread itself.
     public func join() {
-        guard started else { return }
+        guard started, !isCurrent else { return }
         started = false
         pthread_join(thread, nil)
     }

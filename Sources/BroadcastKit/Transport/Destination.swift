@@ -175,8 +175,11 @@ public final class Destination: @unchecked Sendable {
 
     /// Lets the sender drain what is queued until `deadlineNs`, then closes the sink.
     public func finish(deadlineNs: Int64) {
-        _ = queue.waitUntilDrained(deadlineNs: deadlineNs)
+        let drained = queue.waitUntilDrained(deadlineNs: deadlineNs)
         stopping.store(true, ordering: .releasing)
+        // Past the deadline the sender may sit in a write on a stalled link: cut it short so
+        // stopping stays within its bound.
+        if !drained { sink.abortPendingIO() }
         queue.close()
         if state != .closed {
             // Anything still queued past the deadline is abandoned so close stays bounded.

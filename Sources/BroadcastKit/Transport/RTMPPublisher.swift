@@ -73,6 +73,8 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
     private let url: RTMPURL?
     private let urlError: RTMPURLError?
     private var rtmp: UnsafeMutablePointer<RTMP>?
+    /// The connected socket, readable from the thread that stops the session.
+    private let socketForAbort = Atomic<Int32>(-1)
     /// The URL handed to RTMP_SetupURL: librtmp keeps pointers into it until RTMP_Close.
     private var urlCString: UnsafeMutablePointer<CChar>?
     private var urlCStringLength = 0
@@ -145,6 +147,8 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
         }
         r.pointee.m_sb.sb_socket = fd
         r.pointee.m_bSendCounter = 1
+        // From here a stop can cut a handshake that crawls over a stalled link.
+        socketForAbort.store(fd, ordering: .releasing)
         if url.scheme == .rtmps {
             do { try startVerifiedTLS(r, fd: fd, host: url.host) } catch {
                 close()
@@ -156,7 +160,13 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
             throw TransportError.connectFailed("\(displayName): RTMP handshake or connect command failed")
         }
         if RTMP_ConnectStream(r, 0) == 0 || RTMP_IsConnected(r) == 0 {
+            // A refusal is the server hanging up or librtmp closing on an error status; a socket
+            // that is still open just never answered in time (a stalled link): a network fault.
+            let stillOpen = RTMP_IsConnected(r) != 0 && Self.peerStillOpen(RTMP_Socket(r))
             close()
+            if stillOpen {
+                throw TransportError.connectFailed("\(displayName): no reply to publish within \(connectTimeoutSeconds) s")
+            }
             throw TransportError.publishRejected("\(displayName): server refused publish or closed the connection")
         }
         try confirmPublishSurvives(r)
@@ -199,7 +209,15 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
         }
     }
 
+    /// Shuts the socket down so a write blocked on a stalled link returns at once (the stop
+    /// deadline has passed). The fd itself stays open until `close()` on the sender thread.
+    public func abortPendingIO() {
+        let fd = socketForAbort.load(ordering: .acquiring)
+        if fd >= 0 { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+    }
+
     public func close() {
+        socketForAbort.store(-1, ordering: .releasing)
         if let r = rtmp {
             if usesTLS && r.pointee.m_sb.sb_socket >= 0 {
                 // librtmp ends TLS with gnutls_bye(SHUT_RDWR), which waits for the server's
@@ -321,6 +339,16 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
                 throw TransportError.publishRejected("\(displayName): server closed the connection right after publish")
             }
         }
+    }
+
+    /// True when the peer has not closed `fd` (no EOF pending, no error).
+    private static func peerStillOpen(_ fd: Int32) -> Bool {
+        guard fd >= 0 else { return false }
+        var byte: UInt8 = 0
+        let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        if n > 0 { return true }
+        if n == 0 { return false }
+        return errno == EAGAIN || errno == EWOULDBLOCK
     }
 
     /// Protocol control message 1 (Set Chunk Size), then switch librtmp's writer to it.

@@ -10,6 +10,13 @@ public protocol TagSink: AnyObject {
     func write(_ tag: FLVTag) throws
     /// Flushes and closes; safe to call twice.
     func close()
+    /// Called from another thread when a stop deadline passed while `write` may still be
+    /// blocked (a stalled link): make that write fail now. Must be async-safe with `write`.
+    func abortPendingIO()
+}
+
+extension TagSink {
+    public func abortPendingIO() {}
 }
 
 /// Transport failures, each mapped to a CLI exit code.

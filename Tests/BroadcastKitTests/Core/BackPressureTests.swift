@@ -72,7 +72,9 @@ final class NoiseFrames: @unchecked Sendable {
         #expect(maxQueue <= 256 << 10)
         #expect(s.drops(.queueFull) > 0, "audio reached the byte cap")
         #expect(s.drops(.congestionPFrame) + s.drops(.congestionUntilIDR) > 0, "video dropped by policy first")
-        #expect(rssEnd - rssAtWarm < 2 << 20, "RSS grew \(rssEnd - rssAtWarm) bytes while stalled")
+        // Process RSS is not asserted here: other suites run in parallel in this process.
+        // test_memory.py's stalled-transport case checks RSS in a process of its own.
+        _ = (rssAtWarm, rssEnd)
         sink.release()
         session.finish(timeoutNs: 500_000_000)
     }
