@@ -156,6 +156,7 @@ final class PortalBus {
             if w < 0 { throw CaptureError(.io, "D-Bus wait failed (\(PortalBus.errno(w)))") }
         }
         guard let m = watch.box.pointee else { return nil }
+        watch.box.pointee = nil // ours now; the watch must not unref it again
         defer { sd_bus_message_unref(m) }
         var code: UInt32 = 0
         guard sd_bus_message_read_basic(m, CChar(UInt8(ascii: "u")), &code) > 0 else {
