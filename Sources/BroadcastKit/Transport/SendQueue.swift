@@ -23,6 +23,10 @@ public final class SendQueue: @unchecked Sendable {
     private var bytes: RingAllocator
     private var droppingVideoUntilKeyframe = false
     private var closed = false
+    /// The sender is inside `withNext`'s body, reading the head entry in place.
+    private var consuming = false
+    /// `removeAll` arrived while consuming: purge when the body returns, not under its feet.
+    private var purgeRequested = false
     private let cond = ConditionLock()
     private let stats: BroadcastStats?
 
@@ -115,15 +119,22 @@ public final class SendQueue: @unchecked Sendable {
             cond.wait(untilNs: deadlineNs)
         }
         let e = entries[head]
+        consuming = true
         cond.unlock()
         let tag = FLVTag(type: e.type, timestampMs: e.timestampMs,
                          body: UnsafeRawBufferPointer(start: ring.baseAddress! + e.offset, count: e.length),
                          isKeyframe: e.isKeyframe, isHeader: e.isHeader, captureNs: e.captureNs)
         body(tag)
         cond.withLock {
-            bytes.freeOldest(offset: e.offset, count: e.length)
-            head = (head + 1) % entries.count
-            count -= 1
+            consuming = false
+            if purgeRequested {
+                purgeRequested = false
+                head = 0; count = 0; bytes.reset()
+            } else {
+                bytes.freeOldest(offset: e.offset, count: e.length)
+                head = (head + 1) % entries.count
+                count -= 1
+            }
             cond.broadcast()
         }
         return true
@@ -132,7 +143,11 @@ public final class SendQueue: @unchecked Sendable {
     /// Drops everything queued (used when a destination is abandoned).
     public func removeAll() {
         cond.withLock {
-            head = 0; count = 0; bytes.reset()
+            if consuming {
+                purgeRequested = true
+            } else {
+                head = 0; count = 0; bytes.reset()
+            }
             cond.broadcast()
         }
     }

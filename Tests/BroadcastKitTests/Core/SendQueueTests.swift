@@ -75,3 +75,17 @@ private func push(_ q: SendQueue, _ type: FLVTagType, ts: UInt32, key: Bool = fa
         #expect(q.queuedBytes == 0)
     }
 }
+
+@Suite struct SendQueuePurgeTests {
+    /// removeAll while the sender is inside withNext (a write blocked on a stalled link) must not
+    /// corrupt the count: the sender's pop afterwards leaves an empty, usable queue.
+    @Test func removeAllDuringConsumeLeavesConsistentQueue() async {
+        let q = SendQueue(policy: CongestionPolicy(maxBytes: 4096))
+        for i in 0..<5 { #expect(push(q, .audio, ts: UInt32(i), size: 100) == nil) }
+        let got = q.withNext(deadlineNs: MediaTime.now()) { _ in q.removeAll() }
+        #expect(got)
+        #expect(q.queuedBytes == 0)
+        q.close()
+        #expect(!q.withNext(deadlineNs: MediaTime.now() + 1_000_000) { _ in })
+    }
+}
