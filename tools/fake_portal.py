@@ -175,7 +175,8 @@ class FakePortal:
         self.bus.add_message_handler(self.handle)
         reply = await self.bus.request_name(DESKTOP)
         print("ready", reply, flush=True)
-        await asyncio.get_running_loop().create_future()
+        # Ends with the bus (scripts/pipewire-down stops the dbus-daemon).
+        await self.bus.wait_for_disconnect()
 
 
 def main() -> int:
