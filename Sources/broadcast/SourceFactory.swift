@@ -15,26 +15,41 @@ enum SourceFactory {
         case .test:
             return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: true, note: nil)
         case .auto:
-            // The portal path needs a desktop session; without one, say so and use the test source.
+            // The screen through the desktop portal when the session offers one; otherwise
+            // say so and use the test source.
+            if PipeWireCapture.portalAvailable() {
+                let p = pipeWireOptions(o)
+                let sources = try PipeWireCapture.makePortalSources(p)
+                return Made(sources: sources, hasVideo: true, hasAudio: p.appAudio || p.mic,
+                            note: "capturing the screen through the desktop portal")
+            }
             return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: true,
                         note: "no desktop screen-capture portal available; using the test source (--source test)")
         case .screen, .screenNode:
-            var p = PipeWireOptions()
-            p.screenNode = o.screenNode
-            p.appAudio = !o.noAppAudio
-            p.appAudioNode = o.appAudioNode
-            p.mic = !o.noMic
-            p.micNode = o.micNode
-            p.cursor = o.cursor == "hidden" ? .hidden : .embedded
-            p.durationSeconds = o.duration
+            let p = pipeWireOptions(o)
             if o.source == .screenNode && o.screenNode == nil {
                 throw UsageError("--source screen-node needs --screen-node NAME|ID (see --list-sources)")
             }
-            let sources = try PipeWireCapture.makeSources(p)
+            // --source screen without --screen-node asks the portal (the user picks a screen);
+            // without a portal on the session bus it falls back to the first Video/Source node.
+            let viaPortal = o.source == .screen && o.screenNode == nil && PipeWireCapture.portalAvailable()
+            let sources = viaPortal ? try PipeWireCapture.makePortalSources(p) : try PipeWireCapture.makeSources(p)
             return Made(sources: sources, hasVideo: true, hasAudio: p.appAudio || p.mic, note: nil)
         case .y4m(let path):
             return try y4mSources(path: path, o)
         }
+    }
+
+    static func pipeWireOptions(_ o: CommandLineOptions) -> PipeWireOptions {
+        var p = PipeWireOptions()
+        p.screenNode = o.screenNode
+        p.appAudio = !o.noAppAudio
+        p.appAudioNode = o.appAudioNode
+        p.mic = !o.noMic
+        p.micNode = o.micNode
+        p.cursor = o.cursor == "hidden" ? .hidden : .embedded
+        p.durationSeconds = o.duration
+        return p
     }
 
     static func testSource(_ o: CommandLineOptions) throws -> CaptureSource {
