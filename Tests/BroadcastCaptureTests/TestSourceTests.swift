@@ -164,7 +164,9 @@ private func run(_ configure: (inout TestSourceSettings) -> Void, keepSamples: B
         #expect(video.count == 18)
         for frame in video {
             #expect(frame.deliveredAt >= frame.pts)
-            #expect(frame.deliveredAt - frame.pts < 30_000_000)
+            // Never early; "late" is only bounded loosely, because a loaded machine (CI) may
+            // deschedule the lane thread for tens of ms. Timing precision is a benchmark, not a test.
+            #expect(frame.deliveredAt - frame.pts < 500_000_000)
         }
         for b in sink.lane(.appAudio) {
             #expect(b.deliveredAt >= b.pts + 21_000_000)  // only once the whole 1024-frame buffer exists

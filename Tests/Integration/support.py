@@ -49,6 +49,13 @@ def new_key(prefix: str = "sk_live_") -> str:
     return key
 
 
+def redact(text: str) -> str:
+    """Replaces every registered key (recordings are named after keys) with ****."""
+    for k in KEYS_USED:
+        text = text.replace(k, "****")
+    return text
+
+
 def find_key_leaks(texts=(), files=()) -> list[str]:
     """Descriptions of every place a registered key shows up (empty list = no leak)."""
     leaks = []
@@ -231,7 +238,7 @@ class BroadcastTestCase(unittest.TestCase):
         """Decode `path` with PyAV and assert the expectations (see probe_recording.verify)."""
         self.assertTrue(path.exists() and path.stat().st_size > 0, f"no recording at {path}")
         report, failures = probe_recording.verify(str(path), **expect)
-        self.assertEqual(failures, [], f"PyAV verdict on {path.name}:\n{probe_recording.format_text(report)}")
+        self.assertEqual(failures, [], redact(f"PyAV verdict on {path.name}:\n{probe_recording.format_text(report)}"))
         return report
 
 
