@@ -3,9 +3,10 @@
 /// Once a second: if the primary send queue holds more than `backlogMs`, the video target drops
 /// to 85% of the measured send rate (minus audio), never below `floorKbps`, and that rate is
 /// remembered as the link's ceiling. After `calmSeconds` of a near-empty queue it climbs: +25%
-/// while well below the remembered ceiling, only +5% every 4 s within 10% of it (probing
-/// instead of re-flooding a link that is still slow), and the ceiling is forgotten after 20 s
-/// without congestion, so a link that recovers is used fully again.
+/// a second while well below the remembered ceiling, only +10% every other second near it
+/// (probing instead of re-flooding a link that is still slow). The ceiling is forgotten once
+/// the rate has held above it for 4 calm seconds, or 20 s after the last congestion, so a link
+/// that recovers is used fully again.
 final class BitrateController: @unchecked Sendable {
     private let encoder: VideoEncoder
     private let queue: SendQueue
@@ -50,8 +51,10 @@ final class BitrateController: @unchecked Sendable {
         } else if backlog < 100 {
             calm += 1
             guard calm >= calmSeconds, currentKbps < targetKbps else { return }
+            // Holding above the congested rate for a few calm seconds means the link recovered.
+            if let ceiling = ceilingKbps, currentKbps > ceiling, calm >= 4 { ceilingKbps = nil }
             if let ceiling = ceilingKbps, currentKbps * 10 >= ceiling * 9 {
-                if calm % 4 == 0 { apply(min(targetKbps, currentKbps * 105 / 100 + 10)) }
+                if calm % 2 == 0 { apply(min(targetKbps, currentKbps * 110 / 100 + 10)) }
             } else {
                 var next = currentKbps * 125 / 100 + 50
                 if let ceiling = ceilingKbps { next = min(next, max(currentKbps + 10, ceiling * 9 / 10)) }
