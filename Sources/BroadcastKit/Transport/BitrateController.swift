@@ -5,7 +5,7 @@
 /// remembered as the link's ceiling. After `calmSeconds` of a near-empty queue it climbs: +25%
 /// a second while well below the remembered ceiling, only +10% every other second near it
 /// (probing instead of re-flooding a link that is still slow). The ceiling is forgotten once
-/// the rate has held above it for 4 calm seconds, or 20 s after the last congestion, so a link
+/// the rate has held 25% above it for 4 calm seconds, or 20 s after the last congestion, so a link
 /// that recovers is used fully again.
 final class BitrateController: @unchecked Sendable {
     private let encoder: VideoEncoder
@@ -52,7 +52,7 @@ final class BitrateController: @unchecked Sendable {
             calm += 1
             guard calm >= calmSeconds, currentKbps < targetKbps else { return }
             // Holding above the congested rate for a few calm seconds means the link recovered.
-            if let ceiling = ceilingKbps, currentKbps > ceiling, calm >= 4 { ceilingKbps = nil }
+            if let ceiling = ceilingKbps, currentKbps * 4 > ceiling * 5, calm >= 4 { ceilingKbps = nil }
             if let ceiling = ceilingKbps, currentKbps * 10 >= ceiling * 9 {
                 if calm % 2 == 0 { apply(min(targetKbps, currentKbps * 110 / 100 + 10)) }
             } else {
