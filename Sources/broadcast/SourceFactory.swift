@@ -8,9 +8,27 @@ enum SourceFactory {
         var hasVideo: Bool
         var hasAudio: Bool
         var note: String?
+        /// Frame buffers the sources hold, for the memory plan.
+        var captureBytes: Int = 0
     }
 
     static func make(_ o: CommandLineOptions) throws -> Made {
+        var made = try makeSources(o)
+        let w = o.resolution.width, h = o.resolution.height
+        switch o.source {
+        case .test, .auto where made.note?.contains("test source") == true:
+            // One frame canvas at the output size (4 bytes a pixel for packed formats).
+            made.captureBytes = o.testPixelFormat == .i420 || o.testPixelFormat == .nv12 ? w * h * 3 / 2 : w * h * 4
+        case .y4m:
+            made.captureBytes = w * h * 3 / 2
+        default:
+            // PipeWire: two mapped BGRx buffers, assumed at the output size.
+            made.captureBytes = 2 * w * h * 4
+        }
+        return made
+    }
+
+    private static func makeSources(_ o: CommandLineOptions) throws -> Made {
         switch o.source {
         case .test:
             return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: true, note: nil)

@@ -112,6 +112,7 @@ config.hasAudio = made.hasAudio
 config.destinations = destinations
 config.memoryBudgetBytes = options.memoryBudget
 config.tlsCAFile = options.caFile
+config.captureReserveBytes = made.captureBytes
 config.reconnect = ReconnectPolicy(maxAttempts: options.reconnectAttempts, initialDelaySeconds: options.reconnectDelay)
 // The send queue holds at most ~4 s of media at the configured rates; the drop policy acts well before.
 config.congestion.maxBytes = max(512 << 10, (videoKbps + audioKbps) * 1000 / 8 * 4)

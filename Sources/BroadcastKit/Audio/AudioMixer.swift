@@ -34,7 +34,9 @@ public final class AudioMixer: @unchecked Sendable {
 
     /// `emit` receives each mixed frame (interleaved stereo, `frameSize` frames) and its
     /// timeline position in samples. It is called with the mixer lock held, from a lane thread.
-    public init(frameSize: Int, capacityFrames: Int = 65_536, emit: @escaping (UnsafePointer<Float>, Int64) -> Void) {
+    /// 32768 frames (0.68 s) per source: the largest accepted buffer (22,050 frames at 44.1 kHz,
+    /// 24,000 after resampling) plus the 150 ms wait.
+    public init(frameSize: Int, capacityFrames: Int = 32_768, emit: @escaping (UnsafePointer<Float>, Int64) -> Void) {
         self.frameSize = frameSize
         capacity = capacityFrames
         rings = .allocate(capacity: capacityFrames * 2 * AudioMixer.sourceCount)

@@ -13,6 +13,8 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     /// x264 allocates its reference and lookahead frames on the first encodes, after open;
     /// this is the planned size of that working set.
     public var encoderWorkingBytes: Int
+    /// Buffers the capture source holds (reported by the embedding tool or the CLI).
+    public var captureBytes: Int = 0
 
     public init(budgetBytes: Int, baselineBytes: Int, videoEncoderBytes: Int, audioEncoderBytes: Int,
                 framePoolBytes: Int, audioBytes: Int, stagingBytes: Int, queueBytes: Int,
@@ -56,10 +58,14 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
 
     public var totalBytes: Int {
         baselineBytes + videoEncoderBytes + audioEncoderBytes + framePoolBytes + audioBytes + stagingBytes
-            + queueBytes + encoderWorkingBytes
+            + queueBytes + encoderWorkingBytes + captureBytes
     }
 
-    public var fits: Bool { budgetBytes <= 0 || totalBytes <= budgetBytes }
+    /// Kept free below the budget for what the plan cannot see exactly (allocator slack, thread
+    /// stacks, library growth): 4% of the budget.
+    public var headroomBytes: Int { budgetBytes / 25 }
+
+    public var fits: Bool { budgetBytes <= 0 || totalBytes + headroomBytes <= budgetBytes }
 
     public var description: String {
         func mb(_ b: Int) -> String {
@@ -75,6 +81,8 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         lines.append("  audio lanes + mixer                \(mb(audioBytes))")
         lines.append("  interleaver staging                \(mb(stagingBytes))")
         lines.append("  send queues (byte caps)            \(mb(queueBytes))")
+        lines.append("  capture source buffers             \(mb(captureBytes))")
+        lines.append("  headroom kept free (4%)            \(mb(headroomBytes))")
         lines.append("  total                              \(mb(totalBytes)) of \(budgetBytes > 0 ? mb(budgetBytes) : "unlimited") budget")
         return lines.joined(separator: "\n")
     }

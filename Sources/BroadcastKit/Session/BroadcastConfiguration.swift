@@ -30,6 +30,8 @@ public struct BroadcastConfiguration: Sendable {
     public var encoderName: String
     /// When the memory plan does not fit, try lighter x264 presets instead of refusing.
     public var allowPresetDowngrade: Bool = true
+    /// Memory the capture source holds outside the session (its frame buffers), for the plan.
+    public var captureReserveBytes: Int = 0
     /// Extra CA certificates (PEM) trusted for rtmps://, besides the system store.
     public var tlsCAFile: String? = nil
     /// How RTMP destinations retry after a lost connection.

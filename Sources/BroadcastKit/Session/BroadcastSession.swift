@@ -130,39 +130,56 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
 
         let audioBytes = (mixer?.reservedBytes ?? 0) + audioLanes.reduce(0) { $0 + $1.reservedBytes }
         let queueBytes = destinations.reduce(0) { $0 + $1.queue.reservedBytes }
-        func plan(_ v: VideoEncoderSettings?, atOpen: Int) -> MemoryPlan {
-            MemoryPlan(budgetBytes: cfg.memoryBudgetBytes, baselineBytes: baseline, videoEncoderBytes: atOpen,
-                       audioEncoderBytes: audioEncoderBytes,
-                       framePoolBytes: v.map { FramePool.byteCount(width: $0.width, height: $0.height,
-                                                                     capacity: cfg.maxPendingVideoFrames) } ?? 0,
-                       audioBytes: audioBytes, stagingBytes: interleaver.reservedBytes, queueBytes: queueBytes,
-                       encoderWorkingBytes: v.map(MemoryPlan.x264WorkingBytes) ?? 0)
+        var atOpenBytes = 0
+        func plan(_ v: VideoEncoderSettings?, atOpen: Int, pending: Int) -> MemoryPlan {
+            var p = MemoryPlan(budgetBytes: cfg.memoryBudgetBytes, baselineBytes: baseline, videoEncoderBytes: atOpen,
+                               audioEncoderBytes: audioEncoderBytes,
+                               framePoolBytes: v.map { FramePool.byteCount(width: $0.width, height: $0.height,
+                                                                             capacity: pending) } ?? 0,
+                               audioBytes: audioBytes, stagingBytes: interleaver.reservedBytes, queueBytes: queueBytes,
+                               encoderWorkingBytes: v.map(MemoryPlan.x264WorkingBytes) ?? 0)
+            p.captureBytes = cfg.captureReserveBytes
+            return p
         }
 
-        var chosen = plan(nil, atOpen: 0)
+        var chosen = plan(nil, atOpen: 0, pending: cfg.maxPendingVideoFrames)
+        var pending = cfg.maxPendingVideoFrames
         if cfg.hasVideo {
-            var candidates = [cfg.video.preset]
+            // The ladder, lightest last: x264 presets, then one pending frame instead of two
+            // (fewer frames in flight: a burst of input is dropped as encoder_busy sooner).
+            var steps: [(preset: String, pending: Int)] = [(cfg.video.preset, pending)]
             if cfg.allowPresetDowngrade, let i = MemoryPlan.presetsByWeight.firstIndex(of: cfg.video.preset) {
-                candidates += MemoryPlan.presetsByWeight[(i + 1)...]
+                steps += MemoryPlan.presetsByWeight[(i + 1)...].map { ($0, pending) }
+                if pending > 1 { steps.append((steps.last!.preset, 1)) }
             }
-            for (n, preset) in candidates.enumerated() {
+            var openPreset = ""
+            for (n, step) in steps.enumerated() {
                 var v = cfg.video
-                v.preset = preset
-                videoEncoder = nil
-                let before = ProcessMemory.residentBytes()
-                do { videoEncoder = try X264Encoder(settings: v) } catch { throw .configuration("video encoder: \(error)") }
-                chosen = plan(v, atOpen: max(0, ProcessMemory.residentBytes() - before))
-                if chosen.fits || n == candidates.count - 1 {
+                v.preset = step.preset
+                if step.preset != openPreset {
+                    videoEncoder = nil
+                    let before = ProcessMemory.residentBytes()
+                    do { videoEncoder = try X264Encoder(settings: v) } catch { throw .configuration("video encoder: \(error)") }
+                    atOpenBytes = max(0, ProcessMemory.residentBytes() - before)
+                    openPreset = step.preset
+                }
+                chosen = plan(v, atOpen: atOpenBytes, pending: step.pending)
+                pending = step.pending
+                if chosen.fits || n == steps.count - 1 {
                     if n > 0 && chosen.fits {
-                        downgradeNote = "memory budget: x264 preset \(preset) instead of \(cfg.video.preset) "
-                            + "(planned \(MemoryPlan.megabytes(chosen.totalBytes)) of \(MemoryPlan.megabytes(cfg.memoryBudgetBytes)))"
+                        var what: [String] = []
+                        if step.preset != cfg.video.preset { what.append("x264 preset \(step.preset) instead of \(cfg.video.preset)") }
+                        if step.pending != cfg.maxPendingVideoFrames { what.append("\(step.pending) pending video frame") }
+                        downgradeNote = "memory budget: " + what.joined(separator: ", ")
+                            + " (planned \(MemoryPlan.megabytes(chosen.totalBytes)) + \(MemoryPlan.megabytes(chosen.headroomBytes)) headroom"
+                            + " of \(MemoryPlan.megabytes(cfg.memoryBudgetBytes)))"
                     }
                     break
                 }
             }
         }
         if let enc = videoEncoder {
-            videoLane = VideoLane(encoder: enc, pendingFrames: cfg.maxPendingVideoFrames, stats: stats) { [unowned interleaver] p, arrival in
+            videoLane = VideoLane(encoder: enc, pendingFrames: pending, stats: stats) { [unowned interleaver] p, arrival in
                 interleaver.submit(type: .video, timestampMs: p.timestampMs, isKeyframe: p.isKeyframe,
                                    bodySize: FLVTagBody.avcBodySize(payloadCount: p.data.count), nowNs: MediaTime.now(),
                                    captureNs: arrival) { dst in
