@@ -155,6 +155,13 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
     if m.get("git_dirty_files") not in (None, "0"):
         w(f"| working tree | {m.get('git_dirty_files')} tracked files modified by engineers working in parallel at run time |")
     w("")
+    runs = r.get("section_runs") or {}
+    if runs:
+        w("Sections re-measured after the full run (`scripts/bench --sections ...`); the others are from the full run above:")
+        w("")
+        for sec, info in runs.items():
+            w(f"- `{sec}`: {info.get('finished')} at commit {info.get('commit')}")
+        w("")
 
     # ---- targets --------------------------------------------------------------------------
     fl = (r.get("floor") or {}).get("by_res") or {}

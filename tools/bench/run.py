@@ -142,7 +142,8 @@ class Bench:
 
     # ---- infrastructure -------------------------------------------------------------
     def save(self) -> None:
-        self.results["meta"]["elapsed_s"] = time.time() - self.t_start
+        if not getattr(self, "partial", False):
+            self.results["meta"]["elapsed_s"] = time.time() - self.t_start
         tmp = self.out.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.results, indent=1))
         tmp.replace(self.out)
@@ -520,8 +521,17 @@ def main() -> int:
         a.runs, a.rt_runs, a.rt_seconds, a.frames, a.warmup = 1, 1, 10, 150, 30
         a.scale_seconds, a.lever_seconds, a.avsync_seconds = 5, 6, 40
     b = Bench(a)
+    partial = set(a.sections.split(",")) != set(ap.get_default("sections").split(","))
+    if partial and Path(a.out).exists():
+        # A partial run refreshes only its sections; the others keep their earlier numbers
+        # (BENCHMARKS.md shows when each section was measured).
+        b.results = json.loads(Path(a.out).read_text())
+        b.results.setdefault("meta", {})
+    b.results.setdefault("section_runs", {})
     b.results["config"] = {k: v for k, v in vars(a).items() if k not in ("out", "work")}
-    b.results["meta"]["started"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    if not partial:
+        b.results["meta"]["started"] = time.strftime("%Y-%m-%d %H:%M:%S")
+    b.partial = partial
     sections = a.sections.split(",")
     b.ingest_start()
     try:
@@ -531,11 +541,15 @@ def main() -> int:
                 t0 = time.time()
                 getattr(b, s)()
                 b.results["meta"][f"section_{s}_s"] = time.time() - t0
+                if partial:
+                    b.results["section_runs"][s] = {"finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+                                                    "commit": sh("git -C " + str(REPO) + " rev-parse --short HEAD")}
                 b.save()
     finally:
         b.ingest_stop()
-        b.results["meta"]["loadavg_end"] = sh("cat /proc/loadavg")
-        b.results["meta"]["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
+        if not partial:
+            b.results["meta"]["loadavg_end"] = sh("cat /proc/loadavg")
+            b.results["meta"]["finished"] = time.strftime("%Y-%m-%d %H:%M:%S")
         b.save()
     log(f"done in {time.time() - b.t_start:.0f} s -> {a.out}")
     return 0
