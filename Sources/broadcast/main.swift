@@ -13,6 +13,18 @@ func fail(_ code: ExitCode, _ message: String) -> Never {
     exit(code.rawValue)
 }
 
+// Crash output must not carry the stream key: Swift's backtracer dumps the memory that
+// registers point at. Unless the user configured it, re-exec once with register and image
+// dumps off (the symbolicated stack stays).
+if getenv("SWIFT_BACKTRACE") == nil {
+    setenv("SWIFT_BACKTRACE", "registers=none,images=none,sanitize=yes", 1)
+    // The resolved path keeps the process name "broadcast" (exec of /proc/self/exe would be "exe").
+    var path = [CChar](repeating: 0, count: 4096)
+    let n = readlink("/proc/self/exe", &path, path.count - 1)
+    if n > 0 { execv(path, CommandLine.unsafeArgv) }
+    // If exec fails, carry on with the default backtracer settings.
+}
+
 // glibc gives each thread that mallocs its own arena (up to 8 x cores); two are plenty and
 // keep RSS from fragmenting across lanes.
 // BROADCAST_MALLOC_ARENA_MAX=0 leaves glibc's default (used by scripts/bench to measure the lever).
