@@ -242,6 +242,9 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
           f"max {num(s.get('max_abs_ms'))} ms, mean {num(s.get('mean_ms'))} ms, drift {num(s.get('drift_ms_per_hour'))} ms/h | "
           f"{status(okd, reasons)} |")
     w("")
+    w("Where the time goes past the floor: [`docs/bench/profile.md`](docs/bench/profile.md) "
+      "(`tools/bench/profile.sh`, callgrind instruction counts of the full pipeline grouped by object).")
+    w("")
     w("Notes on the targets:")
     w("")
     w("- *Encode time* in the latency bound is the x264 floor's wall time per frame at full speed (median, same "
