@@ -29,6 +29,8 @@ public final class AudioMixer: @unchecked Sendable {
     public private(set) var silenceFrames: Int64 = 0
     /// Output skipped forward over discontinuities longer than `maxSilenceFrames`.
     public private(set) var skippedFrames: Int64 = 0
+    /// Extra silence mixed out when every source pauses: the audio encoder's delay.
+    public var flushPaddingFrames: Int64 = 0
     /// 10 s: longer gaps are skipped rather than filled.
     public let maxSilenceFrames: Int64 = 480_000
 
@@ -120,8 +122,11 @@ public final class AudioMixer: @unchecked Sendable {
                 newest = max(newest, written[s])
             }
             guard newest != Int64.min, outPosition != Int64.min, newest > outPosition else { return }
+            // Pad past the encoder's delay too: tags are stamped `delay` earlier, so without it the
+            // audio covering the last video frames would only come after the pause, too late.
             let fs = Int64(frameSize)
-            emitLocked(upTo: outPosition + (newest - outPosition + fs - 1) / fs * fs)
+            let end = newest + flushPaddingFrames
+            emitLocked(upTo: outPosition + (end - outPosition + fs - 1) / fs * fs)
         }
     }
 

@@ -102,6 +102,7 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
                     }
                 }
             }
+            mixer.flushPaddingFrames = delay
             self.mixer = mixer
             audioLanes = [AudioLane(source: 0, mixer: mixer, stats: stats), AudioLane(source: 1, mixer: mixer, stats: stats)]
             for lane in audioLanes { try lane.prepareResampler() }
