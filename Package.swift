@@ -9,27 +9,39 @@ let package = Package(
         .executable(name: "broadcast", targets: ["broadcast"]),
     ],
     targets: [
-        .systemLibrary(name: "CX264", pkgConfig: "x264", providers: [.apt(["libx264-dev"])]),
+        // No pkgConfig: x264.pc adds -DX264_API_IMPORTS (a Windows-only flag SwiftPM refuses); its header and
+        // library sit on the default paths.
+        .systemLibrary(name: "CX264", providers: [.apt(["libx264-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CVoAACEnc", pkgConfig: "vo-aacenc", providers: [.apt(["libvo-aacenc-dev"])]),
         .systemLibrary(name: "CRTMP", pkgConfig: "librtmp", providers: [.apt(["librtmp-dev"])]),
+        .systemLibrary(name: "CGnuTLS", pkgConfig: "gnutls", providers: [.apt(["libgnutls28-dev"])]),
         .systemLibrary(name: "CYUV", providers: [.apt(["libyuv-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
-        .systemLibrary(name: "CPipeWire", pkgConfig: "libpipewire-0.3", providers: [.apt(["libpipewire-0.3-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
-        // C glue for PipeWire/SPA, whose POD builder API is macro-only.
-        .target(name: "CPipeWireShim", dependencies: ["CPipeWire"]),
-        // Small C shims for APIs that are macro-only or variadic (x264_encoder_open, opus_encoder_ctl),
-        // and for process-level knobs (mallopt).
-        .target(name: "CShims", dependencies: ["CX264", "COpus", "CRTMP"]),
+        // C glue for PipeWire/SPA, whose POD builder API is macro-only. No pkgConfig module for PipeWire: its
+        // -D_REENTRANT is a flag SwiftPM refuses. Only these C targets see PipeWire's headers, through the
+        // system/ links in their folders; Swift code sees only the shims' own small headers.
+        .target(name: "CPipeWireShim",
+                cSettings: [.headerSearchPath("system/pipewire-0.3"), .headerSearchPath("system/spa-0.2")],
+                linkerSettings: [.linkedLibrary("pipewire-0.3")]),
+        // One small C shim per concern, for APIs Swift cannot call directly (macros, varargs).
+        .target(name: "CX264Shim", dependencies: ["CX264"]),
+        .target(name: "COpusShim", dependencies: ["COpus"]),
+        .target(name: "CLinuxProcess"),
+        // The synthetic PipeWire screen for tests and benchmarks; the shipped binary does not link it.
+        .target(name: "CPipeWireTestScreen",
+                cSettings: [.headerSearchPath("system/pipewire-0.3"), .headerSearchPath("system/spa-0.2")],
+                linkerSettings: [.linkedLibrary("pipewire-0.3")]),
         .target(
             name: "BroadcastKit",
-            dependencies: ["CX264", "COpus", "CVoAACEnc", "CRTMP", "CYUV", "CSoxr", "CShims"],
+            dependencies: ["CX264", "CX264Shim", "COpus", "COpusShim", "CVoAACEnc", "CRTMP", "CGnuTLS", "CYUV", "CSoxr",
+                           "CLinuxProcess"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
             name: "BroadcastCapture",
-            dependencies: ["BroadcastKit", "CPipeWire", "CPipeWireShim", "CSystemd"],
+            dependencies: ["BroadcastKit", "CPipeWireShim", "CSystemd"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
@@ -38,7 +50,7 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // Test-only PipeWire producer: a synthetic BGRx screen with a frame counter in the pixels.
-        .executableTarget(name: "pw-test-screen", dependencies: ["CPipeWire", "CPipeWireShim"]),
+        .executableTarget(name: "pw-test-screen", dependencies: ["CPipeWireTestScreen"]),
         // Benchmarks: x264 floor, full-speed pipeline, allocation probe, concurrent sessions.
         .executableTarget(name: "bk-bench", dependencies: ["BroadcastKit", "BroadcastCapture"], path: "Benchmarks/bk-bench",
                           swiftSettings: [.swiftLanguageMode(.v6)]),

@@ -12,7 +12,6 @@ import Glibc
 #endif
 import BroadcastCapture
 import BroadcastKit
-import CShims
 
 func die(_ m: String) -> Never { Log.line("bk-bench: \(m)"); exit(2) }
 
@@ -118,7 +117,7 @@ final class FrameBank: @unchecked Sendable {
 }
 
 let args = Args(Array(CommandLine.arguments.dropFirst()))
-_ = bk_set_malloc_arena_max(2)
+ProcessTuning.apply()
 
 switch args.mode {
 case "floor":

@@ -213,7 +213,7 @@ struct GrowthCheck {
 
     static func measure() -> (trimmed: Int, untrimmed: Int) {
         let before = ProcessMemory.residentBytes()
-        mallocTrim?(0)
+        _ = mallocTrim?(0)
         return (ProcessMemory.residentBytes(), before)
     }
     mutating func markTen() { let m = GrowthCheck.measure(); at10 = m.trimmed; untrimmedAt10 = m.untrimmed }

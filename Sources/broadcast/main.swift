@@ -3,7 +3,6 @@ import Glibc
 #endif
 import BroadcastCapture
 import BroadcastKit
-import CShims
 
 /// Prints one line to stderr, prefixed so users (and tests) can tell it is ours.
 func say(_ message: String) { Log.line("broadcast: \(message)") }
@@ -25,13 +24,8 @@ if getenv("SWIFT_BACKTRACE") == nil {
     // If exec fails, carry on with the default backtracer settings.
 }
 
-// glibc gives each thread that mallocs its own arena (up to 8 x cores); two are plenty and
-// keep RSS from fragmenting across lanes.
-// BROADCAST_MALLOC_ARENA_MAX=0 leaves glibc's default (used by scripts/bench to measure the lever).
-let arenaSetting = getenv("BROADCAST_MALLOC_ARENA_MAX").map { Int32(atoi($0)) } ?? 2
-if arenaSetting > 0 { _ = bk_set_malloc_arena_max(arenaSetting) }
-// x264 madvises big buffers for huge pages; each then costs a full 2 MB of RSS.
-if getenv("BROADCAST_ALLOW_THP") == nil { _ = bk_disable_transparent_huge_pages() }
+// Two malloc arenas, transparent huge pages off: the same levers the benchmarks and embedders get.
+ProcessTuning.apply()
 
 let options: CommandLineOptions
 do {

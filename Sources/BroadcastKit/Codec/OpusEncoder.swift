@@ -1,5 +1,5 @@
 import COpus
-import CShims
+import COpusShim
 
 /// Opus encoder on libopus: 48 kHz, OPUS_APPLICATION_AUDIO, 20 ms (960-sample) packets.
 public final class OpusEncoder: AudioEncoder {

@@ -1,4 +1,4 @@
-import CShims
+import CX264Shim
 import CX264
 import Synchronization
 

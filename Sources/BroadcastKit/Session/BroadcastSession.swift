@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CShims
 import Synchronization
 
 /// A live broadcast: the Linux analogue of a ReplayKit broadcast upload extension's sample handler.

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import CShims
+import CLinuxProcess
 
 /// A named pthread running one body, joined on demand.
 ///

@@ -1,4 +1,5 @@
 import CRTMP
+import CGnuTLS
 import Glibc
 import Synchronization
 

@@ -1,4 +1,4 @@
-import CRTMP
+import CGnuTLS
 import Glibc
 
 /// The outcome of checking a server certificate chain.

@@ -91,7 +91,5 @@ typedef void (*bk_pw_node_cb)(void *ctx, const bk_pw_node_info *node);
 /* Lists the nodes of the daemon (remote_fd = -1: default socket). 0, or -errno with err filled. */
 int bk_pw_list_nodes(int remote_fd, bk_pw_node_cb cb, void *ctx, char *err, size_t err_len);
 
-/* The test producer (pw-test-screen): a Video/Source driver node with a frame counter. */
-int bk_pw_test_screen_main(int argc, char **argv);
 
 #endif

@@ -6,8 +6,10 @@
  * lets a checker see whether scaling kept the aspect ratio.
  * It can change size on a schedule (--resize-at S:WxH,...), renegotiating the format.
  */
-#include "CPipeWireShim.h"
-#include "pw_common.h"
+#include "CPipeWireTestScreen.h"
+#include <pipewire/pipewire.h>
+#include <stdio.h>
+#include <time.h>
 
 #include <errno.h>
 #include <signal.h>
@@ -19,6 +21,13 @@
 #include <spa/pod/builder.h>
 
 #define MAX_RESIZES 16
+
+static int64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 #define BLOCK 16
 #define BLOCKS 24
 #define ORIGIN 16
@@ -114,7 +123,7 @@ static void on_process(void *data)
     if (b == NULL) { s->no_buffer++; return; }
     struct spa_buffer *buf = b->buffer;
     struct spa_data *d = &buf->datas[0];
-    int64_t now = bk_pw_monotonic_ns();
+    int64_t now = monotonic_ns();
     /* Only draw when the buffer fits the negotiated size (buffers are re-made after a resize). */
     if (!s->negotiated || d->data == NULL || d->maxsize < (uint32_t)(s->stride * s->h) ||
         s->w != s->req_w || s->h != s->req_h) {
@@ -143,7 +152,7 @@ static void on_timer(void *data, uint64_t expirations)
 {
     struct screen *s = data;
     (void)expirations;
-    maybe_resize(s, bk_pw_monotonic_ns());
+    maybe_resize(s, monotonic_ns());
     if (pw_stream_is_driving(s->stream)) pw_stream_trigger_process(s->stream);
 }
 
@@ -153,7 +162,7 @@ static void on_stats_timer(void *data, uint64_t expirations)
     (void)expirations;
     write_count(s);
     if (s->duration > 0 && s->first_frame_ns != 0 &&
-        (double)(bk_pw_monotonic_ns() - s->first_frame_ns) / 1e9 >= s->duration)
+        (double)(monotonic_ns() - s->first_frame_ns) / 1e9 >= s->duration)
         pw_main_loop_quit(s->loop);
 }
 
@@ -264,7 +273,7 @@ int bk_pw_test_screen_main(int argc, char **argv)
         else goto bad;
     }
 
-    bk_pw_ensure_init();
+    pw_init(NULL, NULL);
     s.loop = pw_main_loop_new(NULL);
     struct pw_loop *l = pw_main_loop_get_loop(s.loop);
     pw_loop_add_signal(l, SIGINT, on_signal, &s);
@@ -277,9 +286,8 @@ int bk_pw_test_screen_main(int argc, char **argv)
     struct pw_context *context = pw_context_new(l, NULL, 0);
     struct pw_core *core = pw_context_connect(context, NULL, 0);
     if (core == NULL) {
-        char msg[512];
-        bk_pw_describe_connect_error(errno, msg, sizeof(msg));
-        fprintf(stderr, "pw-test-screen: %s\n", msg);
+        fprintf(stderr, "pw-test-screen: cannot connect to the PipeWire daemon: %s (is scripts/pipewire-up running?)\n",
+                strerror(errno));
         return 1;
     }
     s.stream = pw_stream_new(core, name, pw_properties_new(

@@ -1,12 +1,7 @@
-#include "CShims.h"
-#include <malloc.h>
+#include "CX264Shim.h"
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-
-int bk_set_malloc_arena_max(int arenas) { return mallopt(M_ARENA_MAX, arenas); }
-
-size_t bk_heap_in_use(void) { return mallinfo2().uordblks; }
 
 x264_t *bk_x264_encoder_open(x264_param_t *param) { return x264_encoder_open(param); }
 
@@ -44,12 +39,4 @@ int bk_x264_tune_is_known(const char *tune) {
         if (*tune != '\0') tune++;
     }
     return 1;
-}
-
-int bk_opus_set_bitrate(OpusEncoder *encoder, int32_t bitsPerSecond) {
-    return opus_encoder_ctl(encoder, OPUS_SET_BITRATE(bitsPerSecond));
-}
-
-int bk_opus_get_lookahead(OpusEncoder *encoder, int32_t *samples) {
-    return opus_encoder_ctl(encoder, OPUS_GET_LOOKAHEAD(samples));
 }

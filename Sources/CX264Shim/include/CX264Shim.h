@@ -1,16 +1,9 @@
-#ifndef BROADCAST_CSHIMS_H
-#define BROADCAST_CSHIMS_H
+#ifndef BK_X264_SHIM_H
+#define BK_X264_SHIM_H
+/* x264 calls Swift cannot make directly: a macro-named open, a variadic log callback,
+   and name checks that would otherwise print to stderr. */
 #include <stdint.h>
-#include <stddef.h>
-#include "bk_thread.h"
-#include "bk_process.h"
 #include <x264.h>
-#include <opus/opus.h>
-
-/// Limits glibc malloc arenas; each idle arena otherwise holds up to 64 MB of address space and some RSS.
-int bk_set_malloc_arena_max(int arenas);
-/// Returns glibc's in-use heap bytes (mallinfo2.uordblks) for allocation accounting.
-size_t bk_heap_in_use(void);
 
 /// x264_encoder_open is a macro naming a build-versioned symbol; Swift cannot call it directly.
 x264_t *bk_x264_encoder_open(x264_param_t *param);
@@ -26,8 +19,4 @@ void bk_x264_param_set_log(x264_param_t *param, int level, bk_x264_log_buffer *s
 int bk_x264_preset_is_known(const char *preset);
 /// Whether every tune in a ",./-+"-separated list is known to x264 (empty is fine).
 int bk_x264_tune_is_known(const char *tune);
-
-/// opus_encoder_ctl is variadic; these wrap the requests the encoder needs.
-int bk_opus_set_bitrate(OpusEncoder *encoder, int32_t bitsPerSecond);
-int bk_opus_get_lookahead(OpusEncoder *encoder, int32_t *samples);
 #endif

@@ -1,0 +1,16 @@
+#ifndef BK_LINUX_PROCESS_H
+#define BK_LINUX_PROCESS_H
+/* Process- and thread-level Linux knobs: malloc arenas, transparent huge pages, thread names. */
+#include <stddef.h>
+
+/// Limits glibc malloc arenas; each idle arena otherwise holds up to 64 MB of address space and some RSS.
+int bk_set_malloc_arena_max(int arenas);
+/// Returns glibc's in-use heap bytes (mallinfo2.uordblks) for allocation accounting.
+size_t bk_heap_in_use(void);
+/// Turns transparent huge pages off for this process (prctl PR_SET_THP_DISABLE). libx264
+/// madvises its large frame buffers for huge pages, which rounds each up to 2 MB resident;
+/// with THP off they cost only the pages really touched. Returns 0 on success.
+int bk_disable_transparent_huge_pages(void);
+/// Names the calling thread (visible in top -H and perf); names are cut to 15 bytes.
+void bk_set_thread_name(const char *name);
+#endif
