@@ -3,15 +3,15 @@ import CVoAACEnc
 /// AAC-LC encoder on libvo-aacenc: raw access units (no ADTS) of 1024 samples per channel.
 ///
 /// Input is interleaved Float32; it is converted to S16 in a preallocated scratch buffer.
-public final class AACEncoder: AudioEncoder {
-    public let settings: AudioEncoderSettings
-    public let frameSize = 1024
-    public var sequenceHeader: UnsafeRawBufferPointer { UnsafeRawBufferPointer(audioSpecificConfig) }
+package final class AACEncoder: AudioEncoder {
+    package let settings: AudioEncoderSettings
+    package let frameSize = 1024
+    package var sequenceHeader: UnsafeRawBufferPointer { UnsafeRawBufferPointer(audioSpecificConfig) }
     /// Measured, not guessed: clicks at input samples 10_000, 20_001 and 30_037 (48 kHz stereo, 128 kbps),
     /// encoded with this class (one packet per 1024-sample frame, stamped with that frame's time) and
     /// decoded by FFmpeg's AAC decoder (PyAV 18.1 / libavcodec 62.28, ASC as extradata, no priming trim,
     /// as on FFmpeg's FLV path), peaked at input + 1600 every time (onset at +1596).
-    public let delaySamples = 1600
+    package let delaySamples = 1600
 
     private var api = VO_AUDIO_CODECAPI()
     private let handle: VO_HANDLE
@@ -22,7 +22,7 @@ public final class AACEncoder: AudioEncoder {
     private let audioSpecificConfig: UnsafeMutableRawBufferPointer
 
     /// Opens vo-aacenc for AAC-LC at `settings.sampleRate` / `settings.channels` / `settings.bitrateKbps`.
-    public init(settings: AudioEncoderSettings) throws(EncoderError) {
+    package init(settings: AudioEncoderSettings) throws(EncoderError) {
         guard settings.codec == .aac else { throw .invalidSettings("AACEncoder given codec \(settings.codec)") }
         guard let rateIndex = AACEncoder.samplingFrequencyIndex(settings.sampleRate) else {
             throw .invalidSettings("AAC sample rate \(settings.sampleRate) is not an MPEG-4 rate")
@@ -77,7 +77,7 @@ public final class AACEncoder: AudioEncoder {
         audioSpecificConfig.deallocate()
     }
 
-    public func encode(_ samples: UnsafePointer<Float>, timestampMs: Int64, emit: (EncodedPacket) -> Void) -> Bool {
+    package func encode(_ samples: UnsafePointer<Float>, timestampMs: Int64, emit: (EncodedPacket) -> Void) -> Bool {
         let count = frameSize * settings.channels
         for i in 0..<count {
             let s = samples[i] * 32767

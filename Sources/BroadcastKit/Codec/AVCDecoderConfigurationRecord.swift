@@ -1,16 +1,16 @@
 /// Builds the AVCDecoderConfigurationRecord (ISO/IEC 14496-15 §5.2.4.1), the payload of the
 /// FLV AVC sequence-header tag, from one SPS and one PPS (raw NAL units, no length prefix).
-public enum AVCDecoderConfigurationRecord {
+package enum AVCDecoderConfigurationRecord {
     /// 4-byte NAL length prefixes, as x264 writes with b_annexb = 0.
-    public static let nalLengthSize = 4
+    package static let nalLengthSize = 4
 
     /// Bytes the record takes for these parameter sets.
-    public static func byteCount(sps: UnsafeRawBufferPointer, pps: UnsafeRawBufferPointer) -> Int {
+    package static func byteCount(sps: UnsafeRawBufferPointer, pps: UnsafeRawBufferPointer) -> Int {
         11 + sps.count + pps.count + (hasChromaExtension(profile: sps.count > 1 ? sps[1] : 0) ? 4 : 0)
     }
 
     /// Writes the record into `out` (at least `byteCount` bytes) and returns the bytes written.
-    public static func write(sps: UnsafeRawBufferPointer, pps: UnsafeRawBufferPointer,
+    package static func write(sps: UnsafeRawBufferPointer, pps: UnsafeRawBufferPointer,
                              into out: UnsafeMutableRawBufferPointer) throws(EncoderError) -> Int {
         guard sps.count >= 4, sps[0] & 0x1F == 7 else {
             throw .libraryFailure("SPS missing or malformed (\(sps.count) bytes)")

@@ -1,5 +1,5 @@
 /// An audio encoder consuming fixed-size frames of 48 kHz interleaved stereo Float32.
-public protocol AudioEncoder: AnyObject {
+package protocol AudioEncoder: AnyObject {
     var settings: AudioEncoderSettings { get }
     /// Samples per channel in every input frame (1024 for AAC, 960 for Opus at 20 ms).
     var frameSize: Int { get }

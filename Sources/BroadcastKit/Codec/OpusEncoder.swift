@@ -2,12 +2,12 @@ import COpus
 import COpusShim
 
 /// Opus encoder on libopus: 48 kHz, OPUS_APPLICATION_AUDIO, 20 ms (960-sample) packets.
-public final class OpusEncoder: AudioEncoder {
-    public let settings: AudioEncoderSettings
-    public let frameSize = 960
-    public var sequenceHeader: UnsafeRawBufferPointer { UnsafeRawBufferPointer(head) }
+package final class OpusEncoder: AudioEncoder {
+    package let settings: AudioEncoderSettings
+    package let frameSize = 960
+    package var sequenceHeader: UnsafeRawBufferPointer { UnsafeRawBufferPointer(head) }
     /// The encoder lookahead, also written as OpusHead pre-skip (312 samples with libopus 1.3.1 here).
-    public let preSkip: Int
+    package let preSkip: Int
     /// Measured, not guessed: clicks at input samples 10_000, 20_001 and 30_037 (48 kHz stereo, 128 kbps),
     /// encoded with this class and decoded by FFmpeg's Opus decoder (PyAV 18.1 / libavcodec 62.28, this
     /// OpusHead as extradata) peaked exactly at the input positions: FFmpeg drops the 312-sample pre-skip,
@@ -16,7 +16,7 @@ public final class OpusEncoder: AudioEncoder {
     /// In FLV, though, FFmpeg's demuxer gives the decoder no start-trim information, so the
     /// pre-skip samples are played: the A/V sync run through nginx-rtmp measured audio 6.7 ms
     /// (= 312 samples) late with 0 here. The session shifts Opus tags by the pre-skip.
-    public var delaySamples: Int { preSkip }
+    package var delaySamples: Int { preSkip }
 
     /// libopus' OpusEncoder state (an opaque C type, hence the pointer).
     private let state: OpaquePointer
@@ -27,7 +27,7 @@ public final class OpusEncoder: AudioEncoder {
     private static let maxPacketBytes = 4000
 
     /// Opens libopus for `settings.channels` channels at 48 kHz and `settings.bitrateKbps`.
-    public init(settings: AudioEncoderSettings) throws(EncoderError) {
+    package init(settings: AudioEncoderSettings) throws(EncoderError) {
         guard settings.codec == .opus else { throw .invalidSettings("OpusEncoder given codec \(settings.codec)") }
         guard settings.sampleRate == 48_000 else {
             throw .invalidSettings("Opus sample rate \(settings.sampleRate) not 48000")
@@ -65,7 +65,7 @@ public final class OpusEncoder: AudioEncoder {
         head.deallocate()
     }
 
-    public func encode(_ samples: UnsafePointer<Float>, timestampMs: Int64, emit: (EncodedPacket) -> Void) -> Bool {
+    package func encode(_ samples: UnsafePointer<Float>, timestampMs: Int64, emit: (EncodedPacket) -> Void) -> Bool {
         let bytes = opus_encode_float(state, samples, Int32(frameSize),
                                       output.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(output.count))
         guard bytes > 0 else { return false }

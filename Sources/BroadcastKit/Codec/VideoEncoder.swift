@@ -2,7 +2,7 @@
 ///
 /// Implementations are used from one lane thread at a time, except `requestBitrate`,
 /// which may be called from the sender thread.
-public protocol VideoEncoder: AnyObject {
+package protocol VideoEncoder: AnyObject {
     var settings: VideoEncoderSettings { get }
     /// The AVCDecoderConfigurationRecord (ISO 14496-15 §5.2.4.1) built from SPS/PPS at open.
     var decoderConfigurationRecord: UnsafeRawBufferPointer { get }

@@ -2,14 +2,14 @@ import CSoxr
 
 /// Converts 44.1 kHz interleaved stereo Float32 to 48 kHz with libsoxr (a real band-limited
 /// resampler, not linear interpolation). Output storage is preallocated for the largest buffer.
-public final class Resampler: @unchecked Sendable {
-    public let inputRate: Int
-    public let outputRate: Int
+package final class Resampler: @unchecked Sendable {
+    package let inputRate: Int
+    package let outputRate: Int
     private let soxr: soxr_t
     private let out: UnsafeMutablePointer<Float>
-    public let maxOutputFrames: Int
+    package let maxOutputFrames: Int
 
-    public init(inputRate: Int, outputRate: Int = 48_000, maxInputFrames: Int = AudioBuffer.maxFrames) throws(BroadcastError) {
+    package init(inputRate: Int, outputRate: Int = 48_000, maxInputFrames: Int = AudioBuffer.maxFrames) throws(BroadcastError) {
         self.inputRate = inputRate
         self.outputRate = outputRate
         var err: soxr_error_t? = nil
@@ -30,10 +30,10 @@ public final class Resampler: @unchecked Sendable {
     }
 
     /// Output samples the resampler currently holds back (its group delay), at the output rate.
-    public var delayFrames: Double { soxr_delay(soxr) }
+    package var delayFrames: Double { soxr_delay(soxr) }
 
     /// Resamples `frames` stereo frames; the result is valid until the next call.
-    public func process(_ input: UnsafePointer<Float>, frames: Int) -> UnsafeBufferPointer<Float> {
+    package func process(_ input: UnsafePointer<Float>, frames: Int) -> UnsafeBufferPointer<Float> {
         var idone = 0, odone = 0
         soxr_process(soxr, input, frames, &idone, out, maxOutputFrames, &odone)
         return UnsafeBufferPointer(start: out, count: odone * 2)

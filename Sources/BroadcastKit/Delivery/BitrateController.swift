@@ -7,7 +7,7 @@
 /// (probing instead of re-flooding a link that is still slow). The ceiling is forgotten once
 /// the rate has held 25% above it for 4 calm seconds, or 20 s after the last congestion, so a link
 /// that recovers is used fully again.
-final class BitrateController: @unchecked Sendable {
+package final class BitrateController: @unchecked Sendable {
     private let encoder: VideoEncoder
     private let queue: SendQueue
     private let stats: BroadcastStats

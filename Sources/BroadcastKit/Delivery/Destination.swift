@@ -7,15 +7,15 @@ import Synchronization
 ///
 /// The sender is the only thread that touches the sink, so a slow network can only fill this
 /// destination's queue (where the congestion policy applies); it never blocks a lane.
-public final class Destination: @unchecked Sendable {
-    public enum State: Int, Sendable { case idle = 0, live, reconnecting, failed, closed }
+package final class Destination: @unchecked Sendable {
+    package enum State: Int, Sendable { case idle = 0, live, reconnecting, failed, closed }
 
-    public let sink: TagSink
-    public let queue: SendQueue
+    package let sink: TagSink
+    package let queue: SendQueue
     /// The destination whose delivery is reported as "sent" in the stats (RTMP when present).
-    public let isPrimary: Bool
+    package let isPrimary: Bool
     /// Video capture-to-socket latency on this destination.
-    public let latency = LatencyHistogram()
+    package let latency = LatencyHistogram()
     private let stats: BroadcastStats
     private let thread: WorkerThread
     private let stopping = Atomic<Bool>(false)
@@ -34,7 +34,7 @@ public final class Destination: @unchecked Sendable {
     /// Asks the encoder for an IDR (after a reconnect).
     var onKeyframeNeeded: (@Sendable () -> Void)?
 
-    public init(sink: TagSink, policy: CongestionPolicy, isPrimary: Bool, stats: BroadcastStats,
+    package init(sink: TagSink, policy: CongestionPolicy, isPrimary: Bool, stats: BroadcastStats,
                 reconnect: ReconnectPolicy = .never) {
         self.sink = sink
         self.isPrimary = isPrimary
@@ -47,7 +47,7 @@ public final class Destination: @unchecked Sendable {
     deinit { headerStore.deallocate() }
 
     /// Queues a header tag and keeps a copy for reconnects. Call before `open()`.
-    public func pushHeader(_ tag: FLVTag) {
+    package func pushHeader(_ tag: FLVTag) {
         let used = headers.last.map { $0.offset + $0.length } ?? 0
         if used + tag.body.count <= headerStore.count, let src = tag.body.baseAddress {
             (headerStore.baseAddress! + used).copyMemory(from: src, byteCount: tag.body.count)
@@ -57,16 +57,16 @@ public final class Destination: @unchecked Sendable {
     }
 
     /// True while tags should still be queued for this destination (live or reconnecting).
-    public var acceptsTags: Bool { let s = state; return s == .live || s == .reconnecting }
+    package var acceptsTags: Bool { let s = state; return s == .live || s == .reconnecting }
 
-    public var state: State { State(rawValue: stateValue.load(ordering: .acquiring)) ?? .failed }
+    package var state: State { State(rawValue: stateValue.load(ordering: .acquiring)) ?? .failed }
     /// The error that stopped this destination, if any.
-    public var error: TransportError? { failure.withLock { $0 } }
+    package var error: TransportError? { failure.withLock { $0 } }
     /// Body bytes the sink accepted.
-    public var bytesSent: Int { sentBytes.load(ordering: .relaxed) }
+    package var bytesSent: Int { sentBytes.load(ordering: .relaxed) }
 
     /// Opens the sink on the caller's thread (so start-up errors reach `start()`), then starts the sender.
-    public func open() throws(TransportError) {
+    package func open() throws(TransportError) {
         do {
             try sink.open()
         } catch let e as TransportError {
@@ -174,7 +174,7 @@ public final class Destination: @unchecked Sendable {
     }
 
     /// Lets the sender drain what is queued until `deadlineNs`, then closes the sink.
-    public func finish(deadlineNs: Int64) {
+    package func finish(deadlineNs: Int64) {
         let drained = queue.waitUntilDrained(deadlineNs: deadlineNs)
         stopping.store(true, ordering: .releasing)
         // Past the deadline the sender may sit in a write on a stalled link: cut it short so

@@ -2,20 +2,20 @@ import Synchronization
 
 /// Capture-to-socket latency of video frames: fixed 0.1 ms buckets up to 5 s (plus overflow),
 /// so recording a sample never allocates and percentiles need no stored samples.
-public final class LatencyHistogram: Sendable {
-    public static let bucketNs: Int64 = 100_000
-    public static let bucketCount = 50_000
+package final class LatencyHistogram: Sendable {
+    package static let bucketNs: Int64 = 100_000
+    package static let bucketCount = 50_000
     private let buckets: Mutex<[UInt32]>
 
-    public init() { buckets = Mutex([UInt32](repeating: 0, count: LatencyHistogram.bucketCount + 1)) }
+    package init() { buckets = Mutex([UInt32](repeating: 0, count: LatencyHistogram.bucketCount + 1)) }
 
-    public func record(_ ns: Int64) {
+    package func record(_ ns: Int64) {
         let i = Int(min(max(0, ns / LatencyHistogram.bucketNs), Int64(LatencyHistogram.bucketCount)))
         buckets.withLock { $0[i] &+= 1 }
     }
 
     /// The latency (ms) below which `fraction` of the samples fall, or nil without samples.
-    public func percentileMs(_ fraction: Double) -> Double? {
+    package func percentileMs(_ fraction: Double) -> Double? {
         buckets.withLock { b in
             let total = b.reduce(0) { $0 + Int($1) }
             guard total > 0 else { return nil }
@@ -29,5 +29,5 @@ public final class LatencyHistogram: Sendable {
         }
     }
 
-    public var count: Int { buckets.withLock { $0.reduce(0) { $0 + Int($1) } } }
+    package var count: Int { buckets.withLock { $0.reduce(0) { $0 + Int($1) } } }
 }

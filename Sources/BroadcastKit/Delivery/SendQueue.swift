@@ -4,7 +4,7 @@
 /// queue never allocates after init and can never exceed its byte cap. Admission applies the
 /// congestion policy: a dropped video frame always starts a drop-until-keyframe run, so no
 /// P-frame is ever sent without its references.
-public final class SendQueue: @unchecked Sendable {
+package final class SendQueue: @unchecked Sendable {
     private struct Entry {
         var offset: Int
         var length: Int
@@ -15,11 +15,9 @@ public final class SendQueue: @unchecked Sendable {
         var captureNs: Int64
     }
 
-    public let policy: CongestionPolicy
+    package let policy: CongestionPolicy
     private let ring: UnsafeMutableRawBufferPointer
-    private var entries: UnsafeMutableBufferPointer<Entry>
-    private var head = 0          // oldest entry index
-    private var count = 0
+    private var entries: FixedRing<Entry>
     private var bytes: RingAllocator
     private var droppingVideoUntilKeyframe = false
     private var closed = false
@@ -31,40 +29,37 @@ public final class SendQueue: @unchecked Sendable {
     private let stats: BroadcastStats?
 
     /// Called (outside the lock) when admission starts dropping video: the session asks the encoder for an IDR.
-    public var onKeyframeNeeded: (@Sendable () -> Void)?
+    package var onKeyframeNeeded: (@Sendable () -> Void)?
 
-    public init(policy: CongestionPolicy, maxEntries: Int = 4096, stats: BroadcastStats? = nil) {
+    package init(policy: CongestionPolicy, maxEntries: Int = 4096, stats: BroadcastStats? = nil) {
         self.policy = policy
         ring = .allocate(byteCount: policy.maxBytes, alignment: 16)
         bytes = RingAllocator(capacity: policy.maxBytes)
-        entries = .allocate(capacity: maxEntries)
+        entries = FixedRing(capacity: maxEntries)
         self.stats = stats
     }
 
-    deinit {
-        ring.deallocate()
-        entries.deallocate()
-    }
+    deinit { ring.deallocate() }
 
     /// Bytes preallocated by this queue, for the memory plan.
-    public var reservedBytes: Int { policy.maxBytes + entries.count * MemoryLayout<Entry>.stride }
+    package var reservedBytes: Int { policy.maxBytes + entries.reservedBytes }
 
     /// Queued body bytes right now.
-    public var queuedBytes: Int { cond.withLock { bytes.usedBytes } }
+    package var queuedBytes: Int { cond.withLock { bytes.usedBytes } }
 
     /// Media time between the oldest and newest queued tags.
-    public var queuedDurationMs: Int { cond.withLock { durationLocked() } }
+    package var queuedDurationMs: Int { cond.withLock { durationLocked() } }
 
     private func durationLocked() -> Int {
-        guard count > 1 else { return 0 }
-        let first = entries[head].timestampMs
-        let last = entries[(head + count - 1) % entries.count].timestampMs
+        guard entries.count > 1, let first = entries.first?.timestampMs, let last = entries.last?.timestampMs else {
+            return 0
+        }
         return last >= first ? Int(last - first) : 0
     }
 
     /// Admits `tag` (copying its body) or drops it by policy; returns the drop reason, or nil when queued.
     @discardableResult
-    public func push(_ tag: FLVTag) -> DropReason? {
+    package func push(_ tag: FLVTag) -> DropReason? {
         var needKeyframe = false
         let result: DropReason? = cond.withLock {
             if closed { return .queueFull }
@@ -85,7 +80,7 @@ public final class SendQueue: @unchecked Sendable {
                     return queued > policy.dropAllVideoAfterMs ? .congestionUntilIDR : .congestionPFrame
                 }
             }
-            guard count < entries.count, let offset = bytes.allocate(tag.body.count) else {
+            guard !entries.isFull, let offset = bytes.allocate(tag.body.count) else {
                 if tag.type == .video {
                     droppingVideoUntilKeyframe = true
                     needKeyframe = true
@@ -95,11 +90,8 @@ public final class SendQueue: @unchecked Sendable {
             if tag.body.count > 0 {
                 (ring.baseAddress! + offset).copyMemory(from: tag.body.baseAddress!, byteCount: tag.body.count)
             }
-            entries[(head + count) % entries.count] = Entry(offset: offset, length: tag.body.count,
-                                                           timestampMs: tag.timestampMs, type: tag.type,
-                                                           isKeyframe: tag.isKeyframe, isHeader: tag.isHeader,
-                                                           captureNs: tag.captureNs)
-            count += 1
+            entries.append(Entry(offset: offset, length: tag.body.count, timestampMs: tag.timestampMs, type: tag.type,
+                                 isKeyframe: tag.isKeyframe, isHeader: tag.isHeader, captureNs: tag.captureNs))
             cond.broadcast()
             return nil
         }
@@ -111,14 +103,14 @@ public final class SendQueue: @unchecked Sendable {
     /// Blocks until a tag is available (or the deadline passes / the queue is closed), then calls
     /// `body` with it while it stays in the ring (no copy), and removes it afterwards.
     /// Returns false on timeout or when closed and drained.
-    public func withNext(deadlineNs: Int64, _ body: (FLVTag) -> Void) -> Bool {
+    package func withNext(deadlineNs: Int64, _ body: (FLVTag) -> Void) -> Bool {
         cond.lock()
-        while count == 0 {
+        while entries.isEmpty {
             if closed { cond.unlock(); return false }
             if MediaTime.now() >= deadlineNs { cond.unlock(); return false }
             cond.wait(untilNs: deadlineNs)
         }
-        let e = entries[head]
+        let e = entries.first!
         consuming = true
         cond.unlock()
         let tag = FLVTag(type: e.type, timestampMs: e.timestampMs,
@@ -129,11 +121,10 @@ public final class SendQueue: @unchecked Sendable {
             consuming = false
             if purgeRequested {
                 purgeRequested = false
-                head = 0; count = 0; bytes.reset()
+                entries.removeAll(); bytes.reset()
             } else {
                 bytes.freeOldest(offset: e.offset, count: e.length)
-                head = (head + 1) % entries.count
-                count -= 1
+                entries.removeFirst()
             }
             cond.broadcast()
         }
@@ -141,19 +132,19 @@ public final class SendQueue: @unchecked Sendable {
     }
 
     /// Drops everything queued (used when a destination is abandoned).
-    public func removeAll() {
+    package func removeAll() {
         cond.withLock {
             if consuming {
                 purgeRequested = true
             } else {
-                head = 0; count = 0; bytes.reset()
+                entries.removeAll(); bytes.reset()
             }
             cond.broadcast()
         }
     }
 
     /// Wakes the sender; `withNext` returns false once the queue is empty.
-    public func close() {
+    package func close() {
         cond.withLock {
             closed = true
             cond.broadcast()
@@ -161,9 +152,9 @@ public final class SendQueue: @unchecked Sendable {
     }
 
     /// Waits until the queue is empty or the deadline passes; true when drained.
-    public func waitUntilDrained(deadlineNs: Int64) -> Bool {
+    package func waitUntilDrained(deadlineNs: Int64) -> Bool {
         cond.withLock {
-            while count > 0 {
+            while !entries.isEmpty {
                 if MediaTime.now() >= deadlineNs { return false }
                 cond.wait(untilNs: deadlineNs)
             }

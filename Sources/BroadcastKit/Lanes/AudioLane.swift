@@ -4,7 +4,7 @@
 ///
 /// The ring holds about one second; when it is full the buffer is dropped and counted as
 /// `audio_lane_full` (the lane's back-pressure) instead of growing.
-final class AudioLane: @unchecked Sendable {
+package final class AudioLane: @unchecked Sendable {
     private struct Entry {
         var offset: Int     // in floats
         var frames: Int
@@ -12,14 +12,15 @@ final class AudioLane: @unchecked Sendable {
         var timelineNs: Int64
     }
 
-    let source: Int
+    /// `.appAudio` or `.micAudio`.
+    let lane: SampleBufferType
+    /// The lane's input index in the mixer.
+    private let mixerInput: Int
     private let mixer: AudioMixer
     private let stats: BroadcastStats
     private let storage: UnsafeMutablePointer<Float>
     private var ring: RingAllocator     // units: floats
-    private var entries: [Entry]
-    private var head = 0
-    private var count = 0
+    private var entries = FixedRing<Entry>(capacity: 128)
     private var stopping = false
     private var lastPts: Int64 = Int64.min
     private let cond = ConditionLock()
@@ -29,14 +30,15 @@ final class AudioLane: @unchecked Sendable {
 
     /// Frames of 44.1 kHz input buffered for resampling are held back by soxr; timestamps
     /// are shifted by its measured delay so alignment is unaffected.
-    init(source: Int, mixer: AudioMixer, stats: BroadcastStats, capacityFrames: Int = 2 * AudioBuffer.maxFrames) {
-        self.source = source
+    init(lane: SampleBufferType, mixer: AudioMixer, stats: BroadcastStats, capacityFrames: Int = 2 * AudioBuffer.maxFrames) {
+        precondition(lane != .video, "an audio lane carries app or mic audio")
+        self.lane = lane
+        mixerInput = lane == .appAudio ? 0 : 1
         self.mixer = mixer
         self.stats = stats
         storage = .allocate(capacity: capacityFrames * 2)
         ring = RingAllocator(capacity: capacityFrames * 2)
-        entries = Array(repeating: Entry(offset: 0, frames: 0, rate: 0, timelineNs: 0), count: 128)
-        thread = WorkerThread(name: source == 0 ? "bk-app-audio" : "bk-mic-audio")
+        thread = WorkerThread(name: lane == .appAudio ? "bk-app-audio" : "bk-mic-audio")
     }
 
     deinit { storage.deallocate() }
@@ -71,7 +73,7 @@ final class AudioLane: @unchecked Sendable {
             stats.countDrop(.malformed)
             return .dropped(.malformed)
         }
-        guard count < entries.count, let offset = ring.allocate(buf.frameCount * 2) else {
+        guard !entries.isFull, let offset = ring.allocate(buf.frameCount * 2) else {
             cond.unlock()
             stats.countDrop(.audioLaneFull)
             return .dropped(.audioLaneFull)
@@ -92,9 +94,7 @@ final class AudioLane: @unchecked Sendable {
             let s = buf.data.baseAddress!.assumingMemoryBound(to: Int16.self)
             for i in 0..<n { let v = Float(s[i]) * (1.0 / 32768.0); dst[2 * i] = v; dst[2 * i + 1] = v }
         }
-        entries[(head + count) % entries.count] = Entry(offset: offset, frames: n, rate: buf.sampleRate,
-                                                        timelineNs: timelineNs(buf.pts))
-        count += 1
+        entries.append(Entry(offset: offset, frames: n, rate: buf.sampleRate, timelineNs: timelineNs(buf.pts)))
         cond.broadcast()
         cond.unlock()
         return .accepted
@@ -103,9 +103,8 @@ final class AudioLane: @unchecked Sendable {
     private func run() {
         while true {
             cond.lock()
-            while count == 0 && !stopping { cond.wait() }
-            if count == 0 && stopping { cond.unlock(); break }
-            let e = entries[head]
+            while entries.isEmpty && !stopping { cond.wait() }
+            guard let e = entries.first else { cond.unlock(); break }
             cond.unlock()
 
             var samples = UnsafeBufferPointer(start: UnsafePointer(storage + e.offset), count: e.frames * 2)
@@ -117,12 +116,11 @@ final class AudioLane: @unchecked Sendable {
             }
             if samples.count > 0 {
                 let position = cond.withLock { clock.place(timelineNs: ts, frames: samples.count / 2) }
-                mixer.write(source: source, samples: samples, position: position, nowNs: MediaTime.now())
+                mixer.write(source: mixerInput, samples: samples, position: position, nowNs: MediaTime.now())
             }
             cond.withLock {
                 ring.freeOldest(offset: e.offset, count: e.frames * 2)
-                head = (head + 1) % entries.count
-                count -= 1
+                entries.removeFirst()
             }
         }
     }

@@ -6,18 +6,20 @@ import Synchronization
 /// At most `FramePool.capacity` (2) frames are pending; past that the newest is dropped and
 /// counted as `encoder_busy`. That is the lane's back-pressure: a frame is never queued
 /// unboundedly and the pool never grows.
-final class VideoLane: @unchecked Sendable {
+package final class VideoLane: @unchecked Sendable {
     private let pool: FramePool
     private let converter: FrameConverter
     private let encoder: VideoEncoder
     private let stats: BroadcastStats
     private let convertLock = ConditionLock()
     private let cond = ConditionLock()
-    private var pendingSlots: [Int]
-    private var pendingTimes: [Int64]
-    private var pendingArrivals: [Int64]
-    private var pendingHead = 0
-    private var pendingCount = 0
+    /// A converted frame waiting for the encoder: its pool slot, timeline time and arrival.
+    private struct Pending {
+        var slot: Int
+        var timestampMs: Int64
+        var arrivalNs: Int64
+    }
+    private var pending: FixedRing<Pending>
     private var stopping = false
     private var lastPts: Int64 = Int64.min
     private let thread = WorkerThread(name: "bk-video")
@@ -32,9 +34,7 @@ final class VideoLane: @unchecked Sendable {
         self.encoder = encoder
         self.stats = stats
         self.deliver = deliver
-        pendingSlots = Array(repeating: 0, count: pendingFrames)
-        pendingTimes = Array(repeating: 0, count: pendingFrames)
-        pendingArrivals = Array(repeating: 0, count: pendingFrames)
+        pending = FixedRing(capacity: pendingFrames)
     }
 
     var reservedBytes: Int { pool.byteCount }
@@ -73,11 +73,8 @@ final class VideoLane: @unchecked Sendable {
         convertLock.unlock()
         let ts = timelineMs(frame.pts)
         cond.withLock {
-            let i = (pendingHead + pendingCount) % pendingSlots.count
-            pendingSlots[i] = slot
-            pendingTimes[i] = ts
-            pendingArrivals[i] = arrival
-            pendingCount += 1
+            // Never full: a slot was free in the pool, and the ring holds as many entries as the pool.
+            pending.append(Pending(slot: slot, timestampMs: ts, arrivalNs: arrival))
             cond.broadcast()
         }
         stats.update { $0.videoFramesIn += 1 }
@@ -87,23 +84,21 @@ final class VideoLane: @unchecked Sendable {
     private func run() {
         while true {
             cond.lock()
-            while pendingCount == 0 && !stopping { cond.wait() }
-            if pendingCount == 0 && stopping { cond.unlock(); break }
-            let slot = pendingSlots[pendingHead]
-            let ts = pendingTimes[pendingHead]
-            let arrival = pendingArrivals[pendingHead]
+            while pending.isEmpty && !stopping { cond.wait() }
+            guard let next = pending.first else { cond.unlock(); break }
             cond.unlock()
 
             let force = keyframeRequested.exchange(false, ordering: .relaxed)
-            let ok = encoder.encode(pool.frame(slot), timestampMs: ts, forceKeyframe: force) { deliver($0, arrival) }
+            let ok = encoder.encode(pool.frame(next.slot), timestampMs: next.timestampMs, forceKeyframe: force) {
+                deliver($0, next.arrivalNs)
+            }
             if ok { stats.update { $0.videoFramesEncoded += 1 } } else { stats.countDrop(.encoderError) }
 
             cond.withLock {
-                pendingHead = (pendingHead + 1) % pendingSlots.count
-                pendingCount -= 1
+                pending.removeFirst()
                 cond.broadcast()
             }
-            pool.release(slot)
+            pool.release(next.slot)
         }
         encoder.flush { deliver($0, 0) }
     }

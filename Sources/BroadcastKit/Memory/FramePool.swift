@@ -2,10 +2,10 @@
 ///
 /// Allocated once at start and never grown. When every slot is in use the producer gets a
 /// counted `encoder_busy` drop, which is the video lane's back-pressure.
-public final class FramePool: @unchecked Sendable {
-    public let width: Int
-    public let height: Int
-    public let capacity: Int
+package final class FramePool: @unchecked Sendable {
+    package let width: Int
+    package let height: Int
+    package let capacity: Int
     private let storage: UnsafeMutableRawBufferPointer
     private let frameBytes: Int
     /// Letterbox rectangle last painted into each slot; borders are repainted only when it changes.
@@ -14,7 +14,7 @@ public final class FramePool: @unchecked Sendable {
     private var freeCount: Int
     private let lock = ConditionLock()
 
-    public init(width: Int, height: Int, capacity: Int) {
+    package init(width: Int, height: Int, capacity: Int) {
         self.width = width
         self.height = height
         self.capacity = capacity
@@ -29,15 +29,15 @@ public final class FramePool: @unchecked Sendable {
     deinit { storage.deallocate() }
 
     /// Bytes a pool of `capacity` frames of this size holds.
-    public static func byteCount(width: Int, height: Int, capacity: Int) -> Int {
+    package static func byteCount(width: Int, height: Int, capacity: Int) -> Int {
         ((I420Frame.byteCount(width: width, height: height) + 63) & ~63) * capacity
     }
 
     /// Bytes this pool holds, for the memory plan.
-    public var byteCount: Int { frameBytes * capacity }
+    package var byteCount: Int { frameBytes * capacity }
 
     /// The picture in slot `index`.
-    public func frame(_ index: Int) -> I420Frame {
+    package func frame(_ index: Int) -> I420Frame {
         let base = storage.baseAddress!.assumingMemoryBound(to: UInt8.self) + index * frameBytes
         let cw = (width + 1) / 2, ch = (height + 1) / 2
         return I420Frame(width: width, height: height, y: base, u: base + width * height,
@@ -45,7 +45,7 @@ public final class FramePool: @unchecked Sendable {
     }
 
     /// Takes a free slot, or nil when all are in use.
-    public func acquire() -> Int? {
+    package func acquire() -> Int? {
         lock.withLock {
             guard freeCount > 0 else { return nil }
             freeCount -= 1
@@ -54,7 +54,7 @@ public final class FramePool: @unchecked Sendable {
     }
 
     /// Returns a slot taken with `acquire()`.
-    public func release(_ index: Int) {
+    package func release(_ index: Int) {
         lock.withLock {
             free[freeCount] = index
             freeCount += 1
@@ -62,7 +62,7 @@ public final class FramePool: @unchecked Sendable {
     }
 
     /// Slots in use right now.
-    public var inUse: Int { lock.withLock { capacity - freeCount } }
+    package var inUse: Int { lock.withLock { capacity - freeCount } }
 
     /// Records the rectangle painted into `slot`; returns true when its borders must be repainted.
     func needsBorderRepaint(slot: Int, geometry: LetterboxGeometry) -> Bool {

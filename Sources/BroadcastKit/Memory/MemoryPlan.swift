@@ -87,3 +87,30 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         return lines.joined(separator: "\n")
     }
 }
+
+extension MemoryPlan {
+    /// One rung of the encoder ladder: settings to open, frames in flight, and what to tell the user.
+    package struct LadderStep: Sendable {
+        package var settings: VideoEncoderSettings
+        package var pendingFrames: Int
+        package var label: String
+    }
+
+    /// The rungs a budget downgrade walks, heaviest first: the requested preset, each lighter
+    /// preset, then one pending frame instead of two (a burst of input is dropped sooner).
+    package static func ladder(requested: VideoEncoderSettings, pendingFrames: Int, allowDowngrade: Bool) -> [LadderStep] {
+        var steps = [LadderStep(settings: requested, pendingFrames: pendingFrames, label: "x264 preset \(requested.preset)")]
+        guard allowDowngrade, let i = presetsByWeight.firstIndex(of: requested.preset) else { return steps }
+        for preset in presetsByWeight[(i + 1)...] {
+            var v = requested
+            v.preset = preset
+            steps.append(LadderStep(settings: v, pendingFrames: pendingFrames,
+                                    label: "x264 preset \(preset) instead of \(requested.preset)"))
+        }
+        if pendingFrames > 1, let last = steps.last {
+            steps.append(LadderStep(settings: last.settings, pendingFrames: 1,
+                                    label: "\(last.label), 1 pending video frame"))
+        }
+        return steps
+    }
+}

@@ -3,12 +3,12 @@ import Glibc
 #endif
 
 /// Resident memory of this process, read from /proc without allocating.
-public enum ProcessMemory {
+package enum ProcessMemory {
     /// Current resident set size in bytes (VmRSS).
-    public static func residentBytes() -> Int { statusField("VmRSS:") }
+    package static func residentBytes() -> Int { statusField("VmRSS:") }
 
     /// Peak resident set size in bytes (VmHWM).
-    public static func peakResidentBytes() -> Int { statusField("VmHWM:") }
+    package static func peakResidentBytes() -> Int { statusField("VmHWM:") }
 
     /// Reads a "Name:   1234 kB" line from /proc/self/status into bytes; 0 if unavailable.
     private static func statusField(_ name: StaticString) -> Int {

@@ -3,23 +3,23 @@
 /// Allocations are freed oldest-first. Each allocation is contiguous: when the tail is too
 /// short, the allocator wraps to offset 0 and leaves the tail unused until the reader passes it.
 /// It never grows, so a full ring is back-pressure, not reallocation.
-public struct RingAllocator: Sendable {
-    public let capacity: Int
+package struct RingAllocator: Sendable {
+    package let capacity: Int
     private var start = 0
     private var end = 0
     private var tailEnd = 0
     private var wrapped = false
-    public private(set) var liveCount = 0
+    package private(set) var liveCount = 0
 
-    public init(capacity: Int) { self.capacity = capacity }
+    package init(capacity: Int) { self.capacity = capacity }
 
     /// Bytes held by live allocations (excluding a skipped tail).
-    public var usedBytes: Int {
+    package var usedBytes: Int {
         liveCount == 0 ? 0 : (wrapped ? (tailEnd - start) + end : end - start)
     }
 
     /// Returns the offset of `n` contiguous bytes, or nil when they do not fit.
-    public mutating func allocate(_ n: Int) -> Int? {
+    package mutating func allocate(_ n: Int) -> Int? {
         if liveCount == 0 {
             start = 0; end = 0; wrapped = false
         }
@@ -49,7 +49,7 @@ public struct RingAllocator: Sendable {
     }
 
     /// Frees the oldest allocation, which starts at `offset` and holds `n` bytes.
-    public mutating func freeOldest(offset: Int, count n: Int) {
+    package mutating func freeOldest(offset: Int, count n: Int) {
         liveCount -= 1
         if liveCount == 0 {
             start = 0; end = 0; wrapped = false
@@ -62,7 +62,7 @@ public struct RingAllocator: Sendable {
         }
     }
 
-    public mutating func reset() {
+    package mutating func reset() {
         start = 0; end = 0; wrapped = false; liveCount = 0
     }
 }

@@ -3,30 +3,30 @@
 /// Never allocates. Every write is bounds-checked: a value that would not fit is not written
 /// at all, the call returns `false`, and `overflowed` stays `true` from then on, so a
 /// sequence of writes can be checked once at the end.
-public struct AMF0Writer {
+package struct AMF0Writer {
     /// AMF0 type markers (AMF0 spec §2.1).
     @usableFromInline enum Marker: UInt8 {
         case number = 0x00, boolean = 0x01, string = 0x02, object = 0x03
         case null = 0x05, ecmaArray = 0x08, objectEnd = 0x09
     }
 
-    public let buffer: UnsafeMutableRawBufferPointer
+    package let buffer: UnsafeMutableRawBufferPointer
     /// Where the next value goes; advances past every successful write.
-    public private(set) var offset: Int
+    package private(set) var offset: Int
     /// True once any write did not fit.
-    public private(set) var overflowed = false
+    package private(set) var overflowed = false
 
-    public init(buffer: UnsafeMutableRawBufferPointer, offset: Int = 0) {
+    package init(buffer: UnsafeMutableRawBufferPointer, offset: Int = 0) {
         self.buffer = buffer
         self.offset = offset
     }
 
     /// Bytes written since `offset` was `start`.
-    public func written(since start: Int = 0) -> Int { offset - start }
+    package func written(since start: Int = 0) -> Int { offset - start }
 
     /// Number: 0x00 + IEEE-754 double, big-endian.
     @discardableResult
-    public mutating func writeNumber(_ value: Double) -> Bool {
+    package mutating func writeNumber(_ value: Double) -> Bool {
         guard reserve(9) else { return false }
         put(Marker.number.rawValue)
         putBE64(value.bitPattern)
@@ -35,7 +35,7 @@ public struct AMF0Writer {
 
     /// Boolean: 0x01 + one byte (0 or 1).
     @discardableResult
-    public mutating func writeBoolean(_ value: Bool) -> Bool {
+    package mutating func writeBoolean(_ value: Bool) -> Bool {
         guard reserve(2) else { return false }
         put(Marker.boolean.rawValue)
         put(value ? 1 : 0)
@@ -44,7 +44,7 @@ public struct AMF0Writer {
 
     /// Short string: 0x02 + 16-bit BE length + UTF-8 bytes. Fails for strings over 65535 bytes.
     @discardableResult
-    public mutating func writeString(_ value: String) -> Bool {
+    package mutating func writeString(_ value: String) -> Bool {
         let length = value.utf8.count
         guard length <= 0xFFFF, reserve(3 + length) else { overflowed = true; return false }
         put(Marker.string.rawValue)
@@ -54,7 +54,7 @@ public struct AMF0Writer {
 
     /// Null: 0x05.
     @discardableResult
-    public mutating func writeNull() -> Bool {
+    package mutating func writeNull() -> Bool {
         guard reserve(1) else { return false }
         put(Marker.null.rawValue)
         return true
@@ -63,7 +63,7 @@ public struct AMF0Writer {
     /// ECMA array start: 0x08 + 32-bit BE approximate count. Follow with key/value pairs
     /// and `writeObjectEnd()`.
     @discardableResult
-    public mutating func writeECMAArrayStart(count: UInt32) -> Bool {
+    package mutating func writeECMAArrayStart(count: UInt32) -> Bool {
         guard reserve(5) else { return false }
         put(Marker.ecmaArray.rawValue)
         putBE32(count)
@@ -72,7 +72,7 @@ public struct AMF0Writer {
 
     /// Anonymous object start: 0x03. Follow with key/value pairs and `writeObjectEnd()`.
     @discardableResult
-    public mutating func writeObjectStart() -> Bool {
+    package mutating func writeObjectStart() -> Bool {
         guard reserve(1) else { return false }
         put(Marker.object.rawValue)
         return true
@@ -80,7 +80,7 @@ public struct AMF0Writer {
 
     /// Object/ECMA-array property key: 16-bit BE length + UTF-8, no type marker.
     @discardableResult
-    public mutating func writePropertyKey(_ key: String) -> Bool {
+    package mutating func writePropertyKey(_ key: String) -> Bool {
         let length = key.utf8.count
         guard length <= 0xFFFF, reserve(2 + length) else { overflowed = true; return false }
         putUTF8(key, length: length)
@@ -89,7 +89,7 @@ public struct AMF0Writer {
 
     /// Object end: empty key (00 00) + 0x09.
     @discardableResult
-    public mutating func writeObjectEnd() -> Bool {
+    package mutating func writeObjectEnd() -> Bool {
         guard reserve(3) else { return false }
         put(0); put(0); put(Marker.objectEnd.rawValue)
         return true
@@ -98,13 +98,13 @@ public struct AMF0Writer {
     // MARK: - Encoded sizes (for reserving exactly)
 
     /// Encoded size of a short string value (marker included).
-    public static func stringSize(_ value: String) -> Int { 3 + value.utf8.count }
+    package static func stringSize(_ value: String) -> Int { 3 + value.utf8.count }
     /// Encoded size of a property key.
-    public static func keySize(_ key: String) -> Int { 2 + key.utf8.count }
-    public static let numberSize = 9
-    public static let booleanSize = 2
-    public static let ecmaArrayStartSize = 5
-    public static let objectEndSize = 3
+    package static func keySize(_ key: String) -> Int { 2 + key.utf8.count }
+    package static let numberSize = 9
+    package static let booleanSize = 2
+    package static let ecmaArrayStartSize = 5
+    package static let objectEndSize = 3
 
     // MARK: - Raw access
 

@@ -1,5 +1,5 @@
 /// FLV tag types (FLV 10.1 §E.4.1).
-public enum FLVTagType: UInt8, Sendable {
+public enum FLVTagType: UInt8, Sendable, BitwiseCopyable {
     case audio = 8
     case video = 9
     case scriptData = 18

@@ -8,27 +8,27 @@
 /// - AAC: legacy SoundFormat 10. The header byte is always 0xAF (AAC, "44 kHz", 16-bit,
 ///   stereo): the spec says decoders must take the real values from the AudioSpecificConfig.
 /// - Opus: Enhanced RTMP v2 ExHeader audio: (9 << 4) | AudioPacketType, then FourCC 'Opus'.
-public enum FLVTagBody {
+package enum FLVTagBody {
     /// Bytes before the payload of an AVC tag: frame type/codec, AVCPacketType, CompositionTime.
-    public static let avcHeaderSize = 5
+    package static let avcHeaderSize = 5
     /// Bytes before the payload of an AAC tag: sound header byte, AACPacketType.
-    public static let aacHeaderSize = 2
+    package static let aacHeaderSize = 2
     /// Bytes before the payload of an E-RTMP Opus tag: ExHeader byte, FourCC.
-    public static let opusHeaderSize = 5
+    package static let opusHeaderSize = 5
 
     /// Legacy audio header byte for AAC: SoundFormat 10, rate 3, 16-bit, stereo.
     static let aacSoundHeader: UInt8 = 0xAF
     /// E-RTMP SoundFormat 9 ("ExHeader") in the high nibble.
     static let exHeaderSoundFormat: UInt8 = 9 << 4
     /// FourCC 'Opus' = 0x4F707573.
-    public static let opusFourCC: UInt32 = 0x4F70_7573
+    package static let opusFourCC: UInt32 = 0x4F70_7573
 
     // MARK: - Sizes
 
     /// Body size of an AVC tag (sequence header or NALU packet) carrying `payloadCount` bytes.
-    public static func avcBodySize(payloadCount: Int) -> Int { avcHeaderSize + payloadCount }
+    package static func avcBodySize(payloadCount: Int) -> Int { avcHeaderSize + payloadCount }
     /// Body size of an audio tag of `codec` (sequence header or frame) carrying `payloadCount` bytes.
-    public static func audioBodySize(codec: AudioCodec, payloadCount: Int) -> Int {
+    package static func audioBodySize(codec: AudioCodec, payloadCount: Int) -> Int {
         switch codec {
         case .aac: return aacHeaderSize + payloadCount
         case .opus: return opusHeaderSize + payloadCount
@@ -38,7 +38,7 @@ public enum FLVTagBody {
     // MARK: - AVC
 
     /// AVC sequence header: 17 00 00 00 00 + AVCDecoderConfigurationRecord.
-    public static func writeAVCSequenceHeader(configurationRecord: UnsafeRawBufferPointer,
+    package static func writeAVCSequenceHeader(configurationRecord: UnsafeRawBufferPointer,
                                               into destination: UnsafeMutableRawBufferPointer) -> Int? {
         writeAVC(frameByte: 0x17, packetType: 0, compositionOffsetMs: 0,
                  payload: configurationRecord, into: destination)
@@ -46,7 +46,7 @@ public enum FLVTagBody {
 
     /// AVC NALU packet: (key ? 17 : 27) 01 + 24-bit signed BE composition offset + AVCC data.
     /// Offsets beyond the 24-bit range are clamped.
-    public static func writeAVCFrame(_ avcc: UnsafeRawBufferPointer, compositionOffsetMs: Int32,
+    package static func writeAVCFrame(_ avcc: UnsafeRawBufferPointer, compositionOffsetMs: Int32,
                                      isKeyframe: Bool,
                                      into destination: UnsafeMutableRawBufferPointer) -> Int? {
         writeAVC(frameByte: isKeyframe ? 0x17 : 0x27, packetType: 1,
@@ -54,7 +54,7 @@ public enum FLVTagBody {
     }
 
     /// AVC end of sequence: 17 02 00 00 00.
-    public static func writeAVCEndOfSequence(into destination: UnsafeMutableRawBufferPointer) -> Int? {
+    package static func writeAVCEndOfSequence(into destination: UnsafeMutableRawBufferPointer) -> Int? {
         writeAVC(frameByte: 0x17, packetType: 2, compositionOffsetMs: 0,
                  payload: UnsafeRawBufferPointer(start: nil, count: 0), into: destination)
     }
@@ -77,13 +77,13 @@ public enum FLVTagBody {
     // MARK: - AAC
 
     /// AAC sequence header: AF 00 + AudioSpecificConfig.
-    public static func writeAACSequenceHeader(audioSpecificConfig: UnsafeRawBufferPointer,
+    package static func writeAACSequenceHeader(audioSpecificConfig: UnsafeRawBufferPointer,
                                               into destination: UnsafeMutableRawBufferPointer) -> Int? {
         writeAAC(packetType: 0, payload: audioSpecificConfig, into: destination)
     }
 
     /// AAC raw frame: AF 01 + one raw access unit (no ADTS).
-    public static func writeAACFrame(_ accessUnit: UnsafeRawBufferPointer,
+    package static func writeAACFrame(_ accessUnit: UnsafeRawBufferPointer,
                                      into destination: UnsafeMutableRawBufferPointer) -> Int? {
         writeAAC(packetType: 1, payload: accessUnit, into: destination)
     }
@@ -101,13 +101,13 @@ public enum FLVTagBody {
     // MARK: - Opus (Enhanced RTMP v2)
 
     /// Opus SequenceStart: 90 'O' 'p' 'u' 's' + OpusHead (RFC 7845 §5.1).
-    public static func writeOpusSequenceStart(opusHead: UnsafeRawBufferPointer,
+    package static func writeOpusSequenceStart(opusHead: UnsafeRawBufferPointer,
                                               into destination: UnsafeMutableRawBufferPointer) -> Int? {
         writeOpus(packetType: 0, payload: opusHead, into: destination)
     }
 
     /// Opus CodedFrames: 91 'O' 'p' 'u' 's' + one Opus packet.
-    public static func writeOpusFrame(_ packet: UnsafeRawBufferPointer,
+    package static func writeOpusFrame(_ packet: UnsafeRawBufferPointer,
                                       into destination: UnsafeMutableRawBufferPointer) -> Int? {
         writeOpus(packetType: 1, payload: packet, into: destination)
     }
@@ -128,7 +128,7 @@ public enum FLVTagBody {
     // MARK: - Audio by codec
 
     /// Sequence header for `codec`: AudioSpecificConfig (AAC) or OpusHead (Opus).
-    public static func writeAudioSequenceHeader(codec: AudioCodec, config: UnsafeRawBufferPointer,
+    package static func writeAudioSequenceHeader(codec: AudioCodec, config: UnsafeRawBufferPointer,
                                                 into destination: UnsafeMutableRawBufferPointer) -> Int? {
         switch codec {
         case .aac: return writeAACSequenceHeader(audioSpecificConfig: config, into: destination)
@@ -137,7 +137,7 @@ public enum FLVTagBody {
     }
 
     /// One encoded audio frame of `codec`.
-    public static func writeAudioFrame(codec: AudioCodec, _ data: UnsafeRawBufferPointer,
+    package static func writeAudioFrame(codec: AudioCodec, _ data: UnsafeRawBufferPointer,
                                        into destination: UnsafeMutableRawBufferPointer) -> Int? {
         switch codec {
         case .aac: return writeAACFrame(data, into: destination)

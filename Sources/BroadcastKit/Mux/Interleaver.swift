@@ -5,8 +5,8 @@
 /// track (so a silent or stalled track never holds the stream back by more than that). A tag
 /// that would still go backwards (it arrived after the wait expired) is clamped to the last
 /// released timestamp and counted, so the wire never sees time go back.
-public final class Interleaver: @unchecked Sendable {
-    public let maxWaitNs: Int64
+package final class Interleaver: @unchecked Sendable {
+    package let maxWaitNs: Int64
 
     private struct Entry {
         var offset: Int
@@ -20,9 +20,7 @@ public final class Interleaver: @unchecked Sendable {
     private final class Track {
         let storage: UnsafeMutableRawBufferPointer
         var bytes: RingAllocator
-        let entries: UnsafeMutableBufferPointer<Entry>
-        var head = 0
-        var count = 0
+        var entries: FixedRing<Entry>
         let type: FLVTagType
         let expected: Bool
         var lastReleasedMs: Int64 = -1
@@ -32,21 +30,14 @@ public final class Interleaver: @unchecked Sendable {
             self.expected = expected
             storage = .allocate(byteCount: capacity, alignment: 16)
             bytes = RingAllocator(capacity: capacity)
-            entries = .allocate(capacity: n)
+            entries = FixedRing(capacity: n)
         }
 
-        deinit {
-            storage.deallocate()
-            entries.deallocate()
-        }
-
-        var headEntry: Entry? { count > 0 ? entries[head] : nil }
+        deinit { storage.deallocate() }
 
         func pop() {
-            let e = entries[head]
+            guard let e = entries.removeFirst() else { return }
             bytes.freeOldest(offset: e.offset, count: e.length)
-            head = (head + 1) % entries.count
-            count -= 1
         }
     }
 
@@ -58,7 +49,7 @@ public final class Interleaver: @unchecked Sendable {
     private let stats: BroadcastStats
 
     /// `output` receives tags in order, with the interleaver lock held; it must not call back in.
-    public init(hasVideo: Bool, hasAudio: Bool, videoBytes: Int, audioBytes: Int = 128 << 10,
+    package init(hasVideo: Bool, hasAudio: Bool, videoBytes: Int, audioBytes: Int = 128 << 10,
                 maxWaitNs: Int64 = 150_000_000, stats: BroadcastStats, output: @escaping (FLVTag) -> Void) {
         video = Track(type: .video, bytes: videoBytes, entries: 64, expected: hasVideo)
         audio = Track(type: .audio, bytes: audioBytes, entries: 256, expected: hasAudio)
@@ -68,45 +59,43 @@ public final class Interleaver: @unchecked Sendable {
     }
 
     /// Bytes preallocated, for the memory plan.
-    public var reservedBytes: Int { video.bytes.capacity + audio.bytes.capacity }
+    package var reservedBytes: Int { video.bytes.capacity + audio.bytes.capacity }
 
     /// Stages one tag body, written by `write` into the space given (exactly `bodySize` bytes).
-    public func submit(type: FLVTagType, timestampMs: Int64, isKeyframe: Bool, bodySize: Int, nowNs: Int64,
+    package func submit(type: FLVTagType, timestampMs: Int64, isKeyframe: Bool, bodySize: Int, nowNs: Int64,
                        captureNs: Int64 = 0, write: (UnsafeMutableRawBufferPointer) -> Void) {
         lock.lock()
         defer { lock.unlock() }
         let track = type == .video ? video : audio
-        var offset = track.count < track.entries.count ? track.bytes.allocate(bodySize) : nil
+        var offset = track.entries.isFull ? nil : track.bytes.allocate(bodySize)
         if offset == nil {
             // Staging full: the other track is late beyond reason; release without waiting.
             releaseLocked(nowNs: nowNs, force: true)
-            offset = track.count < track.entries.count ? track.bytes.allocate(bodySize) : nil
+            offset = track.entries.isFull ? nil : track.bytes.allocate(bodySize)
         }
         guard let o = offset else {
             stats.countDrop(.queueFull)
             return
         }
         write(UnsafeMutableRawBufferPointer(start: track.storage.baseAddress! + o, count: bodySize))
-        track.entries[(track.head + track.count) % track.entries.count] =
-            Entry(offset: o, length: bodySize, timestampMs: timestampMs, arrivalNs: nowNs, isKeyframe: isKeyframe,
-                  captureNs: captureNs)
-        track.count += 1
+        track.entries.append(Entry(offset: o, length: bodySize, timestampMs: timestampMs, arrivalNs: nowNs,
+                                   isKeyframe: isKeyframe, captureNs: captureNs))
         releaseLocked(nowNs: nowNs, force: false)
     }
 
     /// Releases heads whose wait has expired; called periodically by the session.
-    public func poll(nowNs: Int64) {
+    package func poll(nowNs: Int64) {
         lock.withLock { releaseLocked(nowNs: nowNs, force: false) }
     }
 
     /// Releases everything (end of stream).
-    public func drain(nowNs: Int64) {
+    package func drain(nowNs: Int64) {
         lock.withLock { releaseLocked(nowNs: nowNs, force: true) }
     }
 
     private func releaseLocked(nowNs: Int64, force: Bool) {
         while true {
-            let v = video.headEntry, a = audio.headEntry
+            let v = video.entries.first, a = audio.entries.first
             let pick: Track
             if let v, let a {
                 pick = a.timestampMs <= v.timestampMs ? audio : video
@@ -119,7 +108,7 @@ public final class Interleaver: @unchecked Sendable {
             } else {
                 return
             }
-            let e = pick.entries[pick.head]
+            guard let e = pick.entries.first else { return }
             var ts = e.timestampMs
             // Late past the wait (a starved lane): move it up to the stream's time, and keep
             // its own track strictly increasing so no decoder sees a repeated timestamp.

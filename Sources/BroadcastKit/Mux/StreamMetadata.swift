@@ -2,22 +2,22 @@
 ///
 /// Built at start (not on the hot path). A video-only stream sets `hasAudio = false` and the
 /// audio fields are omitted; an audio-only stream likewise omits the video fields.
-public struct StreamMetadata: Sendable, Equatable {
-    public var hasVideo: Bool
-    public var hasAudio: Bool
-    public var width: Int
-    public var height: Int
-    public var framerate: Double
-    public var videoDataRateKbps: Int
+package struct StreamMetadata: Sendable, Equatable {
+    package var hasVideo: Bool
+    package var hasAudio: Bool
+    package var width: Int
+    package var height: Int
+    package var framerate: Double
+    package var videoDataRateKbps: Int
     /// FLV CodecID; 7 = AVC.
-    public var videoCodecID: Int
-    public var audioCodec: AudioCodec
-    public var audioDataRateKbps: Int
-    public var audioSampleRate: Int
-    public var audioChannels: Int
-    public var encoder: String
+    package var videoCodecID: Int
+    package var audioCodec: AudioCodec
+    package var audioDataRateKbps: Int
+    package var audioSampleRate: Int
+    package var audioChannels: Int
+    package var encoder: String
 
-    public init(hasVideo: Bool = true, hasAudio: Bool = true,
+    package init(hasVideo: Bool = true, hasAudio: Bool = true,
                 width: Int, height: Int, framerate: Double, videoDataRateKbps: Int,
                 videoCodecID: Int = 7,
                 audioCodec: AudioCodec = .aac, audioDataRateKbps: Int = 128,
@@ -38,7 +38,7 @@ public struct StreamMetadata: Sendable, Equatable {
     }
 
     /// `audiocodecid`: 10 for AAC; for Opus the FourCC 'Opus' as a number, as E-RTMP does.
-    public var audioCodecIDValue: Double {
+    package var audioCodecIDValue: Double {
         switch audioCodec {
         case .aac: return 10
         case .opus: return Double(FLVTagBody.opusFourCC)
@@ -46,14 +46,14 @@ public struct StreamMetadata: Sendable, Equatable {
     }
 
     /// The RTMP data-message prefix; FLV files carry `onMetaData` without it.
-    public static let setDataFrame = "@setDataFrame"
+    package static let setDataFrame = "@setDataFrame"
 
     private static let videoNumberKeys = ["width", "height", "framerate", "videocodecid", "videodatarate"]
     private static let audioNumberKeys = ["audiocodecid", "audiodatarate", "audiosamplerate",
                                           "audiosamplesize", "audiochannels"]
 
     /// Exact size of the body `write(into:)` produces.
-    public var encodedSize: Int {
+    package var encodedSize: Int {
         var size = AMF0Writer.stringSize(Self.setDataFrame) + AMF0Writer.stringSize("onMetaData")
             + AMF0Writer.ecmaArrayStartSize + AMF0Writer.objectEndSize
         if hasVideo {
@@ -75,7 +75,7 @@ public struct StreamMetadata: Sendable, Equatable {
 
     /// Writes the script-data body: "@setDataFrame", "onMetaData", ECMA array.
     /// Returns bytes written, or `nil` if `destination` is smaller than `encodedSize`.
-    public func write(into destination: UnsafeMutableRawBufferPointer) -> Int? {
+    package func write(into destination: UnsafeMutableRawBufferPointer) -> Int? {
         var w = AMF0Writer(buffer: destination)
         w.writeString(Self.setDataFrame)
         w.writeString("onMetaData")

@@ -5,8 +5,8 @@ import Glibc
 /// Writes one line to stderr with a single write(2), so lines from threads never interleave.
 ///
 /// Callers must never pass a stream key; messages name destinations by their redacted form.
-public enum Log {
-    public static func line(_ message: String) {
+package enum Log {
+    package static func line(_ message: String) {
         var s = message
         s.append("\n")
         s.withUTF8 { buf in

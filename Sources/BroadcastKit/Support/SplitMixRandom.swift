@@ -1,8 +1,8 @@
 /// A small seeded PRNG (SplitMix64) for backoff jitter; no allocation, no global state.
-public struct SplitMixRandom: RandomNumberGenerator, Sendable {
+package struct SplitMixRandom: RandomNumberGenerator, Sendable {
     private var state: UInt64
-    public init(seed: UInt64) { state = seed }
-    public mutating func next() -> UInt64 {
+    package init(seed: UInt64) { state = seed }
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -10,7 +10,7 @@ public struct SplitMixRandom: RandomNumberGenerator, Sendable {
         return z ^ (z >> 31)
     }
     /// Uniform in [0, 1).
-    public mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+    package mutating func nextUnit() -> Double { Double(next() >> 11) / Double(1 << 53) }
     /// Uniform in [-1, 1).
-    public mutating func nextSigned() -> Double { nextUnit() * 2 - 1 }
+    package mutating func nextSigned() -> Double { nextUnit() * 2 - 1 }
 }

@@ -7,7 +7,7 @@ import CLinuxProcess
 ///
 /// Lanes and senders are long-lived threads rather than a Task or a dispatch block per frame,
 /// so the per-frame path neither allocates nor hops executors.
-public final class WorkerThread: @unchecked Sendable {
+package final class WorkerThread: @unchecked Sendable {
     private var thread: pthread_t = 0
     private var started = false
     private let name: String
@@ -18,12 +18,12 @@ public final class WorkerThread: @unchecked Sendable {
         init(_ name: String, _ body: @escaping () -> Void) { self.name = name; self.body = body }
     }
 
-    public init(name: String) { self.name = name }
+    package init(name: String) { self.name = name }
 
     /// Starts the thread; `body` runs once and the thread ends when it returns.
     /// Returns 0, or pthread_create's error number (the body then never runs).
     @discardableResult
-    public func start(_ body: @escaping @Sendable () -> Void) -> Int32 {
+    package func start(_ body: @escaping @Sendable () -> Void) -> Int32 {
         precondition(!started, "WorkerThread started twice")
         let box = Unmanaged.passRetained(Box(name, body)).toOpaque()
         let rc = pthread_create(&thread, nil, { arg in
@@ -41,10 +41,10 @@ public final class WorkerThread: @unchecked Sendable {
     }
 
     /// True when called from this thread.
-    public var isCurrent: Bool { started && pthread_equal(thread, pthread_self()) != 0 }
+    package var isCurrent: Bool { started && pthread_equal(thread, pthread_self()) != 0 }
 
     /// Waits for the body to return. Safe to call more than once, and a no-op from the thread itself.
-    public func join() {
+    package func join() {
         guard started, !isCurrent else { return }
         started = false
         pthread_join(thread, nil)

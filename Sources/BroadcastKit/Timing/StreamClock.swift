@@ -4,13 +4,13 @@ import Synchronization
 ///
 /// All lanes share one origin, so a mic that starts 700 ms late lands 700 ms into the stream
 /// rather than at zero (the misalignment HaishinKit users see when each track starts at zero).
-public final class StreamClock: Sendable {
+package final class StreamClock: Sendable {
     private let origin = Atomic<Int64>(Int64.min)
 
-    public init() {}
+    package init() {}
 
     /// Timeline nanoseconds for a capture PTS; the first call fixes the origin.
-    public func timelineNs(_ pts: Int64) -> Int64 {
+    package func timelineNs(_ pts: Int64) -> Int64 {
         var o = origin.load(ordering: .acquiring)
         if o == Int64.min {
             let (exchanged, original) = origin.compareExchange(expected: Int64.min, desired: pts, ordering: .acquiringAndReleasing)
@@ -21,12 +21,12 @@ public final class StreamClock: Sendable {
     }
 
     /// Timeline milliseconds for a capture PTS, never negative.
-    public func timelineMs(_ pts: Int64) -> Int64 {
+    package func timelineMs(_ pts: Int64) -> Int64 {
         max(0, MediaTime.millis(timelineNs(pts)))
     }
 
     /// The origin in source-clock nanoseconds, or nil before the first buffer.
-    public var originNs: Int64? {
+    package var originNs: Int64? {
         let o = origin.load(ordering: .acquiring)
         return o == Int64.min ? nil : o
     }

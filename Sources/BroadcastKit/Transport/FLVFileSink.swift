@@ -10,17 +10,17 @@ import Synchronization
 /// is synced and dropped from the page cache, which is charged to the memory cgroup.
 ///
 /// `open`/`write`/`close` come from one sender thread; `bytesWritten` may be read anywhere.
-public final class FLVFileSink: TagSink, @unchecked Sendable {
-    public let path: String
-    public let hasAudio: Bool
-    public let hasVideo: Bool
-    public let dropCacheInterval: Int
+package final class FLVFileSink: TagSink, @unchecked Sendable {
+    package let path: String
+    package let hasAudio: Bool
+    package let hasVideo: Bool
+    package let dropCacheInterval: Int
 
-    public var displayName: String { path }
+    package var displayName: String { path }
     /// Bytes of complete tags (and the file header) on disk.
-    public var bytesWritten: Int { committed.load(ordering: .relaxed) }
+    package var bytesWritten: Int { committed.load(ordering: .relaxed) }
     /// True after a write error closed the file; later writes are ignored.
-    public var hasFailed: Bool { failed.load(ordering: .relaxed) }
+    package var hasFailed: Bool { failed.load(ordering: .relaxed) }
 
     private var fd: Int32 = -1
     private let committed = Atomic<Int>(0)
@@ -38,7 +38,7 @@ public final class FLVFileSink: TagSink, @unchecked Sendable {
     ///   - path: file to create or truncate.
     ///   - hasAudio/hasVideo: FLV header TypeFlags.
     ///   - dropCacheInterval: bytes between fdatasync + POSIX_FADV_DONTNEED (default 4 MB).
-    public init(path: String, hasAudio: Bool = true, hasVideo: Bool = true,
+    package init(path: String, hasAudio: Bool = true, hasVideo: Bool = true,
                 dropCacheInterval: Int = 4 << 20) {
         self.path = path
         self.hasAudio = hasAudio
@@ -52,7 +52,7 @@ public final class FLVFileSink: TagSink, @unchecked Sendable {
         scratch.deallocate()
     }
 
-    public func open() throws {
+    package func open() throws {
         close()
         failed.store(false, ordering: .relaxed)
         committed.store(0, ordering: .relaxed)
@@ -72,7 +72,7 @@ public final class FLVFileSink: TagSink, @unchecked Sendable {
         committed.store(header.count, ordering: .relaxed)
     }
 
-    public func write(_ tag: FLVTag) throws {
+    package func write(_ tag: FLVTag) throws {
         guard fd >= 0, !failed.load(ordering: .relaxed) else { return }
         var body = tag.body
         if tag.type == .scriptData { body = Self.strippingSetDataFrame(body) }
@@ -110,7 +110,7 @@ public final class FLVFileSink: TagSink, @unchecked Sendable {
         if end - syncedUpTo >= dropCacheInterval { dropWrittenPages(upTo: end) }
     }
 
-    public func close() {
+    package func close() {
         guard fd >= 0 else { return }
         dropWrittenPages(upTo: committed.load(ordering: .relaxed))
         _ = Glibc.close(fd)

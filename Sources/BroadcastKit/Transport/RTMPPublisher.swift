@@ -38,17 +38,18 @@ private let brokenPipeSignalIgnored: Bool = {
 ///
 /// `open`/`write`/`close` come from the destination's single sender thread; `bytesSent` and
 /// `lastWriteMonotonicNs` may be read from any thread.
-public final class RTMPPublisher: TagSink, @unchecked Sendable {
+package final class RTMPPublisher: TagSink, @unchecked Sendable {
     /// The destination with the key replaced by "****".
-    public let displayName: String
-    public let connectTimeoutSeconds: Int
+    package let displayName: String
+    package var isNetworkPublisher: Bool { true }
+    package let connectTimeoutSeconds: Int
     /// Tag body bytes handed to the socket since `open`.
-    public var bytesSent: Int { sent.load(ordering: .relaxed) }
+    package var bytesSent: Int { sent.load(ordering: .relaxed) }
     /// CLOCK_MONOTONIC nanoseconds when the last byte of the last tag was written (0 before any).
-    public var lastWriteMonotonicNs: UInt64 { lastWrite.load(ordering: .relaxed) }
+    package var lastWriteMonotonicNs: UInt64 { lastWrite.load(ordering: .relaxed) }
 
     /// Outgoing RTMP chunk size after publishing starts (librtmp's default is 128).
-    public static let outChunkSize: Int32 = 4096
+    package static let outChunkSize: Int32 = 4096
     static let headroom = Int(RTMP_MAX_HEADER_SIZE)
     static let initialPacketCapacity = 512 << 10
     /// Chunk stream ids. librtmp uses 2 for protocol control and 3 for its commands
@@ -64,9 +65,9 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
     static let socketSendBufferBytes: Int32 = 64 << 10
     /// How long `open` watches the connection after NetStream.Publish.Start: nginx-rtmp's
     /// access rules (and some ingests for a bad key) confirm the publish, then hang up.
-    public var rejectionGraceMilliseconds = 250
+    package var rejectionGraceMilliseconds = 250
     /// Extra PEM CA file trusted for `rtmps://` besides the system store (not a secret).
-    public let caFile: String?
+    package let caFile: String?
     /// Loaded on the first `rtmps` open and kept for reconnects.
     private var tlsVerifier: TLSVerifier?
     private var usesTLS = false
@@ -93,7 +94,7 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
     ///
     /// A malformed URL is reported by `open()` as `connectFailed` with a redaction-safe reason;
     /// an untrusted RTMPS server or an unusable `caFile` as `tlsRejected`.
-    public init(url: String, streamKey: String, connectTimeoutSeconds: Int = 5, caFile: String? = nil) {
+    package init(url: String, streamKey: String, connectTimeoutSeconds: Int = 5, caFile: String? = nil) {
         self.caFile = caFile
         do {
             let parsed = try RTMPURL(url: url, streamKey: streamKey)
@@ -115,7 +116,7 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
         packetBuffer.deallocate()
     }
 
-    public func open() throws {
+    package func open() throws {
         close()
         _ = librtmpLoggingSilenced
         _ = brokenPipeSignalIgnored
@@ -175,7 +176,7 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
         lastDrainNs = Self.monotonicNs()
     }
 
-    public func write(_ tag: FLVTag) throws {
+    package func write(_ tag: FLVTag) throws {
         guard let r = rtmp, RTMP_IsConnected(r) != 0 else {
             throw TransportError.writeFailed("\(displayName): not connected")
         }
@@ -212,12 +213,12 @@ public final class RTMPPublisher: TagSink, @unchecked Sendable {
 
     /// Shuts the socket down so a write blocked on a stalled link returns at once (the stop
     /// deadline has passed). The fd itself stays open until `close()` on the sender thread.
-    public func abortPendingIO() {
+    package func abortPendingIO() {
         let fd = socketForAbort.load(ordering: .acquiring)
         if fd >= 0 { _ = shutdown(fd, Int32(SHUT_RDWR)) }
     }
 
-    public func close() {
+    package func close() {
         socketForAbort.store(-1, ordering: .releasing)
         if let r = rtmp {
             if usesTLS && r.pointee.m_sb.sb_socket >= 0 {

@@ -1,5 +1,5 @@
 /// Why an RTMP URL could not be used. Messages never contain the stream key.
-public enum RTMPURLError: Error, Sendable, Equatable, CustomStringConvertible {
+package enum RTMPURLError: Error, Sendable, Equatable, CustomStringConvertible {
     case empty
     case unsupportedScheme(String)
     case missingHost
@@ -7,7 +7,7 @@ public enum RTMPURLError: Error, Sendable, Equatable, CustomStringConvertible {
     case missingApp
     case credentialsNotSupported
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .empty: return "RTMP URL is empty"
         case .unsupportedScheme(let s): return "unsupported URL scheme '\(s)' (expected rtmp:// or rtmps://)"
@@ -23,23 +23,23 @@ public enum RTMPURLError: Error, Sendable, Equatable, CustomStringConvertible {
 ///
 /// The first path segment is the application; anything after it is the stream key.
 /// `redacted` is the only form that may appear in messages.
-public struct RTMPURL: Sendable, Equatable {
-    public enum Scheme: String, Sendable {
+package struct RTMPURL: Sendable, Equatable {
+    package enum Scheme: String, Sendable {
         case rtmp, rtmps
-        public var defaultPort: Int { self == .rtmp ? 1935 : 443 }
+        package var defaultPort: Int { self == .rtmp ? 1935 : 443 }
     }
 
-    public var scheme: Scheme
-    public var host: String
+    package var scheme: Scheme
+    package var host: String
     /// Explicit or default port (1935 for rtmp, 443 for rtmps).
-    public var port: Int
-    public var hasExplicitPort: Bool
-    public var app: String
+    package var port: Int
+    package var hasExplicitPort: Bool
+    package var app: String
     /// The stream key, or `nil` when the URL ends at the application.
-    public var streamKey: String?
+    package var streamKey: String?
 
     /// Parses `url`. Throws `RTMPURLError` with a message that does not echo the key.
-    public init(parsing url: String) throws(RTMPURLError) {
+    package init(parsing url: String) throws(RTMPURLError) {
         if url.isEmpty { throw .empty }
         guard let schemeEnd = url.firstRange(of: "://") else { throw .unsupportedScheme(String(url.prefix(8))) }
         let schemeText = String(url[..<schemeEnd.lowerBound]).lowercased()
@@ -87,7 +87,7 @@ public struct RTMPURL: Sendable, Equatable {
 
     /// Parses `url` and, when `streamKey` is not empty, uses it as the key. A path after the
     /// application in `url` is then kept as part of the application (app instance).
-    public init(url: String, streamKey: String) throws(RTMPURLError) {
+    package init(url: String, streamKey: String) throws(RTMPURLError) {
         try self.init(parsing: url)
         if !streamKey.isEmpty {
             if let existing = self.streamKey { app += "/" + existing }
@@ -102,13 +102,13 @@ public struct RTMPURL: Sendable, Equatable {
     }
 
     /// The complete URL including the key, for librtmp only. Never log it.
-    public var fullURL: String {
+    package var fullURL: String {
         guard let streamKey else { return base }
         return base + "/" + streamKey
     }
 
     /// The URL with the key replaced by "****": safe for every message.
-    public var redacted: String {
+    package var redacted: String {
         streamKey == nil ? base : base + "/****"
     }
 }

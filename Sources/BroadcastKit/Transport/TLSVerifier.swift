@@ -2,13 +2,13 @@ import CGnuTLS
 import Glibc
 
 /// The outcome of checking a server certificate chain.
-public struct TLSVerification: Sendable, Equatable {
+package struct TLSVerification: Sendable, Equatable {
     /// GnuTLS `gnutls_certificate_status_t` bits; 0 means trusted and matching the host.
-    public let status: UInt32
+    package let status: UInt32
     /// Why the chain was refused, in words ("" when trusted).
-    public let reason: String
+    package let reason: String
 
-    public var isTrusted: Bool { status == 0 }
+    package var isTrusted: Bool { status == 0 }
 }
 
 /// Verifies RTMPS servers: the certificate chain against the system trust store (plus an
@@ -23,11 +23,11 @@ public struct TLSVerification: Sendable, Equatable {
 ///
 /// The trust list is loaded once (about 140 system CAs) and reused for every reconnect.
 /// Not thread-safe: used from one destination's sender thread.
-public final class TLSVerifier: @unchecked Sendable {
+package final class TLSVerifier: @unchecked Sendable {
     /// The extra CA file, if any (not a secret: it may appear in messages).
-    public let extraCAFile: String?
+    package let extraCAFile: String?
     /// CAs loaded (system + extra file).
-    public let trustedCACount: Int
+    package let trustedCACount: Int
     private var trustList: gnutls_x509_trust_list_t?
     /// Empty client credentials: GnuTLS needs some for a certificate handshake; the
     /// verification is done against `trustList` by `verify`.
@@ -39,7 +39,7 @@ public final class TLSVerifier: @unchecked Sendable {
     /// Loads the system trust store and, when given, the PEM CAs in `extraCAFile`.
     /// Throws `TransportError.tlsRejected` when the extra file holds no usable CA or no trust
     /// anchor at all could be loaded.
-    public init(extraCAFile: String? = nil) throws(TransportError) {
+    package init(extraCAFile: String? = nil) throws(TransportError) {
         self.extraCAFile = extraCAFile
         var list: gnutls_x509_trust_list_t?
         guard gnutls_x509_trust_list_init(&list, 0) == 0, let list else {
@@ -83,7 +83,7 @@ public final class TLSVerifier: @unchecked Sendable {
     /// - Throws: `TransportError.connectFailed` when the handshake itself fails (a network
     ///   fault), `TransportError.tlsRejected` when the certificate is not trusted for `host`.
     ///   `displayName` (already redacted) prefixes the messages.
-    public func handshake(fd: Int32, host: String, timeoutMs: Int, displayName: String) throws(TransportError) -> OpaquePointer {
+    package func handshake(fd: Int32, host: String, timeoutMs: Int, displayName: String) throws(TransportError) -> OpaquePointer {
         var maybeSession: gnutls_session_t?
         guard gnutls_init(&maybeSession, UInt32(GNUTLS_CLIENT)) == 0, let session = maybeSession else {
             throw TransportError.connectFailed("\(displayName): cannot create a TLS session")
@@ -120,7 +120,7 @@ public final class TLSVerifier: @unchecked Sendable {
     }
 
     /// Verifies a server certificate chain (leaf first, DER bytes) for `host`.
-    public func verify(derChain: [[UInt8]], host: String) -> TLSVerification {
+    package func verify(derChain: [[UInt8]], host: String) -> TLSVerification {
         var datums = [gnutls_datum_t]()
         datums.reserveCapacity(derChain.count)
         let copies = derChain.map { der -> UnsafeMutableBufferPointer<UInt8> in
@@ -136,7 +136,7 @@ public final class TLSVerifier: @unchecked Sendable {
     }
 
     /// Verifies a PEM bundle (leaf first) for `host`; for tools and tests.
-    public func verify(pemChain: String, host: String) -> TLSVerification {
+    package func verify(pemChain: String, host: String) -> TLSVerification {
         var bytes = Array(pemChain.utf8)
         return bytes.withUnsafeMutableBufferPointer { buf in
             var datum = gnutls_datum_t(data: buf.baseAddress, size: UInt32(buf.count))

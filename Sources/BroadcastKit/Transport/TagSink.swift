@@ -13,10 +13,14 @@ public protocol TagSink: AnyObject {
     /// Called from another thread when a stop deadline passed while `write` may still be
     /// blocked (a stalled link): make that write fail now. Must be async-safe with `write`.
     func abortPendingIO()
+    /// A network publisher: it reconnects after a lost connection, and its measured throughput
+    /// drives the bitrate controller. Files and custom sinks are not (default false).
+    var isNetworkPublisher: Bool { get }
 }
 
 extension TagSink {
     public func abortPendingIO() {}
+    public var isNetworkPublisher: Bool { false }
 }
 
 /// Transport failures, each mapped to a CLI exit code.

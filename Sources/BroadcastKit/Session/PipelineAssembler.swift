@@ -1,0 +1,121 @@
+/// Builds a session's `Pipeline` from its configuration: the one place the stages are created
+/// and connected, and where the memory plan decides the encoder settings.
+///
+/// Order matters for the plan: the runtime baseline is measured first, then each encoder's
+/// resident growth across its open; every pool and queue is allocated here, before the first
+/// buffer, so the plan counts what the session will hold.
+package enum PipelineAssembler {
+    package static func assemble(_ cfg: BroadcastConfiguration, stats: BroadcastStats) throws(BroadcastError) -> Pipeline {
+        guard cfg.hasVideo || cfg.hasAudio else {
+            throw .configuration("nothing to broadcast: video and audio are both off")
+        }
+        let baseline = ProcessMemory.residentBytes()
+        let audioEncoder = cfg.hasAudio ? try makeAudioEncoder(cfg.audio) : nil
+        let audioEncoderBytes = max(0, ProcessMemory.residentBytes() - baseline)
+
+        let destinations = DestinationSet(makeDestinations(cfg, stats: stats))
+        // Interleaver staging must hold the largest frame the VBV allows plus the wait window.
+        let videoStaging = max(512 << 10, cfg.video.maxBitrateKbps * 1000 / 8 * 2)
+        let interleaver = Interleaver(hasVideo: cfg.hasVideo, hasAudio: cfg.hasAudio, videoBytes: videoStaging,
+                                      stats: stats) { [unowned destinations] tag in destinations.push(tag) }
+
+        var mixer: AudioMixer?
+        var audioLanes: [AudioLane] = []
+        if let aenc = audioEncoder {
+            let writer = AudioTagWriter(encoder: aenc, interleaver: interleaver)
+            let m = AudioMixer(frameSize: aenc.frameSize) { samples, position in writer.encode(samples, position: position) }
+            m.flushPaddingFrames = writer.delaySamples
+            audioLanes = [AudioLane(lane: .appAudio, mixer: m, stats: stats), AudioLane(lane: .micAudio, mixer: m, stats: stats)]
+            for lane in audioLanes { try lane.prepareResampler() }
+            mixer = m
+        }
+
+        let fixed = MemoryPlan(budgetBytes: cfg.memoryBudgetBytes, baselineBytes: baseline, videoEncoderBytes: 0,
+                               audioEncoderBytes: audioEncoderBytes, framePoolBytes: 0,
+                               audioBytes: (mixer?.reservedBytes ?? 0) + audioLanes.reduce(0) { $0 + $1.reservedBytes },
+                               stagingBytes: interleaver.reservedBytes,
+                               queueBytes: destinations.all.reduce(0) { $0 + $1.queue.reservedBytes })
+        var plan = fixed
+        plan.captureBytes = cfg.captureReserveBytes
+        var videoEncoder: VideoEncoder?
+        var videoLane: VideoLane?
+        var note: String?
+        if cfg.hasVideo {
+            let chosen = try chooseVideoEncoder(cfg, fixedPlan: plan)
+            videoEncoder = chosen.encoder
+            plan = chosen.plan
+            note = chosen.note
+            let writer = VideoTagWriter(interleaver: interleaver)
+            videoLane = VideoLane(encoder: chosen.encoder, pendingFrames: chosen.pendingFrames, stats: stats) { p, arrival in
+                writer.submit(p, captureNs: arrival)
+            }
+        }
+        return Pipeline(videoEncoder: videoEncoder, audioEncoder: audioEncoder, videoLane: videoLane,
+                        audioLanes: audioLanes, mixer: mixer, interleaver: interleaver, destinations: destinations,
+                        plan: plan, downgradeNote: note)
+    }
+
+    static func makeAudioEncoder(_ settings: AudioEncoderSettings) throws(BroadcastError) -> AudioEncoder {
+        do {
+            switch settings.codec {
+            case .aac: return try AACEncoder(settings: settings)
+            case .opus: return try OpusEncoder(settings: settings)
+            }
+        } catch { throw .configuration("audio encoder: \(error)") }
+    }
+
+    /// Network publishers first, so the primary (what "sent" reports) is the RTMP stream when there is one.
+    static func makeDestinations(_ cfg: BroadcastConfiguration, stats: BroadcastStats) -> [Destination] {
+        let sinks: [TagSink] = cfg.destinations.map { d in
+            switch d {
+            case .rtmp(let url, let key):
+                return RTMPPublisher(url: url, streamKey: key, connectTimeoutSeconds: cfg.connectTimeoutSeconds,
+                                     caFile: cfg.tlsCAFile)
+            case .file(let path): return FLVFileSink(path: path, hasAudio: cfg.hasAudio, hasVideo: cfg.hasVideo)
+            case .discard: return DiscardSink()
+            case .custom(let custom): return custom
+            }
+        }
+        let ordered = sinks.filter { $0.isNetworkPublisher } + sinks.filter { !$0.isNetworkPublisher }
+        return ordered.enumerated().map { i, sink in
+            Destination(sink: sink, policy: cfg.congestion, isPrimary: i == 0, stats: stats,
+                        reconnect: sink.isNetworkPublisher ? cfg.reconnect : .never)
+        }
+    }
+
+    /// Walks the encoder ladder, lightest last, until the plan fits (or the last step), opening
+    /// x264 again only when its settings change and measuring its resident growth each time.
+    static func chooseVideoEncoder(_ cfg: BroadcastConfiguration, fixedPlan: MemoryPlan)
+        throws(BroadcastError) -> (encoder: VideoEncoder, plan: MemoryPlan, pendingFrames: Int, note: String?) {
+        let steps = MemoryPlan.ladder(requested: cfg.video, pendingFrames: cfg.maxPendingVideoFrames,
+                                      allowDowngrade: cfg.allowPresetDowngrade)
+        var encoder: X264Encoder?
+        var openSettings: VideoEncoderSettings?
+        var atOpen = 0
+        var plan = fixedPlan
+        for (n, step) in steps.enumerated() {
+            if openSettings != step.settings {
+                encoder = nil
+                let before = ProcessMemory.residentBytes()
+                do { encoder = try X264Encoder(settings: step.settings) } catch { throw .configuration("video encoder: \(error)") }
+                atOpen = max(0, ProcessMemory.residentBytes() - before)
+                openSettings = step.settings
+            }
+            plan = fixedPlan
+            plan.videoEncoderBytes = atOpen
+            plan.framePoolBytes = FramePool.byteCount(width: step.settings.width, height: step.settings.height,
+                                                      capacity: step.pendingFrames)
+            plan.encoderWorkingBytes = MemoryPlan.x264WorkingBytes(step.settings)
+            if plan.fits || n == steps.count - 1 {
+                var note: String?
+                if n > 0 && plan.fits {
+                    note = "memory budget: \(step.label)"
+                        + " (planned \(MemoryPlan.megabytes(plan.totalBytes)) + \(MemoryPlan.megabytes(plan.headroomBytes)) headroom"
+                        + " of \(MemoryPlan.megabytes(cfg.memoryBudgetBytes)))"
+                }
+                return (encoder!, plan, step.pendingFrames, note)
+            }
+        }
+        preconditionFailure("the ladder always has a first step")
+    }
+}
