@@ -60,7 +60,7 @@ let package = Package(
         // The README's embedding example, compiled so it cannot drift from the API.
         .executableTarget(name: "embed-example", dependencies: ["BroadcastKit"], path: "Examples/embed-example",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(name: "BroadcastKitTests", dependencies: ["BroadcastKit"]),
+        .testTarget(name: "BroadcastKitTests", dependencies: ["BroadcastKit", "CLinuxProcess"]),
         .testTarget(name: "BroadcastCaptureTests", dependencies: ["BroadcastCapture"]),
     ]
 )

@@ -1,4 +1,5 @@
 import CSystemd
+import BroadcastKit
 import Glibc
 
 /// A session-bus connection through sd-bus, with just what the ScreenCast portal flow needs:
@@ -60,7 +61,8 @@ final class PortalBus {
         return String(cString: name)
     }
 
-    static func errno(_ r: Int32) -> String { String(cString: strerror(-r)) }
+    /// sd-bus returns -errno.
+    static func errno(_ r: Int32) -> String { SystemError.describe(-r) }
 
     // MARK: calls
 
@@ -113,7 +115,7 @@ final class PortalBus {
         }
         // The message owns its fd; keep a copy that outlives it.
         let own = fcntl(fd, F_DUPFD_CLOEXEC, 3)
-        if own < 0 { throw CaptureError(.io, "\(member): cannot duplicate the fd (\(PortalBus.errno(-Glibc.errno)))") }
+        if own < 0 { throw CaptureError(.io, "\(member): cannot duplicate the fd (\(SystemError.describe()))") }
         return own
     }
 
@@ -145,12 +147,12 @@ final class PortalBus {
     /// Waits for `org.freedesktop.portal.Request.Response` on `path`. The match must be added
     /// (with `watchResponse`) before the call that triggers it, so the signal cannot be missed.
     func waitForResponse(_ watch: ResponseWatch, timeoutNanoseconds: Int64) throws(CaptureError) -> Response? {
-        let deadline = PortalBus.now() + timeoutNanoseconds
+        let deadline = MediaTime.now() + timeoutNanoseconds
         while watch.box.pointee == nil {
             let r = sd_bus_process(bus, nil)
             if r < 0 { throw CaptureError(.io, "D-Bus connection lost while waiting for the portal (\(PortalBus.errno(r)))") }
             if r > 0 { continue }
-            let left = deadline - PortalBus.now()
+            let left = deadline - MediaTime.now()
             if left <= 0 { return nil }
             let w = sd_bus_wait(bus, UInt64(left / 1000))
             if w < 0 { throw CaptureError(.io, "D-Bus wait failed (\(PortalBus.errno(w)))") }
@@ -281,11 +283,5 @@ final class PortalBus {
         }
         sd_bus_message_exit_container(m) // a
         return out
-    }
-
-    static func now() -> Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Int64(ts.tv_sec) * 1_000_000_000 + Int64(ts.tv_nsec)
     }
 }

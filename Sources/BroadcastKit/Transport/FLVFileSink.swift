@@ -58,7 +58,7 @@ package final class FLVFileSink: TagSink, @unchecked Sendable {
         committed.store(0, ordering: .relaxed)
         syncedUpTo = 0
         let f = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        if f < 0 { throw TransportError.fileError("\(path): open failed: \(Self.errnoText())") }
+        if f < 0 { throw TransportError.fileError("\(path): open failed: \(SystemError.describe())") }
         fd = f
         // FLV header: 'FLV', version 1, TypeFlags, DataOffset 9; then PreviousTagSize0 = 0.
         var header: [UInt8] = [0x46, 0x4C, 0x56, 0x01,
@@ -154,7 +154,7 @@ package final class FLVFileSink: TagSink, @unchecked Sendable {
 
     /// Cuts the file back to the last complete tag, closes it and builds the error.
     private func fail() -> TransportError {
-        let reason = Self.errnoText()
+        let reason = SystemError.describe()
         failed.store(true, ordering: .relaxed)
         let keep = committed.load(ordering: .relaxed)
         if fd >= 0 {
@@ -173,8 +173,4 @@ package final class FLVFileSink: TagSink, @unchecked Sendable {
         syncedUpTo = end
     }
 
-    private static func errnoText() -> String {
-        let code = errno
-        return String(cString: strerror(code)) + " (errno \(code))"
-    }
 }

@@ -173,7 +173,7 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
         }
         try confirmPublishSurvives(r)
         try sendSetChunkSize(r)
-        lastDrainNs = Self.monotonicNs()
+        lastDrainNs = UInt64(MediaTime.now())
     }
 
     package func write(_ tag: FLVTag) throws {
@@ -199,10 +199,10 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
         packet.m_nBodySize = UInt32(size)
         packet.m_body = body.assumingMemoryBound(to: CChar.self)
         if RTMP_SendPacket(r, &packet, 0) == 0 {
-            let reason = Self.errnoText()
+            let reason = SystemError.describe()
             throw TransportError.writeFailed("\(displayName): send failed: \(reason)")
         }
-        let now = Self.monotonicNs()
+        let now = UInt64(MediaTime.now())
         sent.add(size, ordering: .relaxed)
         lastWrite.store(now, ordering: .relaxed)
         if now &- lastDrainNs >= Self.drainIntervalNs {
@@ -260,7 +260,7 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
             entry = ai.pointee.ai_next
             let fd = socket(ai.pointee.ai_family,
                             Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            if fd < 0 { lastReason = Self.errnoText(); continue }
+            if fd < 0 { lastReason = SystemError.describe(); continue }
             if let reason = finishConnect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) {
                 lastReason = reason
                 _ = Glibc.close(fd)
@@ -289,15 +289,15 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
     /// Returns nil on success, else the reason.
     private func finishConnect(_ fd: Int32, _ addr: UnsafeMutablePointer<sockaddr>?, _ len: socklen_t) -> String? {
         if Glibc.connect(fd, addr, len) == 0 { return nil }
-        guard errno == EINPROGRESS else { return Self.errnoText() }
+        guard errno == EINPROGRESS else { return SystemError.describe() }
         var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
         let ready = poll(&pfd, 1, Int32(connectTimeoutSeconds * 1000))
         if ready == 0 { return "connect timed out after \(connectTimeoutSeconds) s" }
-        if ready < 0 { return Self.errnoText() }
+        if ready < 0 { return SystemError.describe() }
         var soError: Int32 = 0
         var soLen = socklen_t(MemoryLayout<Int32>.size)
-        if getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &soLen) != 0 { return Self.errnoText() }
-        if soError != 0 { return String(cString: strerror(soError)) + " (errno \(soError))" }
+        if getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &soLen) != 0 { return SystemError.describe() }
+        if soError != 0 { return SystemError.describe(soError) }
         return nil
     }
 
@@ -321,9 +321,9 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
     /// Reads server messages for `rejectionGraceMilliseconds`; a hang-up in that window
     /// means the publish was refused after all.
     private func confirmPublishSurvives(_ r: UnsafeMutablePointer<RTMP>) throws {
-        let deadline = Self.monotonicNs() + UInt64(max(0, rejectionGraceMilliseconds)) * 1_000_000
+        let deadline = UInt64(MediaTime.now()) + UInt64(max(0, rejectionGraceMilliseconds)) * 1_000_000
         while true {
-            let now = Self.monotonicNs()
+            let now = UInt64(MediaTime.now())
             if now >= deadline { return }
             if r.pointee.m_sb.sb_size <= 0 {
                 var pfd = pollfd(fd: RTMP_Socket(r), events: Int16(POLLIN), revents: 0)
@@ -366,7 +366,7 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
         packet.m_nBodySize = 4
         packet.m_body = body.assumingMemoryBound(to: CChar.self)
         if RTMP_SendPacket(r, &packet, 0) == 0 {
-            let reason = Self.errnoText()
+            let reason = SystemError.describe()
             close()
             throw TransportError.writeFailed("\(displayName): sending chunk size failed: \(reason)")
         }
@@ -399,16 +399,5 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
         packetBuffer.deallocate()
         packetBuffer = .allocate(byteCount: capacity, alignment: 16)
         packetCapacity = capacity
-    }
-
-    private static func monotonicNs() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
-
-    private static func errnoText() -> String {
-        let code = errno
-        return String(cString: strerror(code)) + " (errno \(code))"
     }
 }
