@@ -1,0 +1,113 @@
+import Glibc
+import Synchronization
+import Testing
+@testable import BroadcastKit
+
+/// A sink that records what it was given and fails its writes when asked to.
+final class ScriptedSink: TagSink, @unchecked Sendable {
+    let displayName: String
+    let network: Bool
+    let failWrites: Bool
+    let written = Mutex<[FLVTagType]>([])
+    init(_ name: String, network: Bool = false, failWrites: Bool = false) {
+        displayName = name
+        self.network = network
+        self.failWrites = failWrites
+    }
+    var isNetworkPublisher: Bool { network }
+    func open() throws {}
+    func write(_ tag: FLVTag) throws {
+        if failWrites { throw TransportError.writeFailed("scripted failure") }
+        written.withLock { $0.append(tag.type) }
+    }
+    func close() {}
+}
+
+@Suite struct PipelineAssemblerTests {
+    func config(_ destinations: [DestinationSettings], video: Bool = true, audio: Bool = true) -> BroadcastConfiguration {
+        var c = BroadcastConfiguration.default
+        c.video = VideoEncoderSettings(width: 320, height: 180, fps: 30, bitrateKbps: 300)
+        c.hasVideo = video
+        c.hasAudio = audio
+        c.destinations = destinations
+        return c
+    }
+
+    @Test func networkPublisherBecomesPrimaryWhateverTheOrder() throws {
+        let file = ScriptedSink("file"), net = ScriptedSink("net", network: true)
+        let p = try PipelineAssembler.assemble(config([.custom(file), .custom(net)]), stats: BroadcastStats())
+        #expect(p.destinations.names == ["net", "file"])
+        #expect(p.destinations.primary?.isPrimary == true)
+        #expect(p.destinations.all.filter(\.isPrimary).count == 1)
+    }
+
+    @Test func buildsOneLanePerBufferTypeAndPlansWhatItAllocated() throws {
+        let p = try PipelineAssembler.assemble(config([.discard]), stats: BroadcastStats())
+        #expect(p.videoLane != nil && p.videoEncoder != nil)
+        #expect(p.audioLane(.appAudio)?.lane == .appAudio)
+        #expect(p.audioLane(.micAudio)?.lane == .micAudio)
+        #expect(p.audioLane(.video) == nil)
+        #expect(p.plan.stagingBytes == p.interleaver.reservedBytes)
+        #expect(p.plan.queueBytes == p.destinations.all.reduce(0) { $0 + $1.queue.reservedBytes })
+        #expect(p.plan.framePoolBytes == FramePool.byteCount(width: 320, height: 180, capacity: 2))
+        #expect(p.plan.fits)
+    }
+
+    @Test func audioOnlyHasNoVideoStage() throws {
+        let p = try PipelineAssembler.assemble(config([.discard], video: false), stats: BroadcastStats())
+        #expect(p.videoLane == nil && p.videoEncoder == nil && p.plan.framePoolBytes == 0)
+        #expect(p.mixer != nil && p.audioLanes.count == 2)
+    }
+
+    @Test func refusesNothingToBroadcast() {
+        do {
+            _ = try PipelineAssembler.assemble(config([.discard], video: false, audio: false), stats: BroadcastStats())
+            Issue.record("assembled a pipeline with neither video nor audio")
+        } catch {
+            #expect(error == .configuration("nothing to broadcast: video and audio are both off"))
+        }
+    }
+
+    @Test func headersComeMetadataThenVideoThenAudio() throws {
+        let p = try PipelineAssembler.assemble(config([.discard]), stats: BroadcastStats())
+        let headers = StreamHeaders(configuration: config([.discard]), videoEncoder: p.videoEncoder,
+                                    audioEncoder: p.audioEncoder)
+        var seen: [(FLVTagType, Bool)] = []
+        headers.forEach { seen.append(($0.type, $0.isHeader)) }
+        #expect(seen.map(\.0) == [.scriptData, .video, .audio])
+        #expect(seen.allSatisfy { $0.1 })
+    }
+
+    /// The primary's failure stops the session; another destination's failure is a warning, once.
+    @Test func destinationFailuresAreReportedOnceWithTheirWeight() throws {
+        let stats = BroadcastStats()
+        let primary = Destination(sink: ScriptedSink("primary", failWrites: true), policy: .default, isPrimary: true,
+                                  stats: stats)
+        let other = Destination(sink: ScriptedSink("copy", failWrites: true), policy: .default, isPrimary: false,
+                                stats: stats)
+        let set = DestinationSet([primary, other])
+        for d in set.all { try d.open() }
+        let body: [UInt8] = [0xAF, 0x01, 0x00]
+        body.withUnsafeBytes { set.push(FLVTag(type: .audio, timestampMs: 0, body: $0)) }
+        let deadline = MediaTime.now() + 2_000_000_000
+        while set.all.contains(where: { $0.state != .failed }) && MediaTime.now() < deadline {
+            var ts = timespec(tv_sec: 0, tv_nsec: 5_000_000)
+            nanosleep(&ts, nil)
+        }
+        var events: [String] = [], failures: [BroadcastError] = []
+        for _ in 0..<2 {
+            set.reportNewFailures(onEvent: { e in
+                switch e {
+                case .failed(let m): events.append("failed: \(m)")
+                case .warning(let m): events.append("warning: \(m)")
+                default: events.append("other")
+                }
+            }, onFailure: { failures.append($0) })
+        }
+        #expect(events.count == 2)
+        #expect(events.contains { $0.hasPrefix("failed: primary: write failed") })
+        #expect(events.contains { $0.hasPrefix("warning: copy: write failed") && $0.hasSuffix("streaming continues without it") })
+        #expect(failures == [.streaming("primary: write failed: scripted failure")])
+        for d in set.all { d.finish(deadlineNs: MediaTime.now()) }
+    }
+}
