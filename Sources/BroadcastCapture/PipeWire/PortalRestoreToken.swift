@@ -1,3 +1,4 @@
+import BroadcastKit
 import Glibc
 
 /// Where the ScreenCast portal's restore token lives between runs, so the user is asked to pick
@@ -42,14 +43,14 @@ public struct PortalRestoreToken: Sendable, Equatable {
         try PortalRestoreToken.makeDirectories(dir)
         let tmp = path + ".tmp"
         let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        if fd < 0 { throw CaptureError(.io, "cannot write the portal restore token \(tmp): \(String(cString: strerror(errno)))") }
+        if fd < 0 { throw CaptureError(.io, "cannot write the portal restore token \(tmp): \(SystemError.describe())") }
         // An existing file keeps its old mode through O_CREAT; force 0600.
         fchmod(fd, 0o600)
         let line = token + "\n"
         let written = line.withCString { write(fd, $0, strlen($0)) }
         close(fd)
         guard written == line.utf8.count, rename(tmp, path) == 0 else {
-            let message = String(cString: strerror(errno))
+            let message = SystemError.describe()
             unlink(tmp)
             throw CaptureError(.io, "cannot write the portal restore token \(path): \(message)")
         }
@@ -64,7 +65,7 @@ public struct PortalRestoreToken: Sendable, Equatable {
         for part in dir.split(separator: "/") {
             prefix += "/" + part
             if mkdir(prefix, 0o700) != 0 && errno != EEXIST {
-                throw CaptureError(.io, "cannot create \(prefix) for the portal restore token: \(String(cString: strerror(errno)))")
+                throw CaptureError(.io, "cannot create \(prefix) for the portal restore token: \(SystemError.describe())")
             }
         }
     }

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import BroadcastKit
 import Glibc
 #endif
 
@@ -29,7 +30,7 @@ final class FileReader {
                 let code = errno
                 let kind: CaptureError.Kind = code == EACCES || code == EPERM ? .denied
                     : (code == ENOENT ? .unavailable : .io)
-                throw CaptureError(kind, "\(what): cannot open \(path): \(String(cString: strerror(code)))")
+                throw CaptureError(kind, "\(what): cannot open \(path): \(SystemError.describe(code))")
             }
             fd = opened
             ownsDescriptor = true
@@ -53,13 +54,13 @@ final class FileReader {
                 if ready == 0 { continue }
                 if ready < 0 {
                     if errno == EINTR { continue }
-                    throw CaptureError(.io, "read: poll failed: \(String(cString: strerror(errno)))")
+                    throw CaptureError(.io, "read: poll failed: \(SystemError.describe())")
                 }
             }
             let n = Glibc.read(fd, dst, count)
             if n >= 0 { return n }
             if errno == EINTR || errno == EAGAIN { continue }
-            throw CaptureError(.io, "read failed: \(String(cString: strerror(errno)))")
+            throw CaptureError(.io, "read failed: \(SystemError.describe())")
         }
     }
 
