@@ -1,7 +1,8 @@
-enum Usage {
-    static let version = "broadcast 0.1.0 (BroadcastKit; x264, vo-aacenc, libopus, librtmp, libyuv)"
+/// The `--help` text and `--version` line.
+public enum Usage {
+    public static let version = "broadcast 0.1.0 (BroadcastKit; x264, vo-aacenc, libopus, librtmp, libyuv)"
 
-    static let text = """
+    public static let text = """
     Usage: broadcast [options]
 
     Streams video, app audio and mic audio as H.264 + AAC/Opus in FLV over RTMP, inside a hard

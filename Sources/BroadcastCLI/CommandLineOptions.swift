@@ -1,57 +1,61 @@
 import BroadcastKit
 
 /// Everything `broadcast` was asked to do, parsed and validated; nothing here touches the system.
-struct CommandLineOptions {
-    enum Source: Equatable {
+public struct CommandLineOptions: Sendable {
+    /// What `--source` asked for.
+    public enum Source: Equatable, Sendable {
         case auto, test, screen, screenNode
         case y4m(String)
     }
 
-    var keyFromArgv: String?
-    var keyFile: String?
-    var url: String?
-    var service: ServicePreset?
-    var resolution = Resolution(width: 1280, height: 720)
-    var fps = 30
-    var videoKbps: Int?
-    var audioCodec = AudioCodec.aac
-    var audioKbps: Int?
-    var source = Source.auto
-    var pcmPath: String?
-    var pcmFormat = "s16le:48000:2"
-    var duration: Double?
-    var recordPath: String?
-    var recordMinFree: Int?
-    var caFile: String?
-    var publish = true
-    var statsJSON: String?
-    var memoryBudget = 50 << 20
-    var printMemoryPlan = false
-    var quiet = false
-    var help = false
-    var version = false
-    var preset = "veryfast"
-    var reconnectAttempts = 20
-    var reconnectDelay = 2.0
-    var x264Threads: Int?
-    // PipeWire capture.
-    var screenNode: String?
-    var appAudioNode: String?
-    var micNode: String?
-    var noAppAudio = false
-    var noMic = false
-    var listSources = false
-    var cursor = "embedded"
-    // Test-source impairments.
-    var skewPPM = 0.0
-    var jitterMs = 0.0
-    var micDelayMs = 0
-    var appBufferFrames: Int?
-    var gapAt: Double?
-    var gapMs = 0
-    var testPixelFormat = PixelFormat.i420
+    public init() {}
 
-    static func parse(_ args: [String]) throws -> CommandLineOptions {
+    public var keyFromArgv: String?
+    public var keyFile: String?
+    public var url: String?
+    public var service: ServicePreset?
+    public var resolution = Resolution(width: 1280, height: 720)
+    public var fps = 30
+    public var videoKbps: Int?
+    public var audioCodec = AudioCodec.aac
+    public var audioKbps: Int?
+    public var source = Source.auto
+    public var pcmPath: String?
+    public var pcmFormat = "s16le:48000:2"
+    public var duration: Double?
+    public var recordPath: String?
+    public var recordMinFree: Int?
+    public var caFile: String?
+    public var publish = true
+    public var statsJSON: String?
+    public var memoryBudget = 50 << 20
+    public var printMemoryPlan = false
+    public var quiet = false
+    public var help = false
+    public var version = false
+    public var preset = "veryfast"
+    public var reconnectAttempts = 20
+    public var reconnectDelay = 2.0
+    public var x264Threads: Int?
+    // PipeWire capture.
+    public var screenNode: String?
+    public var appAudioNode: String?
+    public var micNode: String?
+    public var noAppAudio = false
+    public var noMic = false
+    public var listSources = false
+    public var cursor = "embedded"
+    // Test-source impairments.
+    public var skewPPM = 0.0
+    public var jitterMs = 0.0
+    public var micDelayMs = 0
+    public var appBufferFrames: Int?
+    public var gapAt: Double?
+    public var gapMs = 0
+    public var testPixelFormat = PixelFormat.i420
+
+    /// Parses argv (without the program name); throws `UsageError` with a one-line message.
+    public static func parse(_ args: [String]) throws -> CommandLineOptions {
         var o = CommandLineOptions()
         var s = ArgumentScanner(args)
         while let name = try s.nextOption() {
@@ -62,8 +66,8 @@ struct CommandLineOptions {
             case "--service": o.service = try ServicePreset.named(try s.value())
             case "--res": o.resolution = try Resolution(parsing: try s.value())
             case "--fps": o.fps = try s.int(1...120)
-            case "--video-bitrate": o.videoKbps = try s.int(100...50_000)
-            case "--audio-bitrate": o.audioKbps = try s.int(16...512)
+            case "--video-bitrate": o.videoKbps = try s.kbps(100...50_000)
+            case "--audio-bitrate": o.audioKbps = try s.kbps(16...512)
             case "--audio-codec":
                 let v = try s.value()
                 guard let c = AudioCodec(rawValue: v.lowercased()) else {
@@ -88,10 +92,10 @@ struct CommandLineOptions {
             case "--duration": o.duration = try s.double(0.1...1_000_000)
             case "--record": o.recordPath = try s.value()
             case "--ca-file": o.caFile = try TLSOptions.validateCAFile(try s.value())
-            case "--record-min-free": o.recordMinFree = try parseBytes(try s.value(), option: name)
+            case "--record-min-free": o.recordMinFree = try s.bytes()
             case "--no-publish": try s.flag(); o.publish = false
             case "--stats-json": o.statsJSON = try s.value()
-            case "--memory-budget": o.memoryBudget = try parseBytes(try s.value(), option: name)
+            case "--memory-budget": o.memoryBudget = try s.bytes()
             case "--print-memory-plan": try s.flag(); o.printMemoryPlan = true
             case "--preset":
                 let v = try s.value()
@@ -134,22 +138,5 @@ struct CommandLineOptions {
             throw UsageError("--test-gap-at and --test-gap-ms go together")
         }
         return o
-    }
-
-    /// Parses sizes like 50M, 512K, 1G or plain bytes.
-    static func parseBytes(_ v: String, option: String) throws -> Int {
-        let upper = v.uppercased()
-        var digits = upper
-        var scale = 1
-        if let last = upper.last, "KMG".contains(last) {
-            digits = String(upper.dropLast())
-            scale = last == "K" ? 1 << 10 : (last == "M" ? 1 << 20 : 1 << 30)
-        } else if upper.hasSuffix("MB") {
-            digits = String(upper.dropLast(2)); scale = 1 << 20
-        }
-        guard let n = Double(digits), n >= 0, n * Double(scale) <= Double(1 << 40) else {
-            throw UsageError("\(option) expects a size like 50M, got '\(v)'")
-        }
-        return Int(n * Double(scale))
     }
 }

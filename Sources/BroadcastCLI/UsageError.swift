@@ -1,5 +1,5 @@
 /// A command-line problem: printed as one line and exits 2.
-struct UsageError: Error, CustomStringConvertible {
-    let description: String
+public struct UsageError: Error, CustomStringConvertible, Sendable {
+    public let description: String
     init(_ message: String) { description = message }
 }

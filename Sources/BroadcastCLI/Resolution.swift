@@ -1,9 +1,9 @@
 /// Output resolution from `--res`: a named preset or WxH.
-struct Resolution: Equatable {
-    var width: Int
-    var height: Int
+public struct Resolution: Equatable, Sendable {
+    public var width: Int
+    public var height: Int
 
-    static let presets: [(String, Resolution)] = [
+    public static let presets: [(String, Resolution)] = [
         ("360p", Resolution(width: 640, height: 360)),
         ("480p", Resolution(width: 854, height: 480)),
         ("720p", Resolution(width: 1280, height: 720)),
@@ -31,7 +31,7 @@ struct Resolution: Equatable {
     }
 
     /// A bitrate that suits the size at 30 fps (x1.5 at 60 fps), in kbit/s.
-    func defaultVideoKbps(fps: Int) -> Int {
+    public func defaultVideoKbps(fps: Int) -> Int {
         let pixels = width * height
         let base: Int
         switch pixels {
