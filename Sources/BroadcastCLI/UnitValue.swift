@@ -1,11 +1,14 @@
 /// Bitrates and sizes as ffmpeg users type them: `2500`, `2500k`, `2.5M`; `50M`, `512K`, `1G`, `52428800`.
 public enum UnitValue {
     /// A bitrate in kbit/s: a plain number is kbps; `k` is kbps, `M` Mbps, `G` Gbps (decimal, like
-    /// ffmpeg's `-b:v`); an optional trailing `bps`/`b` is allowed. Rounded to whole kbps; nil if malformed.
+    /// ffmpeg's `-b:v`); `bps`/`b` may follow a unit letter (`2500kbps`). Rounded to whole kbps;
+    /// nil if malformed.
     public static func kbps(_ text: String) -> Int? {
         var body = Substring(text)
-        for tail in ["bps", "b"] where body.lowercased().hasSuffix(tail) && body.count > tail.count {
-            body = body.dropLast(tail.count)
+        // "2500bps" is refused rather than read as 2500 kbps: a bare number is kbps.
+        for tail in ["bps", "b"] where body.lowercased().hasSuffix(tail) {
+            let unit = body.dropLast(tail.count).last.map { "kKmMgG".contains($0) } ?? false
+            if unit { body = body.dropLast(tail.count) }
             break
         }
         var scale = 1.0
