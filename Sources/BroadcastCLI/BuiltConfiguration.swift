@@ -11,6 +11,7 @@ public struct BuiltConfiguration {
     /// Lines to print (without the `broadcast: ` prefix), already filtered by `--quiet`.
     public var notices: [String]
 
+    /// The parts as built.
     public init(configuration: BroadcastConfiguration, sources: [CaptureSource], notices: [String]) {
         self.configuration = configuration
         self.sources = sources

@@ -8,50 +8,92 @@ public struct CommandLineOptions: Sendable {
         case y4m(String)
     }
 
+    /// The defaults: local ingest, 720p30, auto source, 50 MB budget.
     public init() {}
 
+    /// `--key`: the stream key given on the command line (scrubbed from argv after parsing).
     public var keyFromArgv: String?
+    /// `--key-file`: a file whose first line is the stream key.
     public var keyFile: String?
+    /// `--url`: the ingest base URL.
     public var url: String?
+    /// `--service`: ingest URL and limits of a streaming service.
     public var service: ServicePreset?
+    /// `--res`: output size.
     public var resolution = Resolution(width: 1280, height: 720)
+    /// `--fps`: output frame rate.
     public var fps = 30
+    /// `--video-bitrate` in kbps; nil picks one from the size and rate.
     public var videoKbps: Int?
+    /// `--audio-codec`.
     public var audioCodec = AudioCodec.aac
+    /// `--audio-bitrate` in kbps; nil means 128 for AAC, 96 for Opus.
     public var audioKbps: Int?
+    /// `--source`.
     public var source = Source.auto
+    /// `--pcm`: raw PCM file (or `-`) for the app-audio lane.
     public var pcmPath: String?
+    /// `--pcm-format`, e.g. `s16le:48000:2`.
     public var pcmFormat = "s16le:48000:2"
+    /// `--duration` in seconds.
     public var duration: Double?
+    /// `--record`: also write the FLV here.
     public var recordPath: String?
+    /// `--record-min-free` in bytes; nil means 10 minutes at the bitrates.
     public var recordMinFree: Int?
+    /// `--ca-file`: extra CA (PEM) for rtmps://.
     public var caFile: String?
+    /// False with `--no-publish`.
     public var publish = true
+    /// `--stats-json`: one JSON object per second goes here.
     public var statsJSON: String?
+    /// `--memory-budget` in bytes.
     public var memoryBudget = 50 << 20
+    /// `--print-memory-plan`.
     public var printMemoryPlan = false
+    /// `--quiet`.
     public var quiet = false
+    /// `--help`.
     public var help = false
+    /// `--version`.
     public var version = false
+    /// `--preset`: the x264 preset.
     public var preset = "veryfast"
+    /// `--reconnect-attempts` (0 = forever).
     public var reconnectAttempts = 20
+    /// `--reconnect-delay` in seconds.
     public var reconnectDelay = 2.0
+    /// `--x264-threads`.
     public var x264Threads: Int?
     // PipeWire capture.
+    /// `--screen-node`: PipeWire node name or id.
     public var screenNode: String?
+    /// `--app-audio`: sink whose monitor is the app audio.
     public var appAudioNode: String?
+    /// `--mic`: microphone node.
     public var micNode: String?
+    /// `--no-app-audio`.
     public var noAppAudio = false
+    /// `--no-mic`.
     public var noMic = false
+    /// `--list-sources`.
     public var listSources = false
+    /// `--cursor`: `embedded` or `hidden`.
     public var cursor = "embedded"
     // Test-source impairments.
+    /// `--test-audio-skew-ppm`.
     public var skewPPM = 0.0
+    /// `--test-jitter-ms`.
     public var jitterMs = 0.0
+    /// `--test-mic-delay-ms`.
     public var micDelayMs = 0
+    /// `--test-app-buffer-frames`.
     public var appBufferFrames: Int?
+    /// `--test-gap-at` in seconds.
     public var gapAt: Double?
+    /// `--test-gap-ms`.
     public var gapMs = 0
+    /// `--test-pixel-format`.
     public var testPixelFormat = PixelFormat.i420
 
     /// Parses argv (without the program name); throws `UsageError` with a one-line message.

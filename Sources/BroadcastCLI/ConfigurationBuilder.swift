@@ -12,6 +12,7 @@ public struct ConfigurationBuilder {
     /// Makes the capture sources; replaceable so tests need no PipeWire or portal.
     public var makeSources: (CommandLineOptions) throws -> SourceFactory.Made
 
+    /// A builder reading `environment`, making sources with `makeSources`.
     public init(environment: [String: String],
                 makeSources: @escaping (CommandLineOptions) throws -> SourceFactory.Made = SourceFactory.make) {
         self.environment = environment

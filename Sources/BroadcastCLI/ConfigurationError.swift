@@ -5,6 +5,7 @@ public struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equa
     /// One line, without the `broadcast: ` prefix.
     public var message: String
 
+    /// An error exiting with `exitCode` and saying `message`.
     public init(_ exitCode: ExitCode, _ message: String) {
         self.exitCode = exitCode
         self.message = message

@@ -1,8 +1,11 @@
 /// Output resolution from `--res`: a named preset or WxH.
 public struct Resolution: Equatable, Sendable {
+    /// Pixels, even.
     public var width: Int
+    /// Pixels, even.
     public var height: Int
 
+    /// The named sizes `--res` accepts.
     public static let presets: [(String, Resolution)] = [
         ("360p", Resolution(width: 640, height: 360)),
         ("480p", Resolution(width: 854, height: 480)),
@@ -10,12 +13,14 @@ public struct Resolution: Equatable, Sendable {
         ("1080p", Resolution(width: 1920, height: 1080)),
     ]
 
-    init(width: Int, height: Int) {
+    /// A size as given; `init(parsing:)` validates.
+    public init(width: Int, height: Int) {
         self.width = width
         self.height = height
     }
 
-    init(parsing s: String) throws {
+    /// Parses `720p` or `WxH`; throws `UsageError` for other text or odd/out-of-range sizes.
+    public init(parsing s: String) throws {
         if let p = Resolution.presets.first(where: { $0.0 == s.lowercased() }) {
             self = p.1
             return

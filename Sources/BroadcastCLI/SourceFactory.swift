@@ -5,9 +5,12 @@ import BroadcastKit
 public enum SourceFactory {
     /// The sources made, what they deliver, and a notice for the user.
     public struct Made {
+        /// Made, not started.
         public var sources: [CaptureSource]
+        /// Which lanes the sources feed.
         public var hasVideo: Bool
         public var hasAudio: Bool
+        /// A notice for the user (e.g. the fallback to the test source).
         public var note: String?
 
         public init(sources: [CaptureSource], hasVideo: Bool, hasAudio: Bool, note: String?) {

@@ -1,7 +1,9 @@
 /// The `--help` text and `--version` line.
 public enum Usage {
+    /// Printed by `--version`.
     public static let version = "broadcast 0.1.0 (BroadcastKit; x264, vo-aacenc, libopus, librtmp, libyuv)"
 
+    /// Printed by `--help`.
     public static let text = """
     Usage: broadcast [options]
 
