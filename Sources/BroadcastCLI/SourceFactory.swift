@@ -26,10 +26,6 @@ public enum SourceFactory {
 
     /// Makes the sources for `o` (opens a Y4M input to read its header; asks PipeWire or the portal).
     public static func make(_ o: CommandLineOptions) throws -> Made {
-        try makeSources(o)
-    }
-
-    private static func makeSources(_ o: CommandLineOptions) throws -> Made {
         switch o.source {
         case .test:
             return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: true, note: nil)
