@@ -44,9 +44,15 @@ let package = Package(
             dependencies: ["BroadcastKit", "CPipeWireShim", "CSystemd"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The CLI's parsing, configuration building, sources and reporting; `broadcast` is its thin driver.
+        .target(
+            name: "BroadcastCLI",
+            dependencies: ["BroadcastKit", "BroadcastCapture"],
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .executableTarget(
             name: "broadcast",
-            dependencies: ["BroadcastKit", "BroadcastCapture"],
+            dependencies: ["BroadcastCLI", "BroadcastKit"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // Test-only PipeWire producer: a synthetic BGRx screen with a frame counter in the pixels.
@@ -62,5 +68,6 @@ let package = Package(
                           swiftSettings: [.swiftLanguageMode(.v6)]),
         .testTarget(name: "BroadcastKitTests", dependencies: ["BroadcastKit", "CLinuxProcess"]),
         .testTarget(name: "BroadcastCaptureTests", dependencies: ["BroadcastCapture"]),
+        .testTarget(name: "BroadcastCLITests", dependencies: ["BroadcastCLI", "BroadcastKit", "BroadcastCapture"]),
     ]
 )

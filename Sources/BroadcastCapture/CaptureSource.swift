@@ -21,6 +21,15 @@ public protocol CaptureSource: AnyObject, Sendable {
 
     /// Set when the source ended because of an error (e.g. a truncated Y4M frame).
     var error: CaptureError? { get }
+
+    /// Upper bound of capture-buffer memory this source keeps resident, known before start,
+    /// for the memory plan.
+    var plannedResidentBytes: Int { get }
+}
+
+extension CaptureSource {
+    /// Sources that hold no sizeable buffers of their own plan nothing.
+    public var plannedResidentBytes: Int { 0 }
 }
 
 /// Why a capture source failed; one line, meant for the user.

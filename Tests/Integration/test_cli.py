@@ -1,6 +1,7 @@
 """CLI contract: bad usage exits 2 with exactly one 'broadcast: ' line on stderr, an
 unreachable server exits 3 quickly, and the stream key never appears in any output."""
 
+import time
 import unittest
 
 import support
@@ -30,6 +31,19 @@ class CLIErrorTests(BroadcastTestCase):
             ("y4m garbage header", [*base, "--source", f"y4m:{self.garbage_y4m}"], keyed),
             ("--duration x", ["--url", "rtmp://127.0.0.1:9/live", "--duration", "x"], keyed),
             ("missing key when publishing", [*base, "--source", "test"], {}),
+            ("--video-bitrate 2.5X", [*base, "--video-bitrate", "2.5X"], keyed),
+            ("--video-bitrate 2500bps", [*base, "--video-bitrate", "2500bps"], keyed),
+            ("--audio-bitrate 1M", [*base, "--audio-bitrate", "1M"], keyed),
+            ("--memory-budget 50Q", [*base, "--memory-budget", "50Q"], keyed),
+            ("--memory-budget 1.5", [*base, "--memory-budget", "1.5"], keyed),
+            ("--record-min-free lots", [*base, "--record-min-free", "lots"], keyed),
+            ("--url twice", [*base, "--url", "rtmp://127.0.0.1:9/other"], keyed),
+            ("--res twice", [*base, "--res", "720p", "--res=360p"], keyed),
+            ("--stats-json in a missing dir", [*base, "--source", "test", "--stats-json",
+                                               str(self.tmp / "missing" / "stats.jsonl")], keyed),
+            ("--stats-json a directory", [*base, "--source", "test", "--stats-json", str(self.tmp)], keyed),
+            ("--record in a missing dir", [*base, "--source", "test", "--record",
+                                           str(self.tmp / "missing" / "out.flv")], keyed),
         ]
 
     def test_bad_usage_exits_2_with_one_line(self):
@@ -52,6 +66,29 @@ class CLIErrorTests(BroadcastTestCase):
         self.assertLess(r.seconds, 10.0, f"took {r.seconds:.1f} s to give up")
         self.assertTrue(any(line.startswith("broadcast: ") for line in r.stderr_lines()),
                         f"no clear 'broadcast: ' message:\n{r.describe()}")
+
+    def test_repeated_flag_names_the_flag_and_never_a_value(self):
+        k1, k2 = support.new_key(), support.new_key()
+        for args, name in ((["--url", "rtmp://127.0.0.1:9/a", "--url", "rtmp://127.0.0.1:9/b"], "--url"),
+                           (["--key", k1, "--key", k2], "--key"),
+                           (["--video-bitrate", "2500k", "--video-bitrate=3M"], "--video-bitrate"),
+                           (["--memory-budget", "50M", "--memory-budget", "64M"], "--memory-budget")):
+            with self.subTest(flag=name):
+                r = self.run_broadcast([*args, "--source", "test", "--duration", "1"], timeout=20)
+                self.assertEqual(r.returncode, 2, r.describe())
+                self.assertEqual(r.stderr_lines(), [f"broadcast: {name} given twice; give it once"])
+
+    def test_units_reach_the_memory_plan_without_a_key(self):
+        # No STREAM_KEY, no --key: printing the plan connects nowhere, so it needs no key.
+        for rate, budget in (("2500", "64M"), ("2500k", "67108864"), ("2.5M", "65536K")):
+            with self.subTest(rate=rate, budget=budget):
+                r = self.run_broadcast(["--print-memory-plan", "--source", "test", "--res", "720p",
+                                        "--video-bitrate", rate, "--audio-bitrate", "0.128M",
+                                        "--memory-budget", budget], timeout=30)
+                self.assertEqual(r.returncode, 0, r.describe())
+                self.assertIn("2500 kbps", r.stdout)
+                self.assertIn("of 64.0 MB budget", r.stdout, f"budget {budget} is not 64 MB")
+                self.assertTrue(r.stdout.rstrip().endswith("fits"), r.stdout)
 
     def test_help_and_version(self):
         for flag in ("--help", "--version"):
@@ -98,6 +135,38 @@ class KeyHandlingTests(BroadcastTestCase):
         self.assertEqual(r.returncode, 0, r.describe())
         self.assertTrue(self.ingest.wait_recording(key).exists(), "server saw no publish under the key")
         self.assertIn("key", r.stderr.lower(), "expected a one-time warning about --key on argv")
+
+    def test_units_publish(self):
+        key = support.new_key()
+        r = self.publish(["--video-bitrate", "0.8M", "--audio-bitrate", "96k", "--memory-budget", "64M",
+                          "--record-min-free", "1M"], env={"STREAM_KEY": key})
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertIn("800 kbps", r.stderr)
+        self.assertIn("96 kbps", r.stderr)
+        self.assertTrue(self.ingest.wait_recording(key).exists(), "server saw no publish under the key")
+
+    def test_unwritable_output_refused_before_connecting(self):
+        blocker = self.tmp / "not-a-dir"
+        blocker.write_text("x")
+        for option, path in (("--stats-json", self.tmp / "missing" / "stats.jsonl"),
+                             ("--stats-json", blocker / "stats.jsonl"),
+                             ("--record", self.tmp / "missing" / "out.flv")):
+            with self.subTest(option=option, path=str(path)):
+                key = support.new_key()
+                log_before = len(self.ingest.error_log())
+                r = self.run_broadcast(["--url", self.ingest.url, "--source", "test", "--res", "360p",
+                                        "--duration", "2", option, str(path)],
+                                       env={"STREAM_KEY": key}, timeout=20)
+                self.assertEqual(r.returncode, 2, r.describe())
+                lines = r.stderr_lines()
+                self.assertEqual(len(lines), 1, f"want one stderr line, got {lines}")
+                self.assertTrue(lines[0].startswith(f"broadcast: {option} {path}"), lines[0])
+                self.assertLess(r.seconds, 5.0)
+                time.sleep(0.5)
+                self.assertFalse(self.ingest.recording(key).exists(), "a refused start still published")
+                new_log = self.ingest.error_log()[log_before:]
+                self.assertNotIn("client connected", new_log, "a refused start still connected to the server")
+                self.assertNotIn("publish", new_log, "a refused start still published")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,9 @@ public final class PCMSource: CaptureSource {
 
     public var error: CaptureError? { group.error }
 
+    /// The lane's read buffer of `framesPerBuffer` frames.
+    public var plannedResidentBytes: Int { framesPerBuffer * format.bytesPerFrame }
+
     public func start(into sink: SampleBufferSink) throws(CaptureError) {
         guard !group.hasLaunched else { throw CaptureError(.io, "pcm: source already started") }
         let reader = try FileReader(path: path, what: "pcm", group: group)

@@ -41,6 +41,16 @@ public final class TestSource: CaptureSource {
 
     public var error: CaptureError? { group.error }
 
+    /// The video lane's frame canvas: 4 bytes a pixel for packed formats, 1.5 for I420/NV12.
+    public var plannedResidentBytes: Int {
+        guard settings.video else { return 0 }
+        let pixels = settings.width * settings.height
+        switch settings.pixelFormat {
+        case .i420, .nv12: return pixels * 3 / 2
+        default: return pixels * 4
+        }
+    }
+
     public func start(into sink: SampleBufferSink) throws(CaptureError) {
         guard !group.hasLaunched else { throw CaptureError(.io, "test source: already started") }
         let s = settings

@@ -37,6 +37,9 @@ public final class Y4MSource: CaptureSource {
 
     public var error: CaptureError? { group.error }
 
+    /// The lane's one frame buffer, sized from the header; 0 until `open()` has read it.
+    public var plannedResidentBytes: Int { header?.frameByteCount ?? 0 }
+
     /// Opens the input and reads the header, so that a caller can learn the size and rate
     /// before starting. Called by `start(into:)` if not done yet. Blocks on a pipe until the
     /// producer writes the header.

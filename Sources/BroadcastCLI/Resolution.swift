@@ -1,21 +1,26 @@
 /// Output resolution from `--res`: a named preset or WxH.
-struct Resolution: Equatable {
-    var width: Int
-    var height: Int
+public struct Resolution: Equatable, Sendable {
+    /// Pixels, even.
+    public var width: Int
+    /// Pixels, even.
+    public var height: Int
 
-    static let presets: [(String, Resolution)] = [
+    /// The named sizes `--res` accepts.
+    public static let presets: [(String, Resolution)] = [
         ("360p", Resolution(width: 640, height: 360)),
         ("480p", Resolution(width: 854, height: 480)),
         ("720p", Resolution(width: 1280, height: 720)),
         ("1080p", Resolution(width: 1920, height: 1080)),
     ]
 
-    init(width: Int, height: Int) {
+    /// A size as given; `init(parsing:)` validates.
+    public init(width: Int, height: Int) {
         self.width = width
         self.height = height
     }
 
-    init(parsing s: String) throws {
+    /// Parses `720p` or `WxH`; throws `UsageError` for other text or odd/out-of-range sizes.
+    public init(parsing s: String) throws {
         if let p = Resolution.presets.first(where: { $0.0 == s.lowercased() }) {
             self = p.1
             return
@@ -31,7 +36,7 @@ struct Resolution: Equatable {
     }
 
     /// A bitrate that suits the size at 30 fps (x1.5 at 60 fps), in kbit/s.
-    func defaultVideoKbps(fps: Int) -> Int {
+    public func defaultVideoKbps(fps: Int) -> Int {
         let pixels = width * height
         let base: Int
         switch pixels {

@@ -1,5 +1,5 @@
 /// The documented exit codes of `broadcast`.
-enum ExitCode: Int32 {
+public enum ExitCode: Int32, Sendable {
     /// Clean stop: duration reached, end of input, or SIGINT/SIGTERM.
     case success = 0
     /// Bad usage or configuration (flags, values, input format, memory plan).

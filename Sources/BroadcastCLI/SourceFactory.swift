@@ -2,33 +2,30 @@ import BroadcastCapture
 import BroadcastKit
 
 /// Builds the capture sources the options ask for.
-enum SourceFactory {
-    struct Made {
-        var sources: [CaptureSource]
-        var hasVideo: Bool
-        var hasAudio: Bool
-        var note: String?
-        /// Frame buffers the sources hold, for the memory plan.
-        var captureBytes: Int = 0
-    }
+public enum SourceFactory {
+    /// The sources made, what they deliver, and a notice for the user.
+    public struct Made {
+        /// Made, not started.
+        public var sources: [CaptureSource]
+        /// Which lanes the sources feed.
+        public var hasVideo: Bool
+        public var hasAudio: Bool
+        /// A notice for the user (e.g. the fallback to the test source).
+        public var note: String?
 
-    static func make(_ o: CommandLineOptions) throws -> Made {
-        var made = try makeSources(o)
-        let w = o.resolution.width, h = o.resolution.height
-        switch o.source {
-        case .test, .auto where made.note?.contains("test source") == true:
-            // One frame canvas at the output size (4 bytes a pixel for packed formats).
-            made.captureBytes = o.testPixelFormat == .i420 || o.testPixelFormat == .nv12 ? w * h * 3 / 2 : w * h * 4
-        case .y4m:
-            made.captureBytes = w * h * 3 / 2
-        default:
-            // PipeWire: two mapped BGRx buffers, assumed at the output size.
-            made.captureBytes = 2 * w * h * 4
+        public init(sources: [CaptureSource], hasVideo: Bool, hasAudio: Bool, note: String?) {
+            self.sources = sources
+            self.hasVideo = hasVideo
+            self.hasAudio = hasAudio
+            self.note = note
         }
-        return made
+
+        /// Capture buffers the sources keep resident, for the memory plan.
+        public var captureBytes: Int { sources.reduce(0) { $0 + $1.plannedResidentBytes } }
     }
 
-    private static func makeSources(_ o: CommandLineOptions) throws -> Made {
+    /// Makes the sources for `o` (opens a Y4M input to read its header; asks PipeWire or the portal).
+    public static func make(_ o: CommandLineOptions) throws -> Made {
         switch o.source {
         case .test:
             return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: true, note: nil)

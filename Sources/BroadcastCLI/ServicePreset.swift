@@ -1,14 +1,19 @@
 /// Ingest URLs and the limits each service documents for RTMP contribution.
-struct ServicePreset {
-    let name: String
-    let url: String
-    let maxVideoKbps: Int
-    let maxAudioKbps: Int
-    let maxHeight: Int
-    let maxFPS: Int
-    let keyframeSeconds: Int
+public struct ServicePreset: Sendable {
+    /// The `--service` name.
+    public let name: String
+    /// Default ingest base URL.
+    public let url: String
+    /// Limits the service documents; bitrates above are capped, sizes and rates above refused.
+    public let maxVideoKbps: Int
+    public let maxAudioKbps: Int
+    public let maxHeight: Int
+    public let maxFPS: Int
+    /// Keyframe interval the service asks for.
+    public let keyframeSeconds: Int
 
-    static let all: [ServicePreset] = [
+    /// Every supported service.
+    public static let all: [ServicePreset] = [
         // Twitch: up to 6000 kbps video, AAC up to 160 kbps, 2 s keyframes, up to 1080p60.
         ServicePreset(name: "twitch", url: "rtmp://live.twitch.tv/app", maxVideoKbps: 6000, maxAudioKbps: 160,
                       maxHeight: 1080, maxFPS: 60, keyframeSeconds: 2),
@@ -24,7 +29,8 @@ struct ServicePreset {
                       maxAudioKbps: 160, maxHeight: 1080, maxFPS: 60, keyframeSeconds: 2),
     ]
 
-    static func named(_ s: String) throws -> ServicePreset {
+    /// The preset called `s` (any case); throws `UsageError` otherwise.
+    public static func named(_ s: String) throws -> ServicePreset {
         guard let p = all.first(where: { $0.name == s.lowercased() }) else {
             throw UsageError("--service expects one of \(all.map { $0.name }.joined(separator: ", ")), got '\(s)'")
         }

@@ -1,11 +1,15 @@
-enum Usage {
-    static let version = "broadcast 0.1.0 (BroadcastKit; x264, vo-aacenc, libopus, librtmp, libyuv)"
+/// The `--help` text and `--version` line.
+public enum Usage {
+    /// Printed by `--version`.
+    public static let version = "broadcast 0.1.0 (BroadcastKit; x264, vo-aacenc, libopus, librtmp, libyuv)"
 
-    static let text = """
+    /// Printed by `--help`.
+    public static let text = """
     Usage: broadcast [options]
 
     Streams video, app audio and mic audio as H.264 + AAC/Opus in FLV over RTMP, inside a hard
     memory budget. With no options it streams the best available source to the local ingest.
+    A RATE without a unit is kbps; each option that takes a value may be given once.
 
     Destination
       --key KEY              stream key (visible to local users; prefer $STREAM_KEY or --key-file)
@@ -22,10 +26,10 @@ enum Usage {
     Video and audio
       --res R                360p | 480p | 720p | 1080p | WxH            (default 720p)
       --fps N                frames per second                             (default 30)
-      --video-bitrate KBPS   x264 target, VBV-capped                       (default by --res)
+      --video-bitrate RATE   x264 target, VBV-capped: 2500, 2500k, 2.5M    (default by --res)
       --preset NAME          x264 preset: ultrafast .. medium              (default veryfast)
       --audio-codec C        aac | opus                                    (default aac)
-      --audio-bitrate KBPS   audio bitrate                                 (default 128 AAC, 96 Opus)
+      --audio-bitrate RATE   audio bitrate, e.g. 128k                      (default 128 AAC, 96 Opus)
 
     Source
       --source S             auto | test | screen | screen-node | y4m:PATH | y4m:-   (default auto)
@@ -39,7 +43,7 @@ enum Usage {
     Running
       --duration SECONDS     stop cleanly after this long
       --stats-json PATH      one JSON object per second (fps, kbps, drops, queue, RSS)
-      --memory-budget SIZE   hard memory budget, e.g. 50M                  (default 50M)
+      --memory-budget SIZE   hard memory budget: 50M, 512K, 1G, bytes      (default 50M)
       --print-memory-plan    print the memory plan for these settings and exit
       --quiet                no status line or notices
       --help, --version

@@ -4,6 +4,8 @@ struct ArgumentScanner {
     private var index = 0
     private var pendingValue: String?
     private(set) var currentName = ""
+    /// Options that have taken a value: given twice, one would silently win.
+    private var valued: Set<String> = []
 
     init(_ args: [String]) { self.args = args }
 
@@ -25,8 +27,12 @@ struct ArgumentScanner {
         return currentName
     }
 
-    /// The value of the current option.
+    /// The value of the current option. A single-valued option given a second time is refused.
     mutating func value() throws -> String {
+        // The values are not echoed: one of them may be a stream key.
+        guard valued.insert(currentName).inserted else {
+            throw UsageError("\(currentName) given twice; give it once")
+        }
         if let v = pendingValue { pendingValue = nil; return v }
         guard index < args.count else { throw UsageError("\(currentName) needs a value") }
         let v = args[index]
@@ -48,6 +54,25 @@ struct ArgumentScanner {
         let v = try value()
         guard let n = Double(v), n.isFinite, range.contains(n) else {
             throw UsageError("\(currentName) expects a number in \(range.lowerBound)...\(range.upperBound), got '\(v)'")
+        }
+        return n
+    }
+
+    /// The current option's value as a bitrate in kbps (`2500`, `2500k`, `2.5M`) within `range`.
+    mutating func kbps(_ range: ClosedRange<Int>) throws -> Int {
+        let v = try value()
+        guard let n = UnitValue.kbps(v), range.contains(n) else {
+            throw UsageError("\(currentName) expects a bitrate in \(range.lowerBound)...\(range.upperBound) kbps "
+                             + "(like 2500, 2500k or 2.5M), got '\(v)'")
+        }
+        return n
+    }
+
+    /// The current option's value as a size in bytes (`50M`, `512K`, `1G`, `52428800`).
+    mutating func bytes() throws -> Int {
+        let v = try value()
+        guard let n = UnitValue.bytes(v) else {
+            throw UsageError("\(currentName) expects a size like 50M, 512K, 1G or 52428800 (bytes), got '\(v)'")
         }
         return n
     }

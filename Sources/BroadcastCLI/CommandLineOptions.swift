@@ -1,57 +1,103 @@
 import BroadcastKit
 
 /// Everything `broadcast` was asked to do, parsed and validated; nothing here touches the system.
-struct CommandLineOptions {
-    enum Source: Equatable {
+public struct CommandLineOptions: Sendable {
+    /// What `--source` asked for.
+    public enum Source: Equatable, Sendable {
         case auto, test, screen, screenNode
         case y4m(String)
     }
 
-    var keyFromArgv: String?
-    var keyFile: String?
-    var url: String?
-    var service: ServicePreset?
-    var resolution = Resolution(width: 1280, height: 720)
-    var fps = 30
-    var videoKbps: Int?
-    var audioCodec = AudioCodec.aac
-    var audioKbps: Int?
-    var source = Source.auto
-    var pcmPath: String?
-    var pcmFormat = "s16le:48000:2"
-    var duration: Double?
-    var recordPath: String?
-    var recordMinFree: Int?
-    var caFile: String?
-    var publish = true
-    var statsJSON: String?
-    var memoryBudget = 50 << 20
-    var printMemoryPlan = false
-    var quiet = false
-    var help = false
-    var version = false
-    var preset = "veryfast"
-    var reconnectAttempts = 20
-    var reconnectDelay = 2.0
-    var x264Threads: Int?
-    // PipeWire capture.
-    var screenNode: String?
-    var appAudioNode: String?
-    var micNode: String?
-    var noAppAudio = false
-    var noMic = false
-    var listSources = false
-    var cursor = "embedded"
-    // Test-source impairments.
-    var skewPPM = 0.0
-    var jitterMs = 0.0
-    var micDelayMs = 0
-    var appBufferFrames: Int?
-    var gapAt: Double?
-    var gapMs = 0
-    var testPixelFormat = PixelFormat.i420
+    /// The defaults: local ingest, 720p30, auto source, 50 MB budget.
+    public init() {}
 
-    static func parse(_ args: [String]) throws -> CommandLineOptions {
+    /// `--key`: the stream key given on the command line (scrubbed from argv after parsing).
+    public var keyFromArgv: String?
+    /// `--key-file`: a file whose first line is the stream key.
+    public var keyFile: String?
+    /// `--url`: the ingest base URL.
+    public var url: String?
+    /// `--service`: ingest URL and limits of a streaming service.
+    public var service: ServicePreset?
+    /// `--res`: output size.
+    public var resolution = Resolution(width: 1280, height: 720)
+    /// `--fps`: output frame rate.
+    public var fps = 30
+    /// `--video-bitrate` in kbps; nil picks one from the size and rate.
+    public var videoKbps: Int?
+    /// `--audio-codec`.
+    public var audioCodec = AudioCodec.aac
+    /// `--audio-bitrate` in kbps; nil means 128 for AAC, 96 for Opus.
+    public var audioKbps: Int?
+    /// `--source`.
+    public var source = Source.auto
+    /// `--pcm`: raw PCM file (or `-`) for the app-audio lane.
+    public var pcmPath: String?
+    /// `--pcm-format`, e.g. `s16le:48000:2`.
+    public var pcmFormat = "s16le:48000:2"
+    /// `--duration` in seconds.
+    public var duration: Double?
+    /// `--record`: also write the FLV here.
+    public var recordPath: String?
+    /// `--record-min-free` in bytes; nil means 10 minutes at the bitrates.
+    public var recordMinFree: Int?
+    /// `--ca-file`: extra CA (PEM) for rtmps://.
+    public var caFile: String?
+    /// False with `--no-publish`.
+    public var publish = true
+    /// `--stats-json`: one JSON object per second goes here.
+    public var statsJSON: String?
+    /// `--memory-budget` in bytes.
+    public var memoryBudget = 50 << 20
+    /// `--print-memory-plan`.
+    public var printMemoryPlan = false
+    /// `--quiet`.
+    public var quiet = false
+    /// `--help`.
+    public var help = false
+    /// `--version`.
+    public var version = false
+    /// `--preset`: the x264 preset.
+    public var preset = "veryfast"
+    /// `--reconnect-attempts` (0 = forever).
+    public var reconnectAttempts = 20
+    /// `--reconnect-delay` in seconds.
+    public var reconnectDelay = 2.0
+    /// `--x264-threads`.
+    public var x264Threads: Int?
+    // PipeWire capture.
+    /// `--screen-node`: PipeWire node name or id.
+    public var screenNode: String?
+    /// `--app-audio`: sink whose monitor is the app audio.
+    public var appAudioNode: String?
+    /// `--mic`: microphone node.
+    public var micNode: String?
+    /// `--no-app-audio`.
+    public var noAppAudio = false
+    /// `--no-mic`.
+    public var noMic = false
+    /// `--list-sources`.
+    public var listSources = false
+    /// `--cursor`: `embedded` or `hidden`.
+    public var cursor = "embedded"
+    // Test-source impairments.
+    /// `--test-audio-skew-ppm`.
+    public var skewPPM = 0.0
+    /// `--test-jitter-ms`.
+    public var jitterMs = 0.0
+    /// `--test-mic-delay-ms`.
+    public var micDelayMs = 0
+    /// `--test-app-buffer-frames`.
+    public var appBufferFrames: Int?
+    /// `--test-gap-at` in seconds.
+    public var gapAt: Double?
+    /// `--test-gap-ms`.
+    public var gapMs = 0
+    /// `--test-pixel-format`.
+    public var testPixelFormat = PixelFormat.i420
+
+    /// Parses argv (without the program name); throws `UsageError` with a one-line message.
+    public static func parse(_ args: [String]) throws -> CommandLineOptions {
         var o = CommandLineOptions()
         var s = ArgumentScanner(args)
         while let name = try s.nextOption() {
@@ -62,8 +108,8 @@ struct CommandLineOptions {
             case "--service": o.service = try ServicePreset.named(try s.value())
             case "--res": o.resolution = try Resolution(parsing: try s.value())
             case "--fps": o.fps = try s.int(1...120)
-            case "--video-bitrate": o.videoKbps = try s.int(100...50_000)
-            case "--audio-bitrate": o.audioKbps = try s.int(16...512)
+            case "--video-bitrate": o.videoKbps = try s.kbps(100...50_000)
+            case "--audio-bitrate": o.audioKbps = try s.kbps(16...512)
             case "--audio-codec":
                 let v = try s.value()
                 guard let c = AudioCodec(rawValue: v.lowercased()) else {
@@ -88,10 +134,10 @@ struct CommandLineOptions {
             case "--duration": o.duration = try s.double(0.1...1_000_000)
             case "--record": o.recordPath = try s.value()
             case "--ca-file": o.caFile = try TLSOptions.validateCAFile(try s.value())
-            case "--record-min-free": o.recordMinFree = try parseBytes(try s.value(), option: name)
+            case "--record-min-free": o.recordMinFree = try s.bytes()
             case "--no-publish": try s.flag(); o.publish = false
             case "--stats-json": o.statsJSON = try s.value()
-            case "--memory-budget": o.memoryBudget = try parseBytes(try s.value(), option: name)
+            case "--memory-budget": o.memoryBudget = try s.bytes()
             case "--print-memory-plan": try s.flag(); o.printMemoryPlan = true
             case "--preset":
                 let v = try s.value()
@@ -134,22 +180,5 @@ struct CommandLineOptions {
             throw UsageError("--test-gap-at and --test-gap-ms go together")
         }
         return o
-    }
-
-    /// Parses sizes like 50M, 512K, 1G or plain bytes.
-    static func parseBytes(_ v: String, option: String) throws -> Int {
-        let upper = v.uppercased()
-        var digits = upper
-        var scale = 1
-        if let last = upper.last, "KMG".contains(last) {
-            digits = String(upper.dropLast())
-            scale = last == "K" ? 1 << 10 : (last == "M" ? 1 << 20 : 1 << 30)
-        } else if upper.hasSuffix("MB") {
-            digits = String(upper.dropLast(2)); scale = 1 << 20
-        }
-        guard let n = Double(digits), n >= 0, n * Double(scale) <= Double(1 << 40) else {
-            throw UsageError("\(option) expects a size like 50M, got '\(v)'")
-        }
-        return Int(n * Double(scale))
     }
 }

@@ -1,0 +1,108 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BroadcastCapture
+import BroadcastKit
+
+/// The `broadcast` command from parsed argv to exit code: parse, build the configuration,
+/// print the memory plan or start the session, run it, report. Returns instead of exiting so
+/// the executable stays a thin driver.
+public enum BroadcastCommand {
+    /// Runs the command; `arguments` exclude the program name, `environment` holds
+    /// `STREAM_KEY`/`BROADCAST_URL` when set. Every error is said as one `broadcast: ` line.
+    public static func run(arguments: [String], environment: [String: String]) -> ExitCode {
+        let options: CommandLineOptions
+        do {
+            options = try CommandLineOptions.parse(arguments)
+        } catch {
+            return fail(.usage, "\(error)")
+        }
+        if options.help { print(Usage.text); return .success }
+        if options.version { print(Usage.version); return .success }
+        if options.listSources {
+            do { print(try PipeWireCapture.listSources()); return .success } catch { return fail(.usage, error.message) }
+        }
+        if let k = options.keyFromArgv {
+            SecretScrubber.scrubArgv(value: k)
+            if !options.quiet {
+                say("warning: --key on the command line is readable by local users (ps, /proc); prefer $STREAM_KEY or --key-file")
+            }
+        }
+
+        let built: BuiltConfiguration
+        switch ConfigurationBuilder(environment: environment).build(options) {
+        case .success(let b): built = b
+        case .failure(let e): return fail(e.exitCode, e.message)
+        }
+        built.notices.forEach(say)
+
+        let config = built.configuration
+        let video = config.video
+        let session = BroadcastSession(configuration: config)
+        if options.printMemoryPlan { return printMemoryPlan(session, video: video) }
+
+        session.onEvent = { event in
+            switch event {
+            case .warning(let m): say("warning: \(m)")
+            case .failed(let m): say("error: \(m)")
+            case .reconnecting(let attempt, let delay): say("reconnecting (attempt \(attempt), in \(fixed(delay, 1)) s)")
+            case .reconnected(let n): say("reconnected (\(n) so far)")
+            case .started, .finished: break
+            }
+        }
+
+        Signals.install()
+        do {
+            try session.start()
+        } catch {
+            return fail(ExitCode(rawValue: error.exitCode) ?? .connect, error.description)
+        }
+        if let note = session.downgradeNote { say("note: \(note)") }
+        if !options.quiet {
+            let preset = session.effectiveVideoSettings?.preset ?? video.preset
+            say("live: \(session.destinationNames.joined(separator: ", ")) \(video.width)x\(video.height)@\(video.fps) "
+                + "x264 \(preset) \(video.bitrateKbps) kbps + \(config.audio.codec.rawValue) \(config.audio.bitrateKbps) kbps "
+                + "from \(built.sources.map(\.description).joined(separator: ", "))")
+        }
+
+        let reporter: StatsReporter
+        do {
+            reporter = try StatsReporter(jsonPath: options.statsJSON, statusLine: !options.quiet && isatty(2) != 0)
+        } catch {
+            session.finish()
+            return fail(.usage, "\(error)")
+        }
+
+        for source in built.sources {
+            do {
+                try source.start(into: session)
+            } catch {
+                built.sources.forEach { $0.stop() }
+                session.finish()
+                return fail(error.kind == .denied ? .connect : .usage, error.message)
+            }
+        }
+        return StreamLoop(session: session, sources: built.sources, reporter: reporter,
+                          duration: options.duration, quiet: options.quiet).run()
+    }
+
+    /// `--print-memory-plan`: the plan for these settings on stdout; 0 if it fits, else 2.
+    private static func printMemoryPlan(_ session: BroadcastSession, video: VideoEncoderSettings) -> ExitCode {
+        do {
+            let plan = try session.prepare()
+            let preset = session.effectiveVideoSettings?.preset ?? video.preset
+            print("memory plan for \(video.width)x\(video.height)@\(video.fps) x264 \(preset), \(video.bitrateKbps) kbps:")
+            if let note = session.downgradeNote { print(note) }
+            print(plan.description)
+            print(plan.fits ? "fits" : "DOES NOT FIT, even with the lightest x264 preset: lower --res or raise --memory-budget")
+            return plan.fits ? .success : .usage
+        } catch {
+            return fail(ExitCode(rawValue: error.exitCode) ?? .usage, error.description)
+        }
+    }
+
+    private static func fail(_ code: ExitCode, _ message: String) -> ExitCode {
+        say(message)
+        return code
+    }
+}

@@ -1,0 +1,61 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BroadcastCapture
+import BroadcastKit
+
+/// The live part of a run: a 100 ms tick for signals, duration, end of input and failures,
+/// stats once a second, then a clean finish and the final report.
+struct StreamLoop {
+    let session: BroadcastSession
+    let sources: [CaptureSource]
+    let reporter: StatsReporter
+    let duration: Double?
+    let quiet: Bool
+
+    /// Runs until a stop condition; returns the exit code.
+    func run() -> ExitCode {
+        let startNs = MediaTime.now()
+        // Sources stop themselves at the duration; the slack lets them flush before a forced stop.
+        let limitNs: Int64? = duration.map { startNs + Int64($0 * 1e9) + 3_000_000_000 }
+        var nextReport = startNs + 1_000_000_000
+        var exitCode = ExitCode.success
+        var exitMessage: String?
+        while true {
+            var ts = timespec(tv_sec: 0, tv_nsec: 100_000_000)
+            nanosleep(&ts, nil)
+            let now = MediaTime.now()
+            if Signals.stopRequested { break }
+            if let f = session.failure { exitCode = ExitCode(rawValue: f.exitCode) ?? .streaming; exitMessage = f.description; break }
+            if sources.allSatisfy({ $0.waitUntilFinished(timeoutNanoseconds: 0) }) {
+                if let e = sources.compactMap({ $0.error }).first {
+                    exitCode = e.kind == .badInput ? .usage : .streaming
+                    exitMessage = e.message
+                }
+                break
+            }
+            if let l = limitNs, now >= l { break }
+            if now >= nextReport {
+                nextReport += 1_000_000_000
+                let snap = session.stats.snapshot()
+                reporter.report(snap, state: session.statusText, reconnects: snap.reconnects, latency: session.videoLatencyMs)
+            }
+        }
+        for source in sources { source.stop() }
+        session.finish()
+        let finalStats = session.stats.snapshot()
+        reporter.report(finalStats, state: "finished", reconnects: finalStats.reconnects, latency: session.videoLatencyMs)
+        reporter.endStatusLine()
+        if exitCode == .success, let f = session.failure {
+            exitCode = ExitCode(rawValue: f.exitCode) ?? .streaming
+            exitMessage = f.description
+        }
+        if let m = exitMessage { say(exitCode == .success ? m : "error: \(m)") }
+        if !quiet {
+            let s = session.stats.snapshot()
+            say("finished: \(s.videoFramesSent) video frames, \(s.audioFramesSent) audio frames, \(s.bytesSent) bytes sent, "
+                + "\(s.totalDrops) dropped, peak RSS \(fixed(Double(ProcessMemory.peakResidentBytes()) / 1048576, 1)) MB")
+        }
+        return exitCode
+    }
+}

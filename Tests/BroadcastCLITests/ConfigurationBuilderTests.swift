@@ -1,0 +1,234 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BroadcastCapture
+import BroadcastKit
+import Testing
+@testable import BroadcastCLI
+
+/// A source that only reports a planned size; never started by these tests.
+private final class PlannedSource: CaptureSource {
+    let plannedResidentBytes: Int
+    init(_ bytes: Int) { plannedResidentBytes = bytes }
+    var description: String { "planned \(plannedResidentBytes)" }
+    func start(into sink: SampleBufferSink) throws(CaptureError) {}
+    func stop() {}
+    func waitUntilFinished(timeoutNanoseconds: Int64) -> Bool { true }
+    var error: CaptureError? { nil }
+}
+
+/// A builder whose sources are fakes, so no test touches PipeWire or a portal.
+private func builder(_ env: [String: String] = [:], sources: [CaptureSource] = [PlannedSource(1000)],
+                     note: String? = nil) -> ConfigurationBuilder {
+    ConfigurationBuilder(environment: env) { _ in
+        SourceFactory.Made(sources: sources, hasVideo: true, hasAudio: true, note: note)
+    }
+}
+
+private func options(_ args: [String]) throws -> CommandLineOptions { try CommandLineOptions.parse(args) }
+
+private func rtmp(_ c: BroadcastConfiguration) -> (url: String, key: String)? {
+    for d in c.destinations { if case .rtmp(let url, let key) = d { return (url, key) } }
+    return nil
+}
+
+private func built(_ b: ConfigurationBuilder, _ args: [String]) throws -> BuiltConfiguration {
+    try b.build(try options(args)).get()
+}
+
+private func failure(_ b: ConfigurationBuilder, _ args: [String]) throws -> ConfigurationError? {
+    if case .failure(let e) = b.build(try options(args)) { return e }
+    return nil
+}
+
+/// A fresh temporary directory (removed by the caller).
+private func tempDir() -> String {
+    var template = Array("/tmp/bcast-cli-test-XXXXXX".utf8CString)
+    return template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)) }
+}
+
+private func write(_ text: String, to path: String) {
+    let f = fopen(path, "w")!
+    fputs(text, f)
+    fclose(f)
+}
+
+@Suite struct ConfigurationBuilderTests {
+    @Test func defaultsStreamToTheLocalIngest() throws {
+        let b = try built(builder(["STREAM_KEY": "envkey"]), [])
+        #expect(rtmp(b.configuration)?.url == ConfigurationBuilder.defaultURL)
+        #expect(rtmp(b.configuration)?.key == "envkey")
+        #expect(b.configuration.video.width == 1280 && b.configuration.video.height == 720)
+        #expect(b.configuration.video.bitrateKbps == 2500)
+        #expect(b.configuration.video.maxBitrateKbps == 2500 && b.configuration.video.vbvBufferKbits == 2500)
+        #expect(b.configuration.audio == AudioEncoderSettings(codec: .aac, bitrateKbps: 128))
+        #expect(b.configuration.memoryBudgetBytes == 50 << 20)
+        #expect(b.configuration.captureReserveBytes == 1000)
+        #expect(b.configuration.congestion.maxBytes == max(512 << 10, (2500 + 128) * 1000 / 8 * 4))
+    }
+
+    @Test func keyPrecedenceArgvThenFileThenEnvironment() throws {
+        let dir = tempDir()
+        defer { _ = system("rm -rf '\(dir)'") }
+        let file = dir + "/key.txt"
+        write("  filekey \n second line\n", to: file)
+        let env = ["STREAM_KEY": "envkey"]
+        #expect(rtmp(try built(builder(env), ["--key", "argvkey", "--key-file", file]).configuration)?.key == "argvkey")
+        #expect(rtmp(try built(builder(env), ["--key-file", file]).configuration)?.key == "filekey")
+        #expect(rtmp(try built(builder(env), []).configuration)?.key == "envkey")
+    }
+
+    @Test func unreadableKeyFileIsUsage() throws {
+        let e = try failure(builder(["STREAM_KEY": "envkey"]), ["--key-file", "/nonexistent/key"])
+        #expect(e?.exitCode == .usage)
+        #expect(e?.message.hasPrefix("--key-file /nonexistent/key:") == true)
+    }
+
+    @Test func missingKeyIsUsageAndEmptyEnvironmentCountsAsUnset() throws {
+        for env in [[:], ["STREAM_KEY": ""]] {
+            let e = try failure(builder(env), [])
+            #expect(e?.exitCode == .usage)
+            #expect(e?.message.hasPrefix("no stream key") == true)
+        }
+    }
+
+    @Test func keyInTheURLIsEnough() throws {
+        let b = try built(builder(), ["--url", "rtmp://h/app/inlinekey"])
+        #expect(rtmp(b.configuration)?.url == "rtmp://h/app/inlinekey")
+    }
+
+    @Test func memoryPlanNeedsNoKey() throws {
+        let b = try built(builder(), ["--print-memory-plan"])
+        #expect(rtmp(b.configuration)?.key == "")
+    }
+
+    @Test func urlPrecedence() throws {
+        let env = ["STREAM_KEY": "k", "BROADCAST_URL": "rtmp://env/app"]
+        #expect(rtmp(try built(builder(env), ["--url", "rtmp://flag/app", "--service", "twitch"]).configuration)?.url
+                == "rtmp://flag/app")
+        #expect(rtmp(try built(builder(env), ["--service", "twitch"]).configuration)?.url == "rtmp://env/app")
+        #expect(rtmp(try built(builder(["STREAM_KEY": "k", "BROADCAST_URL": ""]), ["--service", "twitch"]).configuration)?.url
+                == "rtmp://live.twitch.tv/app")
+    }
+
+    @Test func badURLIsUsage() throws {
+        let e = try failure(builder(["STREAM_KEY": "k"]), ["--url", "http://example.com/live"])
+        #expect(e?.exitCode == .usage)
+    }
+
+    @Test func servicePresetCapsBitratesAndSetsKeyframes() throws {
+        let b = try built(builder(["STREAM_KEY": "k"]), ["--service", "twitch", "--video-bitrate", "8M", "--audio-bitrate", "320k"])
+        #expect(b.configuration.video.bitrateKbps == 6000)
+        #expect(b.configuration.audio.bitrateKbps == 160)
+        #expect(b.configuration.video.keyframeIntervalSeconds == 2)
+        #expect(b.notices == ["note: twitch accepts at most 6000 kbps video; using that"])
+    }
+
+    @Test func servicePresetRefusesWhatItCannotCarry() throws {
+        let fps = try failure(builder(["STREAM_KEY": "k"]), ["--service", "facebook", "--fps", "60"])
+        #expect(fps == ConfigurationError(.usage, "facebook accepts at most 30 fps"))
+        let res = try failure(builder(["STREAM_KEY": "k"]), ["--service", "youtube", "--res", "2560x1440"])
+        #expect(res == ConfigurationError(.usage, "youtube accepts at most 1080p"))
+    }
+
+    @Test func sizesAndBitratesReachTheConfiguration() throws {
+        let b = try built(builder(["STREAM_KEY": "k"]), ["--res", "1080p", "--fps", "60", "--video-bitrate", "4.5M",
+                                                         "--audio-codec", "opus", "--memory-budget", "64M",
+                                                         "--x264-threads", "3"])
+        #expect(b.configuration.video.width == 1920 && b.configuration.video.height == 1080 && b.configuration.video.fps == 60)
+        #expect(b.configuration.video.bitrateKbps == 4500)
+        #expect(b.configuration.video.threads == 3)
+        #expect(b.configuration.audio == AudioEncoderSettings(codec: .opus, bitrateKbps: 96))
+        #expect(b.configuration.memoryBudgetBytes == 64 << 20)
+    }
+
+    @Test func defaultBitrateFollowsSizeAndRate() throws {
+        #expect(try built(builder(["STREAM_KEY": "k"]), ["--res", "360p"]).configuration.video.bitrateKbps == 800)
+        #expect(try built(builder(["STREAM_KEY": "k"]), ["--res", "1080p", "--fps", "60"]).configuration.video.bitrateKbps == 6750)
+    }
+
+    @Test func aacAbove320IsRefused() throws {
+        let e = try failure(builder(["STREAM_KEY": "k"]), ["--audio-bitrate", "384k"])
+        #expect(e == ConfigurationError(.usage, "--audio-bitrate for AAC is at most 320"))
+        let opus = try built(builder(["STREAM_KEY": "k"]), ["--audio-codec", "opus", "--audio-bitrate", "384k"])
+        #expect(opus.configuration.audio.bitrateKbps == 384)
+    }
+
+    @Test func noPublishNeedsARecording() throws {
+        #expect(try failure(builder(), ["--no-publish"])?.message == "nothing to do: --no-publish needs --record PATH")
+        let dir = tempDir()
+        defer { _ = system("rm -rf '\(dir)'") }
+        let b = try built(builder(), ["--no-publish", "--record", dir + "/out.flv", "--record-min-free", "0"])
+        #expect(rtmp(b.configuration) == nil)
+        #expect(b.configuration.destinations.count == 1)
+    }
+
+    @Test func unwritableOutputPathsAreRefusedBeforeSources() throws {
+        let dir = tempDir()
+        defer { _ = system("rm -rf '\(dir)'") }
+        let file = dir + "/plain"
+        write("x", to: file)
+        var made = false
+        let b = ConfigurationBuilder(environment: ["STREAM_KEY": "k"]) { _ in
+            made = true
+            return SourceFactory.Made(sources: [], hasVideo: true, hasAudio: true, note: nil)
+        }
+        let cases: [([String], String)] = [
+            (["--stats-json", "/nonexistent-dir/stats.jsonl"], "--stats-json /nonexistent-dir/stats.jsonl: directory /nonexistent-dir:"),
+            (["--stats-json", file + "/stats.jsonl"], "--stats-json \(file)/stats.jsonl:"),
+            (["--stats-json", dir], "--stats-json \(dir): is a directory"),
+            (["--record", "/nonexistent-dir/out.flv", "--record-min-free", "0"], "--record /nonexistent-dir/out.flv:"),
+        ]
+        for (args, prefix) in cases {
+            let e = try failure(b, args)
+            #expect(e?.exitCode == .usage, "\(args)")
+            #expect(e?.message.hasPrefix(prefix) == true, "\(args): \(e?.message ?? "no error")")
+        }
+        #expect(!made, "sources were made despite a bad output path")
+        #expect(try built(builder(["STREAM_KEY": "k"]), ["--stats-json", dir + "/stats.jsonl"]).sources.count == 1)
+    }
+
+    @Test func captureErrorsMapToExitCodes() throws {
+        func failing(_ error: Error) -> ConfigurationBuilder {
+            ConfigurationBuilder(environment: ["STREAM_KEY": "k"]) { _ in throw error }
+        }
+        #expect(try failure(failing(CaptureError(.denied, "portal: denied")), [])
+                == ConfigurationError(.connect, "portal: denied"))
+        #expect(try failure(failing(CaptureError(.unavailable, "no PipeWire")), [])
+                == ConfigurationError(.usage, "no PipeWire"))
+        #expect(try failure(failing(UsageError("--source screen-node needs --screen-node")), [])
+                == ConfigurationError(.usage, "--source screen-node needs --screen-node"))
+    }
+
+    @Test func captureReserveIsTheSumOverSources() throws {
+        let b = try built(builder(["STREAM_KEY": "k"], sources: [PlannedSource(3000), PlannedSource(4096)]), [])
+        #expect(b.configuration.captureReserveBytes == 7096)
+    }
+
+    @Test func sourceNoteIsShownUnlessQuiet() throws {
+        let loud = try built(builder(["STREAM_KEY": "k"], note: "using the test source"), [])
+        #expect(loud.notices == ["using the test source"])
+        let quiet = try built(builder(["STREAM_KEY": "k"], note: "using the test source"), ["--quiet"])
+        #expect(quiet.notices.isEmpty)
+    }
+
+    @Test func realFactoryTestSourcePlansItsCanvas() throws {
+        let i420 = try built(ConfigurationBuilder(environment: ["STREAM_KEY": "k"]), ["--source", "test", "--res", "360p"])
+        #expect(i420.configuration.captureReserveBytes == 640 * 360 * 3 / 2)
+        let bgrx = try built(ConfigurationBuilder(environment: ["STREAM_KEY": "k"]),
+                             ["--source", "test", "--res", "360p", "--test-pixel-format", "bgrx"])
+        #expect(bgrx.configuration.captureReserveBytes == 640 * 360 * 4)
+    }
+
+    @Test func realFactoryY4MAndPCMPlanTheirBuffers() throws {
+        let dir = tempDir()
+        defer { _ = system("rm -rf '\(dir)'") }
+        write("YUV4MPEG2 W320 H240 F30:1 C420jpeg\n", to: dir + "/in.y4m")
+        write("", to: dir + "/in.pcm")
+        let b = try built(ConfigurationBuilder(environment: ["STREAM_KEY": "k"]),
+                          ["--source", "y4m:\(dir)/in.y4m", "--pcm", dir + "/in.pcm", "--pcm-format", "s16le:48000:2"])
+        // One 320x240 I420 frame plus 1024 stereo s16 frames.
+        #expect(b.configuration.captureReserveBytes == 320 * 240 * 3 / 2 + 1024 * 4)
+        #expect(b.configuration.hasVideo && b.configuration.hasAudio)
+    }
+}
