@@ -47,8 +47,8 @@ public struct CommandLineOptions: Sendable {
     public var publish = true
     /// `--stats-json`: one JSON object per second goes here.
     public var statsJSON: String?
-    /// `--memory-budget` in bytes.
-    public var memoryBudget = 50 << 20
+    /// `--memory-budget` in bytes; nil: the default, lowered to the cgroup limit (`MemoryBudget.resolve`).
+    public var memoryBudget: Int?
     /// `--print-memory-plan`.
     public var printMemoryPlan = false
     /// `--quiet`.

@@ -11,12 +11,16 @@ public struct ConfigurationBuilder {
     public var environment: [String: String]
     /// Makes the capture sources; replaceable so tests need no PipeWire or portal.
     public var makeSources: (CommandLineOptions) throws -> SourceFactory.Made
+    /// The memory cgroup limit that lowers the default budget (nil: none); replaceable for tests.
+    public var cgroupLimit: CgroupMemoryLimit?
 
     /// A builder reading `environment`, making sources with `makeSources`.
     public init(environment: [String: String],
-                makeSources: @escaping (CommandLineOptions) throws -> SourceFactory.Made = SourceFactory.make) {
+                makeSources: @escaping (CommandLineOptions) throws -> SourceFactory.Made = SourceFactory.make,
+                cgroupLimit: CgroupMemoryLimit? = CgroupMemoryLimit.current()) {
         self.environment = environment
         self.makeSources = makeSources
+        self.cgroupLimit = cgroupLimit
     }
 
     /// Builds everything `o` asks for, in the order a user would fix things: key and URL,
@@ -52,7 +56,9 @@ public struct ConfigurationBuilder {
         config.hasVideo = made.hasVideo
         config.hasAudio = made.hasAudio
         config.destinations = destinations
-        config.memoryBudgetBytes = o.memoryBudget
+        let budget = MemoryBudget.resolve(explicit: o.memoryBudget, cgroup: cgroupLimit)
+        config.memoryBudgetBytes = budget.bytes
+        config.memoryBudgetSource = budget.source
         config.tlsCAFile = o.caFile
         config.captureReserveBytes = made.captureBytes
         config.reconnect = ReconnectPolicy(maxAttempts: o.reconnectAttempts, initialDelaySeconds: o.reconnectDelay)

@@ -20,7 +20,7 @@ func usageError(_ args: [String]) -> String? {
         #expect(o.resolution == Resolution(width: 1280, height: 720))
         #expect(o.fps == 30)
         #expect(o.videoKbps == nil && o.audioKbps == nil)
-        #expect(o.memoryBudget == 50 << 20)
+        #expect(o.memoryBudget == nil)
         #expect(o.source == .auto)
         #expect(o.publish && !o.printMemoryPlan)
     }

@@ -19,10 +19,12 @@ private final class PlannedSource: CaptureSource {
 
 /// A builder whose sources are fakes, so no test touches PipeWire or a portal.
 private func builder(_ env: [String: String] = [:], sources: [CaptureSource] = [PlannedSource(1000)],
-                     note: String? = nil) -> ConfigurationBuilder {
-    ConfigurationBuilder(environment: env) { _ in
+                     note: String? = nil, cgroupLimit: CgroupMemoryLimit? = nil) -> ConfigurationBuilder {
+    var b = ConfigurationBuilder(environment: env) { _ in
         SourceFactory.Made(sources: sources, hasVideo: true, hasAudio: true, note: note)
     }
+    b.cgroupLimit = cgroupLimit
+    return b
 }
 
 private func options(_ args: [String]) throws -> CommandLineOptions { try CommandLineOptions.parse(args) }
@@ -140,6 +142,20 @@ private func write(_ text: String, to path: String) {
         #expect(b.configuration.video.threads == 3)
         #expect(b.configuration.audio == AudioEncoderSettings(codec: .opus, bitrateKbps: 96))
         #expect(b.configuration.memoryBudgetBytes == 64 << 20)
+        #expect(b.configuration.memoryBudgetSource == "--memory-budget")
+    }
+
+    /// In a container the pod's limit is the contract: without --memory-budget the budget shrinks
+    /// to the cgroup limit less headroom, and says so; an explicit budget still wins.
+    @Test func defaultBudgetFollowsTheCgroupLimit() throws {
+        let pod = CgroupMemoryLimit(version: 1, limitBytes: 40 << 20, file: "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+        let b = try built(builder(["STREAM_KEY": "k"], cgroupLimit: pod), [])
+        #expect(b.configuration.memoryBudgetBytes == 36 << 20)
+        #expect(b.configuration.memoryBudgetSource.hasPrefix("cgroup v1 limit 40.0 MB"))
+        let explicit = try built(builder(["STREAM_KEY": "k"], cgroupLimit: pod), ["--memory-budget", "64M"])
+        #expect(explicit.configuration.memoryBudgetBytes == 64 << 20)
+        let roomy = CgroupMemoryLimit(version: 2, limitBytes: 1 << 30, file: "/sys/fs/cgroup/memory.max")
+        #expect(try built(builder(["STREAM_KEY": "k"], cgroupLimit: roomy), []).configuration.memoryBudgetBytes == 50 << 20)
     }
 
     @Test func defaultBitrateFollowsSizeAndRate() throws {

@@ -17,6 +17,12 @@ public struct CgroupMemoryLimit: Sendable, Equatable {
     /// The file the limit was read from.
     public var file: String
 
+    public init(version: Int, limitBytes: Int, file: String) {
+        self.version = version
+        self.limitBytes = limitBytes
+        self.file = file
+    }
+
     /// Values at or above this are "no limit" (v1 reports about 2^63 rounded to pages).
     static let unlimitedThreshold = Int(1) << 60
 

@@ -15,6 +15,8 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     public var encoderWorkingBytes: Int
     /// Buffers the capture source holds (reported by the embedding tool or the CLI).
     public var captureBytes: Int = 0
+    /// Where the budget came from ("default", "--memory-budget", "cgroup v2 limit ...").
+    public var budgetSource: String = "configuration"
 
     public init(budgetBytes: Int, baselineBytes: Int, videoEncoderBytes: Int, audioEncoderBytes: Int,
                 framePoolBytes: Int, audioBytes: Int, stagingBytes: Int, queueBytes: Int,
@@ -84,6 +86,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         lines.append("  capture source buffers             \(mb(captureBytes))")
         lines.append("  headroom kept free (4%)            \(mb(headroomBytes))")
         lines.append("  total                              \(mb(totalBytes)) of \(budgetBytes > 0 ? mb(budgetBytes) : "unlimited") budget")
+        lines.append("  budget from                        \(budgetSource)")
         return lines.joined(separator: "\n")
     }
 }

@@ -22,6 +22,8 @@ public struct BroadcastConfiguration: Sendable {
     public var maxPendingVideoFrames: Int
     /// Hard memory budget in bytes (0 disables the check).
     public var memoryBudgetBytes: Int
+    /// Where the budget came from, shown on the plan's budget line (see `MemoryBudget.resolve`).
+    public var memoryBudgetSource: String = "configuration"
     /// Adapt the x264 bitrate to measured throughput when the send queue backs up.
     public var adaptiveBitrate: Bool
     /// Seconds to wait for a TCP connect.

@@ -37,6 +37,7 @@ package enum PipelineAssembler {
                                queueBytes: destinations.all.reduce(0) { $0 + $1.queue.reservedBytes })
         var plan = fixed
         plan.captureBytes = cfg.captureReserveBytes
+        plan.budgetSource = cfg.memoryBudgetSource
         var videoEncoder: VideoEncoder?
         var videoLane: VideoLane?
         var note: String?
