@@ -1,3 +1,4 @@
+import BroadcastCapture
 import BroadcastKit
 
 /// Everything `broadcast` was asked to do, parsed and validated; nothing here touches the system.
@@ -50,6 +51,9 @@ struct CommandLineOptions {
     var gapAt: Double?
     var gapMs = 0
     var testPixelFormat = PixelFormat.i420
+    // Test-source picture: pattern kind and mid-stream rotation.
+    var testPattern = TestPatternKind.moving
+    var testRotateEvery: Double?
 
     static func parse(_ args: [String]) throws -> CommandLineOptions {
         var o = CommandLineOptions()
@@ -126,6 +130,13 @@ struct CommandLineOptions {
                     throw UsageError("--test-pixel-format expects one of \(PixelFormat.allCases.map(\.rawValue).joined(separator: ", ")), got '\(v)'")
                 }
                 o.testPixelFormat = f
+            case "--test-pattern":
+                let v = try s.value()
+                guard let k = TestPatternKind(rawValue: v) else {
+                    throw UsageError("--test-pattern expects moving or static, got '\(v)'")
+                }
+                o.testPattern = k
+            case "--test-rotate-every": o.testRotateEvery = try s.double(0.1...1_000_000)
             default:
                 throw UsageError("unknown option '\(name)' (see --help)")
             }

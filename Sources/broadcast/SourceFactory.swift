@@ -76,6 +76,8 @@ enum SourceFactory {
         t.height = o.resolution.height
         t.fps = o.fps
         t.pixelFormat = o.testPixelFormat
+        t.pattern = o.testPattern
+        t.rotateEverySeconds = o.testRotateEvery
         t.audioSkewPPM = o.skewPPM
         t.jitterMs = o.jitterMs
         t.micDelayMs = o.micDelayMs
