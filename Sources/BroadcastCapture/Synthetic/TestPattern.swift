@@ -52,7 +52,7 @@ final class TestPattern {
         strip = CounterStrip(width: width, height: height)
         digits = SevenSegment(frameHeight: height)
         barsRows = height * 2 / 3 & ~1
-        region = MovingRegion(height: height, barsRows: barsRows)
+        region = MovingRegion(barsRows: barsRows)
         let isI420 = format == .i420
         let chromaWidth = width / 2
         if isI420 {
