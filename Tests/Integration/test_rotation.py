@@ -5,6 +5,7 @@ timestamps are continuous across each rotation, the burned-in counter reads the 
 frame on both orientations, and portrait phases are pillarboxed (black sides, content in
 the centre) while landscape phases fill the frame."""
 
+import json
 import unittest
 
 import av
@@ -85,7 +86,12 @@ class RotationTests(BroadcastTestCase):
 
         self.assertEqual(decode_errors, 0, "decode errors")
         self.assertEqual(sizes, {(OUT_W, OUT_H)}, f"output sizes {sizes}")
-        self.assertLessEqual(abs(len(frames) - FPS * SECONDS), 3, f"{len(frames)} frames")
+        drops = {}
+        lines = stats.read_text().splitlines() if stats.exists() else []
+        if lines:
+            drops = {k: v for k, v in json.loads(lines[-1]).get("drops", {}).items() if v}
+        self.assertLessEqual(abs(len(frames) - FPS * SECONDS), 3,
+                             f"{len(frames)} frames (sender's drop counters: {drops})")
 
         pts = [f[0] for f in frames]
         bad = [i for i in range(1, len(pts)) if pts[i] <= pts[i - 1]]
