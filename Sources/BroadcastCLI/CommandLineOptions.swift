@@ -1,3 +1,4 @@
+import BroadcastCapture
 import BroadcastKit
 
 /// Everything `broadcast` was asked to do, parsed and validated; nothing here touches the system.
@@ -95,6 +96,10 @@ public struct CommandLineOptions: Sendable {
     public var gapMs = 0
     /// `--test-pixel-format`.
     public var testPixelFormat = PixelFormat.i420
+    /// `--test-pattern`: the test source's picture.
+    public var testPattern = TestPatternKind.moving
+    /// `--test-rotate-every`: seconds between WxH and HxW frames, or nil for no rotation.
+    public var testRotateEvery: Double?
 
     /// Parses argv (without the program name); throws `UsageError` with a one-line message.
     public static func parse(_ args: [String]) throws -> CommandLineOptions {
@@ -172,6 +177,13 @@ public struct CommandLineOptions: Sendable {
                     throw UsageError("--test-pixel-format expects one of \(PixelFormat.allCases.map(\.rawValue).joined(separator: ", ")), got '\(v)'")
                 }
                 o.testPixelFormat = f
+            case "--test-pattern":
+                let v = try s.value()
+                guard let k = TestPatternKind(rawValue: v) else {
+                    throw UsageError("--test-pattern expects moving or static, got '\(v)'")
+                }
+                o.testPattern = k
+            case "--test-rotate-every": o.testRotateEvery = try s.double(0.1...1_000_000)
             default:
                 throw UsageError("unknown option '\(name)' (see --help)")
             }

@@ -73,6 +73,8 @@ public enum SourceFactory {
         t.height = o.resolution.height
         t.fps = o.fps
         t.pixelFormat = o.testPixelFormat
+        t.pattern = o.testPattern
+        t.rotateEverySeconds = o.testRotateEvery
         t.audioSkewPPM = o.skewPPM
         t.jitterMs = o.jitterMs
         t.micDelayMs = o.micDelayMs

@@ -51,6 +51,8 @@ public enum Usage {
     Test-source impairments (reproduce hard sync cases)
       --test-audio-skew-ppm N  --test-jitter-ms N  --test-mic-delay-ms N
       --test-app-buffer-frames N  --test-gap-at SECONDS --test-gap-ms N  --test-pixel-format F
+      --test-pattern moving|static   moving (default) makes x264 spend its bitrate; static is nearly free
+      --test-rotate-every SECONDS    alternate the test frame between WxH and HxW (a rotating phone)
 
     Exit codes
       0  clean stop (duration reached, end of input, SIGINT or SIGTERM)

@@ -190,6 +190,108 @@ private func run(_ configure: (inout TestSourceSettings) -> Void, keepSamples: B
         #expect(throws: CaptureError.self) { try source.start(into: sink) }
     }
 
+    /// Copies the luma plane of the pattern's current frame.
+    private func luma(_ pattern: TestPattern) -> [UInt8] {
+        let frame = pattern.videoFrame(pts: 0)
+        return Array(UnsafeRawBufferPointer(start: frame.planes.0!, count: pattern.width * pattern.height))
+    }
+
+    @Test(arguments: [PixelFormat.i420, .bgrx])
+    func movingRegionChangesEveryFrameDeterministically(format: PixelFormat) {
+        let pattern = TestPattern(width: 640, height: 360, format: format, kind: .moving)
+        let band = pattern.region
+        #expect(band.rows >= 40 && band.top >= 100, "band rows \(band.top)..<\(band.top + band.rows)")
+        let bpp = format == .i420 ? 1 : 4
+        func bandBytes(_ n: Int64) -> [UInt8] {
+            pattern.render(frame: n, flash: false)
+            let frame = pattern.videoFrame(pts: 0)
+            let start = frame.planes.0! + band.top * frame.strides.0
+            return Array(UnsafeRawBufferPointer(start: start, count: band.rows * 640 * bpp))
+        }
+        let a = bandBytes(7), b = bandBytes(8), again = bandBytes(7)
+        let differing = zip(a, b).filter { $0 != $1 }.count
+        #expect(differing > a.count * 9 / 10, "only \(differing) of \(a.count) band bytes changed")
+        #expect(a == again, "frame 7 must render identically twice")
+        // The band's mean luma is mid-grey on every frame, far from the white flash (avsync
+        // needs a non-flash baseline well below 150), and does not drift as the gradient moves.
+        var means: [Double] = []
+        for n: Int64 in [0, 1, 17, 29, 31, 100, 1234] {
+            let bytes = bandBytes(n)
+            means.append(Double(bytes.reduce(0) { $0 + Int($1) }) / Double(bytes.count))
+        }
+        #expect(means.allSatisfy { $0 > 90 && $0 < 115 }, "band means \(means)")
+        #expect(means.max()! - means.min()! < 3, "band means \(means)")
+    }
+
+    @Test func staticPatternIsTheOldScrollingBars() {
+        let pattern = TestPattern(width: 640, height: 360, format: .i420, kind: .static)
+        let moving = TestPattern(width: 640, height: 360, format: .i420, kind: .moving)
+        // The old picture only scrolls (4 px a frame): frames n and n + 10^6 show the same
+        // digits and the same scroll offset (10^6 is a multiple of 640 / 4), so below the
+        // counter strip they are identical.
+        let belowStrip = (pattern.strip.originY + pattern.strip.blockSize) * 640
+        pattern.render(frame: 3, flash: false)
+        let first = luma(pattern)
+        pattern.render(frame: 1_000_003, flash: false)
+        #expect(luma(pattern)[belowStrip...] == first[belowStrip...])
+        moving.render(frame: 3, flash: false)
+        let movingFirst = luma(moving)
+        moving.render(frame: 1_000_003, flash: false)
+        #expect(luma(moving)[belowStrip...] != movingFirst[belowStrip...])
+        // Outside the band the two kinds paint the same picture.
+        let band = moving.region
+        let outside = { (bytes: [UInt8]) in
+            Array(bytes[0..<(band.top * 640)]) + Array(bytes[((band.top + band.rows) * 640)...])
+        }
+        #expect(outside(movingFirst) == outside(first))
+        #expect(Array(movingFirst[(band.top * 640)..<((band.top + band.rows) * 640)])
+            != Array(first[(band.top * 640)..<((band.top + band.rows) * 640)]))
+    }
+
+    @Test func movingPatternKeepsFlashesAndCounter() throws {
+        let (_, sink, _) = try run {
+            $0.pattern = .moving; $0.width = 1280; $0.height = 720; $0.durationSeconds = 2.2
+            $0.appAudio = false; $0.micAudio = false
+        }
+        let video = sink.lane(.video)
+        #expect(video.count == 66)
+        #expect(video.enumerated().filter { $0.element.isWhite }.map { $0.offset } == [30, 60])
+        for (n, frame) in video.enumerated() { #expect(frame.counter == n) }
+    }
+
+    @Test(arguments: [PixelFormat.i420, .bgrx])
+    func rotationAlternatesSizeOnScheduleWithMarkers(format: PixelFormat) throws {
+        let (_, sink, t0) = try run {
+            $0.fps = 30; $0.pixelFormat = format; $0.durationSeconds = 2.5; $0.rotateEverySeconds = 0.5
+            $0.appAudio = false; $0.micAudio = false
+        }
+        let video = sink.lane(.video)
+        #expect(video.count == 75)
+        for (n, frame) in video.enumerated() {
+            let rotated = (n / 15) % 2 == 1
+            let size = rotated ? (240, 320) : (320, 240)
+            #expect(frame.width == size.0 && frame.height == size.1, "frame \(n) is \(frame.width)x\(frame.height)")
+            #expect(frame.validation == nil)
+            #expect(frame.pts == t0 + Int64(n) * 1_000_000_000 / 30)
+            #expect(frame.counter == n, "frame \(n) strip decodes to \(frame.counter)")
+            #expect(frame.isWhite == (n == 30 || n == 60), "frame \(n) white: \(frame.isWhite)")
+        }
+    }
+
+    @Test func rotationScheduleSwitchesOnWholePeriods() {
+        let every3s = RotationSchedule(everySeconds: 3, fps: 30)
+        #expect(!every3s.isRotated(frame: 0) && !every3s.isRotated(frame: 89))
+        #expect(every3s.isRotated(frame: 90) && every3s.isRotated(frame: 179))
+        #expect(!every3s.isRotated(frame: 180))
+        let never = RotationSchedule(everySeconds: nil, fps: 30)
+        #expect(!(0..<1000).contains { never.isRotated(frame: $0) })
+        var bad = TestSourceSettings.default
+        bad.rotateEverySeconds = 0.01
+        #expect(bad.validate() != nil)
+        bad.rotateEverySeconds = 1
+        #expect(bad.validate() == nil)
+    }
+
     @Test func invalidSettingsAreRejected() {
         var odd = TestSourceSettings.default
         odd.width = 641

@@ -7,18 +7,24 @@ import BroadcastKit
 ///
 /// The moving background is cheap: colour bars (top two thirds) scroll left and a grey ramp
 /// (bottom third) scrolls right by copying each row out of precomputed pattern rows twice the
-/// frame width, so a frame costs one memcpy per row. On top: the binary `CounterStrip` and six
-/// 7-segment digits. Flash frames are solid white (Y 235 / BGRx 0xFF) with only the strip.
+/// frame width, so a frame costs one memcpy per row. The `.moving` kind adds a band of fresh
+/// noise (`MovingRegion`) across the lower half of the bars. On top: the binary `CounterStrip`
+/// and six 7-segment digits. Flash frames are solid white (Y 235 / BGRx 0xFF) with only the strip.
+///
+/// The picture lives in a `FrameStorage` that may be shared with the painter of the other
+/// orientation (see `RotationSchedule`); only one of them renders at a time.
 final class TestPattern {
     let width: Int
     let height: Int
     let format: PixelFormat
+    let kind: TestPatternKind
     let strip: CounterStrip
+    let region: MovingRegion
     private let digits: SevenSegment
     /// Horizontal scroll per frame in pixels (even, for I420 chroma).
     private static let scrollStep = 4
 
-    private let frame: UnsafeMutableRawBufferPointer
+    private let storage: FrameStorage
     private let canvas: FrameCanvas
     private let barsRows: Int
     // Pattern rows, each covering two frame widths (I420: Y at full, U/V at half width;
@@ -31,13 +37,22 @@ final class TestPattern {
     private let lumaSize: Int
     private let chromaSize: Int
 
-    init(width: Int, height: Int, format: PixelFormat) {
+    /// Bytes of one frame of this size and format (the same for WxH and HxW).
+    static func frameBytes(width: Int, height: Int, format: PixelFormat) -> Int {
+        format == .i420 ? width * height + 2 * (width / 2) * (height / 2) : width * 4 * height
+    }
+
+    /// `storage` must hold `frameBytes(...)`; nil allocates a private one.
+    init(width: Int, height: Int, format: PixelFormat, kind: TestPatternKind = .moving,
+         storage: FrameStorage? = nil) {
         self.width = width
         self.height = height
         self.format = format
+        self.kind = kind
         strip = CounterStrip(width: width, height: height)
         digits = SevenSegment(frameHeight: height)
         barsRows = height * 2 / 3 & ~1
+        region = MovingRegion(barsRows: barsRows)
         let isI420 = format == .i420
         let chromaWidth = width / 2
         if isI420 {
@@ -47,9 +62,10 @@ final class TestPattern {
             lumaSize = width * 4 * height
             chromaSize = 0
         }
-        frame = .allocate(byteCount: lumaSize + 2 * chromaSize, alignment: 64)
-        frame.initializeMemory(as: UInt8.self, repeating: 0)
-        let base = frame.baseAddress!.assumingMemoryBound(to: UInt8.self)
+        let needed = TestPattern.frameBytes(width: width, height: height, format: format)
+        precondition(storage.map { $0.bytes.count >= needed } ?? true, "frame storage too small")
+        self.storage = storage ?? FrameStorage(byteCount: needed)
+        let base = self.storage.bytes.baseAddress!.assumingMemoryBound(to: UInt8.self)
         canvas = FrameCanvas(width: width, height: height, isI420: isI420,
                              y: base, u: base + lumaSize, v: base + lumaSize + chromaSize,
                              strideY: isI420 ? width : width * 4, strideUV: isI420 ? chromaWidth : 0)
@@ -82,7 +98,6 @@ final class TestPattern {
     }
 
     deinit {
-        frame.deallocate()
         barsY.deallocate()
         barsU.deallocate()
         barsV.deallocate()
@@ -105,6 +120,7 @@ final class TestPattern {
             }
         } else {
             drawBackground(frame: index)
+            if kind == .moving { region.paint(canvas, frame: index) }
             drawDigits(frame: index)
         }
         drawStrip(frame: index)

@@ -3,8 +3,10 @@ import Synchronization
 
 /// A synthetic live source with known ground truth, for tests, demos and benchmarks.
 ///
-/// - Video: a scrolling pattern with a burned-in frame counter (`CounterStrip` + digits);
+/// - Video: a scrolling pattern (by default with a band of per-frame noise that makes the
+///   encoder work, `TestPatternKind`) with a burned-in frame counter (`CounterStrip` + digits);
 ///   frame n has PTS t0 + n / fps; frames n = k * fps (k >= 1) are solid white flashes.
+///   With `rotateEverySeconds` the frame alternates between WxH and HxW, like a rotated phone.
 /// - App audio: 440 Hz sine (0.25), Float32 stereo, with a 50 ms 1 kHz beep (0.8) whose
 ///   onset sample has capture time exactly t0 + k s, i.e. the flash frame's PTS.
 /// - Mic audio: 660 Hz sine (0.25), S16 mono, no beep.
@@ -26,7 +28,10 @@ public final class TestSource: CaptureSource {
     public var description: String {
         var parts: [String] = []
         if settings.video {
-            parts.append("video \(settings.width)x\(settings.height)@\(settings.fps) \(settings.pixelFormat.rawValue)")
+            var video = "video \(settings.width)x\(settings.height)@\(settings.fps) \(settings.pixelFormat.rawValue)"
+            video += " \(settings.pattern.rawValue)"
+            if let every = settings.rotateEverySeconds { video += ", rotating every \(every) s" }
+            parts.append(video)
         }
         if settings.appAudio { parts.append("app \(settings.appSampleRate) Hz f32 stereo") }
         if settings.micAudio { parts.append("mic \(settings.micSampleRate) Hz s16 mono") }
@@ -60,9 +65,17 @@ public final class TestSource: CaptureSource {
         let pacer = Pacer(realtime: s.realtime)
         do {
             if s.video {
-                let pattern = TestPattern(width: s.width, height: s.height, format: s.pixelFormat)
-                let lane = VideoLane(pattern: pattern, fps: s.fps, timeline: timeline, pacer: pacer,
-                                     rng: SplitMixRandom(seed: s.seed))
+                // Both orientations paint into one buffer, allocated here, before the first frame.
+                let storage = FrameStorage(byteCount: TestPattern.frameBytes(width: s.width, height: s.height,
+                                                                             format: s.pixelFormat))
+                let upright = TestPattern(width: s.width, height: s.height, format: s.pixelFormat,
+                                          kind: s.pattern, storage: storage)
+                let rotated = s.rotateEverySeconds == nil ? nil
+                    : TestPattern(width: s.height, height: s.width, format: s.pixelFormat,
+                                  kind: s.pattern, storage: storage)
+                let lane = VideoLane(upright: upright, rotated: rotated,
+                                     schedule: RotationSchedule(everySeconds: s.rotateEverySeconds, fps: s.fps),
+                                     fps: s.fps, timeline: timeline, pacer: pacer, rng: SplitMixRandom(seed: s.seed))
                 try group.spawn(name: "test-video") { [group] in lane.run(sink: sink, group: group) }
             }
             if s.appAudio {
@@ -132,14 +145,19 @@ struct TestTimeline: Sendable {
 /// The video lane: render, wait for the frame's capture time, deliver.
 private final class VideoLane: @unchecked Sendable {
     // Touched only by the lane's own thread once started.
-    private let pattern: TestPattern
+    private let upright: TestPattern
+    private let rotated: TestPattern?
+    private let schedule: RotationSchedule
     private let fps: Int
     private let timeline: TestTimeline
     private let pacer: Pacer
     private var rng: SplitMixRandom
 
-    init(pattern: TestPattern, fps: Int, timeline: TestTimeline, pacer: Pacer, rng: SplitMixRandom) {
-        self.pattern = pattern
+    init(upright: TestPattern, rotated: TestPattern?, schedule: RotationSchedule, fps: Int,
+         timeline: TestTimeline, pacer: Pacer, rng: SplitMixRandom) {
+        self.upright = upright
+        self.rotated = rotated
+        self.schedule = schedule
         self.fps = fps
         self.timeline = timeline
         self.pacer = pacer
@@ -152,6 +170,7 @@ private final class VideoLane: @unchecked Sendable {
             let capture = timeline.t0 + MediaTime.nanoseconds(ticks: index, num: Int64(fps), den: 1)
             if capture >= timeline.end { return }
             let deliver = !timeline.inGap(capture, capture)
+            let pattern = schedule.isRotated(frame: index) ? rotated ?? upright : upright
             if deliver { pattern.render(frame: index, flash: TestPattern.isFlash(frame: index, fps: fps)) }
             guard pacer.wait(until: capture, group: group) else { return }
             if deliver {

@@ -13,6 +13,12 @@ public struct TestSourceSettings: Sendable, Equatable {
     public var fps: Int = 30
     /// `.i420` (cheap) or `.bgrx` (exercises the session's colour conversion).
     public var pixelFormat: PixelFormat = .i420
+    /// `.moving` (default: a noise band that makes the encoder spend its bitrate) or
+    /// `.static` (the bars alone, almost free to encode).
+    public var pattern: TestPatternKind = .moving
+    /// Alternate the frame between WxH and HxW every this many seconds, like a phone being
+    /// rotated (nil = never). Both orientations are allocated before the first frame.
+    public var rotateEverySeconds: Double? = nil
 
     // MARK: App audio (440 Hz tone + 1 kHz beep each second, Float32 stereo)
     /// Emit the app-audio lane.
@@ -56,7 +62,7 @@ public struct TestSourceSettings: Sendable, Equatable {
 
     public init() {}
 
-    /// 1280x720 at 30 fps I420, app 48 kHz stereo f32 in 1024-frame buffers,
+    /// 1280x720 at 30 fps I420 with the moving pattern, no rotation, app 48 kHz stereo f32 in 1024-frame buffers,
     /// mic 48 kHz mono s16 in 480-frame buffers, no impairments, realtime.
     public static let `default` = TestSourceSettings()
 
@@ -71,6 +77,11 @@ public struct TestSourceSettings: Sendable, Equatable {
             guard (1...240).contains(fps) else { return bad("fps \(fps) outside 1..240") }
             guard pixelFormat == .i420 || pixelFormat == .bgrx else {
                 return bad("pixel format \(pixelFormat.rawValue) not i420 or bgrx")
+            }
+            if let rotateEverySeconds {
+                guard rotateEverySeconds <= 1_000_000, rotateEverySeconds * Double(fps) >= 1 else {
+                    return bad("rotation every \(rotateEverySeconds) s must be between one frame and 1000000 s")
+                }
             }
         }
         for (name, rate, frames) in [("app", appSampleRate, appBufferFrames), ("mic", micSampleRate, micBufferFrames)] {
