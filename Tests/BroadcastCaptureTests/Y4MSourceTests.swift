@@ -209,7 +209,7 @@ private func expectError(_ result: Result<Void, CaptureError>, contains text: St
 
     @Test func missingFileIsUnavailable() throws {
         let source = try PCMSource(path: "/nonexistent/x.pcm", format: PCMFormat(sampleFormat: .f32, sampleRate: 48_000, channels: 2))
-        #expect(throws: CaptureError(.unavailable, "pcm: cannot open /nonexistent/x.pcm: No such file or directory")) {
+        #expect(throws: CaptureError(.unavailable, "pcm: cannot open /nonexistent/x.pcm: No such file or directory (errno 2)")) {
             try source.start(into: RecordingSink())
         }
         #expect(throws: CaptureError.self) { try PCMSource(path: "-", format: .init(sampleFormat: .s16, sampleRate: 48_000, channels: 1), lane: .video) }

@@ -30,6 +30,8 @@ final class ScriptedSink: TagSink, @unchecked Sendable {
         c.hasVideo = video
         c.hasAudio = audio
         c.destinations = destinations
+        // The test process's own RSS (other suites run in parallel) is no budget question here.
+        c.memoryBudgetBytes = 0
         return c
     }
 
