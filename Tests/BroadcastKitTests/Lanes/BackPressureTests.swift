@@ -38,7 +38,7 @@ final class NoiseFrames: @unchecked Sendable {
 }
 
 @Suite(.serialized) struct BackPressureTests {
-    @Test func stalledTransportKeepsQueueUnderCapAndMemoryFlat() throws {
+    @Test func stalledTransportKeepsQueueUnderCapAndDropsByPolicy() throws {
         let sink = StalledSink()
         var cfg = BroadcastConfiguration.default
         cfg.video = VideoEncoderSettings(width: 320, height: 240, fps: 30, bitrateKbps: 2000, preset: "ultrafast")
@@ -53,7 +53,6 @@ final class NoiseFrames: @unchecked Sendable {
         audio.initialize(repeating: 0.1)
         defer { audio.deallocate() }
         var pts: Int64 = 5_000_000_000
-        var rssAtWarm = 0
         var maxQueue = 0
         // 40 s of media pushed at full speed into a transport that never drains.
         for i in 0..<1200 {
@@ -62,19 +61,16 @@ final class NoiseFrames: @unchecked Sendable {
             let a = AudioBuffer(format: .f32, channels: 2, sampleRate: 48_000, frameCount: 1600,
                                 data: UnsafeRawBufferPointer(audio), pts: pts)
             while session.process(.audio(a), type: .appAudio) == .dropped(.audioLaneFull) { usleep(200) }
-            if i == 300 { rssAtWarm = ProcessMemory.residentBytes() }
             maxQueue = max(maxQueue, session.stats.snapshot().queueBytes)
         }
         usleep(300_000)
-        let rssEnd = ProcessMemory.residentBytes()
         let s = session.stats.snapshot()
         #expect(s.queueBytes <= 256 << 10)
         #expect(maxQueue <= 256 << 10)
         #expect(s.drops(.queueFull) > 0, "audio reached the byte cap")
         #expect(s.drops(.congestionPFrame) + s.drops(.congestionUntilIDR) > 0, "video dropped by policy first")
-        // Process RSS is not asserted here: other suites run in parallel in this process.
-        // test_memory.py's stalled-transport case checks RSS in a process of its own.
-        _ = (rssAtWarm, rssEnd)
+        // Memory flatness is not claimed here (other suites share this process's RSS):
+        // test_memory.py's test_stalled_link_keeps_memory_flat asserts it in a process of its own.
         sink.release()
         session.finish(timeoutNs: 500_000_000)
     }
