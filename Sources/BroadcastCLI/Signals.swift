@@ -14,7 +14,11 @@ enum Signals {
         var sa = sigaction()
         sa.__sigaction_handler.sa_handler = { _ in
             let previous = stopSignals.add(1, ordering: .relaxed).oldValue
-            if previous >= 1 {
+            if previous == 0 {
+                // Feedback at once: a stop over a stalled link may take up to its 2 s deadline.
+                let msg: StaticString = "\nbroadcast: stopping (a second signal exits at once)\n"
+                _ = write(2, msg.utf8Start, msg.utf8CodeUnitCount)
+            } else {
                 let msg: StaticString = "\nbroadcast: second signal, exiting now\n"
                 _ = write(2, msg.utf8Start, msg.utf8CodeUnitCount)
                 _exit(130)

@@ -314,13 +314,38 @@ class CleanStopTests(BroadcastTestCase):
         self.stop_with(signal.SIGTERM)
 
     def test_second_sigint_exits_at_once_with_130(self):
+        """A stop over a stalled link waits up to its deadline to send what is queued; a second
+        SIGINT during that wait exits at once with 130. The link is stalled by a throttling proxy
+        (8 kbit/s), so the first stop is still draining when the second signal arrives; the second
+        is sent only after the first was acknowledged, so the two are never merged by the kernel."""
+        import re
+        import select
         ingest = NotifyIngest()
         self.addCleanup(ingest.cleanup)
-        p = self.start_live(ingest, support.new_key())
-        time.sleep(2)
-        # Back to back: a clean stop (flush encoders, FCUnpublish) takes far longer than the gap
-        # between these two calls, so the second always finds the first still running.
+        proxy = subprocess.Popen([str(support.REPO_ROOT / ".venv" / "bin" / "python"),
+                                  str(support.REPO_ROOT / "tools" / "throttle_proxy.py"),
+                                  "--listen-port", "0", "--target-port", str(ingest.port),
+                                  "--throttle-kbps", "8", "--throttle-from", "2", "--throttle-for", "600"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.addCleanup(proxy.kill)
+        port = None
+        deadline = time.monotonic() + 10
+        while port is None and time.monotonic() < deadline:
+            ready, _, _ = select.select([proxy.stdout], [], [], 1)
+            if ready:
+                m = re.search(r"listening on 127\.0\.0\.1:(\d+)", proxy.stdout.readline())
+                if m:
+                    port = int(m.group(1))
+        self.assertIsNotNone(port, "throttle proxy did not start")
+        p = LiveProcess(["--url", f"rtmp://127.0.0.1:{port}/live", "--source", "test", "--res", "360p",
+                         "--duration", "60"], env={"STREAM_KEY": support.new_key()})
+        self.addCleanup(p.kill)
+        self.addCleanup(lambda: self._captured_texts.extend([p.stdout, p.stderr]))
+        self.assertTrue(p.wait_for_stderr("live:"), f"never went live:\n{p.describe()}")
+        time.sleep(6)   # throttled from 2 s: the socket and the send queue are backed up by now
         p.proc.send_signal(signal.SIGINT)
+        self.assertTrue(p.wait_for_stderr("stopping", timeout=5), f"first SIGINT not acknowledged:\n{p.describe()}")
+        self.assertIsNone(p.proc.poll(), f"the stop did not wait for the stalled queue:\n{p.describe()}")
         p.proc.send_signal(signal.SIGINT)
         rc, waited = p.wait(timeout=10)
         # Documented in Sources/BroadcastCLI/Signals.swift: the second signal _exit(130)s at once.
