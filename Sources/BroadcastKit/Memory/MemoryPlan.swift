@@ -15,6 +15,9 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     public var encoderWorkingBytes: Int
     /// Buffers the capture source holds (reported by the embedding tool or the CLI).
     public var captureBytes: Int = 0
+    /// The x264 configuration the plan is for, e.g. "veryfast" or
+    /// "veryfast-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept)"; empty without video.
+    public var encoderChoice: String = ""
 
     public init(budgetBytes: Int, baselineBytes: Int, videoEncoderBytes: Int, audioEncoderBytes: Int,
                 framePoolBytes: Int, audioBytes: Int, stagingBytes: Int, queueBytes: Int,
@@ -30,7 +33,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         self.encoderWorkingBytes = encoderWorkingBytes
     }
 
-    /// x264 presets from heaviest to lightest, the order a budget downgrade walks.
+    /// x264 presets from heaviest to lightest. (The budget downgrade walks `EncoderLadder`.)
     public static let presetsByWeight = ["medium", "fast", "faster", "veryfast", "superfast", "ultrafast"]
 
     /// Planned x264 memory beyond what it holds right after open: reference, current and
@@ -40,7 +43,12 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     public static func x264WorkingBytes(_ v: VideoEncoderSettings) -> Int {
         let perPixel: Double
         switch v.preset {
-        case "ultrafast": perPixel = 10.5
+        case _ where v.subpelRefinement == 0:
+            // Full-pel only: no half-pel planes per reference. The lean tools (deblock, 8x8 DCT,
+            // intra partitions, AQ, CABAC) add about 0.4 B/px over plain ultrafast: measured in
+            // one process per configuration by X264MemoryCalibration, moving content, 720p
+            // +0.4 MB, 1080p +0.7 MB (veryfast-lean vs ultrafast, at open + working set).
+            perPixel = v.preset == "ultrafast" && v.tuning.isEmpty ? 10.5 : 10.9
         case "superfast": perPixel = 17
         case "veryfast": perPixel = 18.5
         default: perPixel = 22
@@ -73,6 +81,9 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
             return "\(tenths / 10).\(tenths % 10) MB"
         }
         var lines: [String] = []
+        if !encoderChoice.isEmpty {
+            lines.append("  x264 configuration                 \(encoderChoice)")
+        }
         lines.append("  runtime baseline (measured)        \(mb(baselineBytes))")
         lines.append("  x264 at open (measured)            \(mb(videoEncoderBytes))")
         lines.append("  x264 working frames (planned)      \(mb(encoderWorkingBytes))")

@@ -54,9 +54,9 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
     /// Opens the encoders and allocates every pool and queue, then returns the memory plan
     /// (measured where it can be). Connects nothing. `start()` calls it when needed.
     ///
-    /// When the plan does not fit the budget and `allowPresetDowngrade` is set, x264 is reopened
-    /// with the next lighter preset (veryfast -> superfast -> ultrafast) until it fits;
-    /// `downgradeNote` says what was chosen.
+    /// When the plan does not fit the budget and `allowPresetDowngrade` is set, the session walks
+    /// `EncoderLadder.steps` (e.g. veryfast -> veryfast-lean -> ultrafast -> 1 pending frame)
+    /// until one fits; `downgradeNote` and the plan's encoder line say what was chosen.
     @discardableResult
     public func prepare() throws(BroadcastError) -> MemoryPlan {
         if let plan = memoryPlan { return plan }
@@ -145,37 +145,33 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         var chosen = plan(nil, atOpen: 0, pending: cfg.maxPendingVideoFrames)
         var pending = cfg.maxPendingVideoFrames
         if cfg.hasVideo {
-            // The ladder, lightest last: x264 presets, then one pending frame instead of two
-            // (fewer frames in flight: a burst of input is dropped as encoder_busy sooner).
-            var steps: [(preset: String, pending: Int)] = [(cfg.video.preset, pending)]
-            if cfg.allowPresetDowngrade, let i = MemoryPlan.presetsByWeight.firstIndex(of: cfg.video.preset) {
-                steps += MemoryPlan.presetsByWeight[(i + 1)...].map { ($0, pending) }
-                if pending > 1 { steps.append((steps.last!.preset, 1)) }
-            }
-            var openPreset = ""
-            for (n, step) in steps.enumerated() {
-                var v = cfg.video
-                v.preset = step.preset
-                if step.preset != openPreset {
+            // EncoderLadder orders the configurations by memory; x264 is reopened only when a
+            // step's settings differ from the open one's.
+            let steps = EncoderLadder.steps(requested: cfg.video, pendingFrames: pending,
+                                            allowDowngrade: cfg.allowPresetDowngrade)
+            var openFailure: BroadcastError?
+            func tryStep(_ step: EncoderLadder.Step) -> Bool {
+                if videoEncoder?.settings != step.settings {
                     videoEncoder = nil
                     let before = ProcessMemory.residentBytes()
-                    do { videoEncoder = try X264Encoder(settings: v) } catch { throw .configuration("video encoder: \(error)") }
-                    atOpenBytes = max(0, ProcessMemory.residentBytes() - before)
-                    openPreset = step.preset
-                }
-                chosen = plan(v, atOpen: atOpenBytes, pending: step.pending)
-                pending = step.pending
-                if chosen.fits || n == steps.count - 1 {
-                    if n > 0 && chosen.fits {
-                        var what: [String] = []
-                        if step.preset != cfg.video.preset { what.append("x264 preset \(step.preset) instead of \(cfg.video.preset)") }
-                        if step.pending != cfg.maxPendingVideoFrames { what.append("\(step.pending) pending video frame") }
-                        downgradeNote = "memory budget: " + what.joined(separator: ", ")
-                            + " (planned \(MemoryPlan.megabytes(chosen.totalBytes)) + \(MemoryPlan.megabytes(chosen.headroomBytes)) headroom"
-                            + " of \(MemoryPlan.megabytes(cfg.memoryBudgetBytes)))"
+                    do { videoEncoder = try X264Encoder(settings: step.settings) } catch {
+                        openFailure = .configuration("video encoder: \(error)")
+                        return true   // stop the walk; thrown below
                     }
-                    break
+                    atOpenBytes = max(0, ProcessMemory.residentBytes() - before)
                 }
+                chosen = plan(step.settings, atOpen: atOpenBytes, pending: step.pendingFrames)
+                chosen.encoderChoice = step.label
+                pending = step.pendingFrames
+                return chosen.fits
+            }
+            let index = EncoderLadder.choose(steps, fits: tryStep)
+            // When nothing fits, the walk ended on the lightest step: its plan is reported and start() refuses.
+            if let openFailure { throw openFailure }
+            if let index, index > 0 {
+                downgradeNote = "memory budget: x264 \(steps[index].label) instead of \(steps[0].label)"
+                    + " (planned \(MemoryPlan.megabytes(chosen.totalBytes)) + \(MemoryPlan.megabytes(chosen.headroomBytes)) headroom"
+                    + " of \(MemoryPlan.megabytes(cfg.memoryBudgetBytes)))"
             }
         }
         if let enc = videoEncoder {
