@@ -11,8 +11,8 @@ import Testing
 
     @Test func stepsForVeryfastAreOrderedByMemory() {
         let steps = EncoderLadder.steps(requested: Self.requested, pendingFrames: 2, allowDowngrade: true)
-        #expect(steps.map(\.label) == ["veryfast", "veryfast" + EncoderLadder.leanSuffix, "ultrafast",
-                                       "ultrafast, 1 pending frame"])
+        let lean = "veryfast" + EncoderLadder.leanSuffix
+        #expect(steps.map(\.label) == ["veryfast", lean, lean + ", 1 pending frame", "ultrafast, 1 pending frame"])
         let bytes = steps.map(planned)
         #expect(zip(bytes, bytes.dropFirst()).allSatisfy { $0 > $1 }, "planned bytes \(bytes)")
         // The first step is exactly what was asked for.
@@ -36,20 +36,30 @@ import Testing
         #expect(MemoryPlan.x264WorkingBytes(Self.requested) - MemoryPlan.x264WorkingBytes(lean.settings) > 12 << 20)
     }
 
-    @Test func presetFallbackIsUltrafastAndThenOnePendingFrame() {
+    @Test func onePendingFrameThenUltrafast() {
         let steps = EncoderLadder.steps(requested: Self.requested, pendingFrames: 2, allowDowngrade: true)
-        #expect(steps[2].settings.preset == "ultrafast" && steps[2].settings.tuning.isEmpty && steps[2].pendingFrames == 2)
-        #expect(steps[3].settings == steps[2].settings && steps[3].pendingFrames == 1)
+        #expect(steps[2].settings == steps[1].settings && steps[2].pendingFrames == 1)
+        #expect(steps[3].settings.preset == "ultrafast" && steps[3].settings.tuning.isEmpty && steps[3].pendingFrames == 1)
         // Presets that refine to sub-pel are never tried after the lean step (they need the half-pel planes).
         #expect(!steps.contains { $0.settings.preset == "superfast" })
+        // Ultrafast with 2 pending frames would need more than lean with 1: dominated, so not a step.
+        var ultrafast2 = steps[3]
+        ultrafast2.pendingFrames = 2
+        #expect(planned(ultrafast2) > planned(steps[2]))
+    }
+
+    @Test func onePendingFrameConfiguredGoesStraightToUltrafast() {
+        let steps = EncoderLadder.steps(requested: Self.requested, pendingFrames: 1, allowDowngrade: true)
+        #expect(steps.map(\.label) == ["veryfast", "veryfast" + EncoderLadder.leanSuffix, "ultrafast"])
+        #expect(steps.allSatisfy { $0.pendingFrames == 1 })
     }
 
     @Test func mediumGetsTheSameShape() {
         var medium = Self.requested
         medium.preset = "medium"
         let steps = EncoderLadder.steps(requested: medium, pendingFrames: 2, allowDowngrade: true)
-        #expect(steps.map(\.label) == ["medium", "medium" + EncoderLadder.leanSuffix, "ultrafast",
-                                       "ultrafast, 1 pending frame"])
+        let lean = "medium" + EncoderLadder.leanSuffix
+        #expect(steps.map(\.label) == ["medium", lean, lean + ", 1 pending frame", "ultrafast, 1 pending frame"])
     }
 
     @Test func ultrafastRequestedOnlyLosesAPendingFrame() {
@@ -73,7 +83,8 @@ import Testing
         #expect(index == 1)
         #expect(tried == Array(steps.prefix(2).map(\.label)))
         #expect(EncoderLadder.choose(steps) { _ in true } == 0)
-        #expect(EncoderLadder.choose(steps) { $0.pendingFrames == 1 } == 3)
+        #expect(EncoderLadder.choose(steps) { $0.pendingFrames == 1 } == 2)
+        #expect(EncoderLadder.choose(steps) { $0.settings.preset == "ultrafast" } == 3)
     }
 
     @Test func chooserRefusesWhenNothingFits() {
