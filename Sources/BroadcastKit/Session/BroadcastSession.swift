@@ -55,8 +55,8 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
     /// (measured where it can be). Connects nothing. `start()` calls it when needed.
     ///
     /// When the plan does not fit the budget and `allowPresetDowngrade` is set, the session walks
-    /// `EncoderLadder.steps` (e.g. veryfast -> veryfast-lean -> ultrafast -> 1 pending frame)
-    /// until one fits; `downgradeNote` and the plan's encoder line say what was chosen.
+    /// `EncoderLadder.steps` (e.g. veryfast -> veryfast-lean -> veryfast-lean with 1 pending frame
+    /// -> ultrafast with 1 pending frame) until one fits; `downgradeNote` and the plan's encoder line say what was chosen.
     @discardableResult
     public func prepare() throws(BroadcastError) -> MemoryPlan {
         if let plan = memoryPlan { return plan }
