@@ -454,6 +454,33 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
                 w(f"![avsync {slug}](docs/bench/avsync-{slug}.png)")
         w("")
 
+    # ---- quality under budget ---------------------------------------------------------------------
+    q = r.get("quality") or {}
+    if q:
+        w("## Quality under budget")
+        w("")
+        w("Moving Y4M (`testsrc2` with `life` overlaid), pushed live under the default 50M budget; the x264 "
+          "configuration is the one the memory plan chose (`EncoderLadder`). PSNR of the nginx recording against "
+          "the source with frames matched by timestamp (`tools/bench/psnr_matched.py`: frames dropped as "
+          "`encoder_busy` are skipped, and they leave more bits to the rest), next to ffmpeg `-preset veryfast` "
+          "encoding the same file offline at the same bitrate and VBV.")
+        w("")
+        w("| res | our x264 configuration | peak RSS | encoder_busy drops | PSNR Y / avg (ours) | "
+          "PSNR Y / avg (ffmpeg veryfast) | Δ avg |")
+        w("|---|---|---|---|---|---|---|")
+        for res, e in q.items():
+            o, f = e.get("ours_psnr") or {}, e.get("ffmpeg_psnr") or {}
+            def pair(d):
+                return f"{d['mse_psnr_y']:.2f} / {d['mse_psnr_avg']:.2f} dB" if d else "n/a"
+            delta = (f"{o['mse_psnr_avg'] - f['mse_psnr_avg']:+.2f} dB" if o and f else "n/a")
+            peak = e.get("ours_peak_rss_bytes")
+            w(f"| {res} | {e.get('encoder_choice') or '?'} | {num(peak / MB if peak else None, 1, ' MB')} | "
+              f"{(e.get('ours_drops') or {}).get('encoder_busy', 'n/a')} | {pair(o)} | {pair(f)} | {delta} |")
+        w("")
+        for res, e in q.items():
+            w(f"- {res}: `{e.get('ours_cmd')}`; `{e.get('ffmpeg_cmd')}`")
+        w("")
+
     # ---- commands --------------------------------------------------------------------------------
     w("## Commands")
     w("")

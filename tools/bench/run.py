@@ -14,6 +14,9 @@ keeps what it measured):
             at 480p/720p/1080p under the default 50M budget (+ the memory plans)
   avsync    issue 4 acceptance: 3 concurrent test-source pushes (plain, impaired, impaired
             Opus), analysed from the nginx recordings with scripts/avsync
+  quality   quality under the default budget: 720p/1080p pushes of a moving Y4M (testsrc2 +
+            life), the x264 configuration the memory plan chose, peak RSS, PSNR of the nginx
+            recording (frames matched by timestamp) next to ffmpeg -preset veryfast offline
 
 CPU figures are CPU time (user + system) of the measured process, so a busy machine inflates
 them less than wall-clock figures; the load is not controlled (shared machine).
@@ -447,6 +450,61 @@ class Bench:
         self.results["levers"]["memory_plans"] = plans
         self.save()
 
+    def quality(self) -> None:
+        secs = min(self.a.rt_seconds, 15)
+        out = {}
+        for res in ("720p", "1080p"):
+            w, h = RES[res]
+            kb = kbps_for(res, 30)
+            y4m = self.work / f"moving-{res}.y4m"
+            if not y4m.exists():
+                # testsrc2 alone barely moves; the life overlay keeps motion search and the VBV busy.
+                subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y",
+                                "-f", "lavfi", "-i", f"testsrc2=size={w}x{h}:rate=30",
+                                "-f", "lavfi", "-i", f"life=size={w}x{h}:rate=30:mold=10:ratio=0.3:"
+                                "death_color=#202020:life_color=#c0c0c0",
+                                "-filter_complex", "[0:v]format=yuv420p[a];[1:v]format=yuv420p[b];"
+                                "[a][b]blend=all_mode=overlay:all_opacity=0.5,format=yuv420p",
+                                "-t", str(secs), "-pix_fmt", "yuv420p", "-f", "yuv4mpegpipe", str(y4m)], check=True)
+            plan = subprocess.run([self.broadcast, "--print-memory-plan", "--res", res, "--source", f"y4m:{y4m}",
+                                   "--key", "x"], capture_output=True, text=True).stdout
+            choice = next((l.split("x264 configuration", 1)[1].strip() for l in plan.splitlines()
+                           if "x264 configuration" in l), "")
+            key = f"quality-{res}"
+            r = self.broadcast_run(key, ["--res", res, "--source", f"y4m:{y4m}", "--duration", str(secs)])
+            time.sleep(2)  # nginx closes the recording when the publisher goes away
+            rec = self.ingest_dir / "rec" / f"{key}.flv"
+            ff = self.work / f"ff-quality-{res}.flv"
+            ffcmd = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-i", str(y4m),
+                     "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-profile:v", "high",
+                     "-b:v", f"{kb}k", "-maxrate", f"{kb}k", "-bufsize", f"{kb}k", "-g", "60", "-keyint_min", "60",
+                     "-sc_threshold", "0", "-bf", "0", "-refs", "1",
+                     "-x264-params", "sliced-threads=1:threads=2:rc-lookahead=0", "-pix_fmt", "yuv420p", str(ff)]
+            f = run_measured(ffcmd)
+
+            def psnr(path: Path) -> dict | None:
+                p = subprocess.run([sys.executable, str(REPO / "tools/bench/psnr_matched.py"), str(path), str(y4m)],
+                                   capture_output=True, text=True)
+                words = p.stdout.split()
+                return ({words[i]: float(words[i + 1]) for i in range(0, len(words) - 1, 2)}
+                        if p.returncode == 0 and words else None)
+
+            out[res] = {
+                "seconds": secs, "video_kbps": kb, "encoder_choice": choice,
+                "ours_peak_rss_bytes": (r["stats"] or {}).get("peak_rss_bytes"),
+                "ours_drops": (r["stats"] or {}).get("drops"), "ours_rc": r["rc"],
+                "ours_psnr": psnr(rec) if rec.exists() else None,
+                "ffmpeg_psnr": psnr(ff) if f["rc"] == 0 else None,
+                "ours_cmd": r["cmd"].replace(str(self.work), "$WORK"),
+                "ffmpeg_cmd": " ".join(ffcmd).replace(str(self.work), "$WORK"),
+            }
+            log(f"quality {res}: {choice}, ours {out[res]['ours_psnr']}, ffmpeg {out[res]['ffmpeg_psnr']}")
+            self.results["quality"] = out
+            self.save()
+            self.clear_recordings()
+            ff.unlink(missing_ok=True)
+            y4m.unlink(missing_ok=True)
+
     def avsync(self) -> None:
         secs = self.a.avsync_seconds
         impair = ["--test-audio-skew-ppm", "300", "--test-jitter-ms", "15", "--test-mic-delay-ms", "700",
@@ -514,7 +572,7 @@ def main() -> int:
     ap.add_argument("--scale-seconds", type=float, default=12)
     ap.add_argument("--lever-seconds", type=float, default=12)
     ap.add_argument("--avsync-seconds", type=float, default=600)
-    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,avsync")
+    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,avsync,quality")
     ap.add_argument("--quick", action="store_true", help="smoke test: 1 run each, short real-time runs")
     a = ap.parse_args()
     if a.quick:
@@ -535,7 +593,7 @@ def main() -> int:
     sections = a.sections.split(",")
     b.ingest_start()
     try:
-        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "avsync"):
+        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "avsync", "quality"):
             if s in sections:
                 log(f"section {s}")
                 t0 = time.time()

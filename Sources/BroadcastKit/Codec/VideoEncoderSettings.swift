@@ -21,11 +21,14 @@ public struct VideoEncoderSettings: Sendable, Equatable {
     public var slicedThreads: Bool
     /// Reference frames; fewer saves one decoded frame of memory each.
     public var referenceFrames: Int
+    /// Tools set explicitly on top of `preset` (`.lean` under a tight memory budget).
+    public var tuning: X264Tuning
 
     public init(width: Int = 1280, height: Int = 720, fps: Int = 30, bitrateKbps: Int = 2500,
                 maxBitrateKbps: Int? = nil, vbvBufferKbits: Int? = nil, keyframeIntervalSeconds: Int = 2,
                 preset: String = "veryfast", tune: String = "zerolatency", profile: String = "high",
-                threads: Int = 2, slicedThreads: Bool = true, referenceFrames: Int = 1) {
+                threads: Int = 2, slicedThreads: Bool = true, referenceFrames: Int = 1,
+                tuning: X264Tuning = .none) {
         self.width = width
         self.height = height
         self.fps = fps
@@ -39,6 +42,26 @@ public struct VideoEncoderSettings: Sendable, Equatable {
         self.threads = threads
         self.slicedThreads = slicedThreads
         self.referenceFrames = referenceFrames
+        self.tuning = tuning
+    }
+
+    /// x264's `subme` for `preset` unless `tuning` overrides it; 0 means no half-pel planes.
+    /// (Preset values as in x264's common/base.c; unknown names count as medium.)
+    public var subpelRefinement: Int {
+        if let s = tuning.subpelRefinement { return s }
+        switch preset {
+        case "ultrafast": return 0
+        case "superfast": return 1
+        case "veryfast": return 2
+        case "faster": return 4
+        case "fast": return 6
+        case "medium": return 7
+        case "slow": return 8
+        case "slower": return 9
+        case "veryslow": return 10
+        case "placebo": return 11
+        default: return 7
+        }
     }
 
     public static let `default` = VideoEncoderSettings()

@@ -47,6 +47,7 @@ public final class X264Encoder: VideoEncoder, @unchecked Sendable {
             throw .invalidSettings("unknown x264 preset '\(settings.preset)' or tune '\(settings.tune)'")
         }
         X264Encoder.configure(param, settings)
+        X264Encoder.apply(settings.tuning, to: param)
         bk_x264_param_set_log(param, X264_LOG_ERROR, logSink)
         guard x264_param_apply_profile(param, settings.profile) >= 0 else {
             throw .invalidSettings("x264 profile '\(settings.profile)' cannot be applied")
@@ -108,6 +109,23 @@ public final class X264Encoder: VideoEncoder, @unchecked Sendable {
         pendingBitrate.store(max(1, kbps), ordering: .releasing)
     }
 
+    /// The analysis tools x264 actually runs with, read back from the open encoder (after
+    /// preset, tuning and profile): for tests and diagnostics.
+    package var effectiveTools: X264Tuning {
+        let p = UnsafeMutablePointer<x264_param_t>.allocate(capacity: 1)
+        defer { p.deallocate() }
+        x264_encoder_parameters(handle, p)
+        let a = p.pointee.analyse
+        let intra = X264_ANALYSE_I4x4 | X264_ANALYSE_I8x8
+        return X264Tuning(subpelRefinement: Int(a.i_subpel_refine),
+                          motionSearch: [X264Tuning.MotionSearch.diamond, .hexagon, .unevenMultiHexagon]
+                              .first { $0.x264Value == a.i_me_method },
+                          weightedPrediction: Int(a.i_weighted_pred), cabac: p.pointee.b_cabac != 0,
+                          deblock: p.pointee.b_deblocking_filter != 0, transform8x8: a.b_transform_8x8 != 0,
+                          intraPartitions: a.intra & intra == intra && a.inter & intra == intra,
+                          adaptiveQuantization: Int(p.pointee.rc.i_aq_mode))
+    }
+
     /// Runs one x264_encoder_encode and emits the frame it returns, if any.
     private func encodeOne(_ input: UnsafeMutablePointer<x264_picture_t>?,
                            emit: (EncodedPacket) -> Void) -> Bool {
@@ -166,6 +184,10 @@ public final class X264Encoder: VideoEncoder, @unchecked Sendable {
         guard ["baseline", "main", "high"].contains(s.profile) else {
             throw .invalidSettings("profile '\(s.profile)' is not baseline, main or high")
         }
+        let t = s.tuning
+        if let v = t.subpelRefinement, !(0...11).contains(v) { throw .invalidSettings("subme \(v) outside 0..11") }
+        if let v = t.weightedPrediction, !(0...2).contains(v) { throw .invalidSettings("weightp \(v) outside 0..2") }
+        if let v = t.adaptiveQuantization, !(0...3).contains(v) { throw .invalidSettings("aq-mode \(v) outside 0..3") }
     }
 
     private static func configure(_ p: UnsafeMutablePointer<x264_param_t>, _ s: VideoEncoderSettings) {
@@ -198,6 +220,31 @@ public final class X264Encoder: VideoEncoder, @unchecked Sendable {
         p.pointee.b_annexb = 0
         p.pointee.b_repeat_headers = 0
         p.pointee.b_aud = 0
+    }
+
+    /// Sets the tools `t` names on top of the preset; the profile, applied afterwards, may still
+    /// turn off what it does not allow (CABAC and 8x8 in baseline, 8x8 in main).
+    private static func apply(_ t: X264Tuning, to p: UnsafeMutablePointer<x264_param_t>) {
+        if let v = t.subpelRefinement { p.pointee.analyse.i_subpel_refine = Int32(v) }
+        if let v = t.motionSearch { p.pointee.analyse.i_me_method = v.x264Value }
+        if let v = t.weightedPrediction { p.pointee.analyse.i_weighted_pred = Int32(v) }
+        if let v = t.cabac { p.pointee.b_cabac = v ? 1 : 0 }
+        if let v = t.deblock {
+            p.pointee.b_deblocking_filter = v ? 1 : 0
+            p.pointee.i_deblocking_filter_alphac0 = 0
+            p.pointee.i_deblocking_filter_beta = 0
+        }
+        if let v = t.transform8x8 { p.pointee.analyse.b_transform_8x8 = v ? 1 : 0 }
+        if let v = t.intraPartitions {
+            let intra = X264_ANALYSE_I4x4 | X264_ANALYSE_I8x8
+            p.pointee.analyse.intra = v ? p.pointee.analyse.intra | intra : p.pointee.analyse.intra & ~intra
+            p.pointee.analyse.inter = v ? p.pointee.analyse.inter | intra : p.pointee.analyse.inter & ~intra
+        }
+        if let v = t.adaptiveQuantization {
+            p.pointee.rc.i_aq_mode = Int32(v)
+            // ultrafast leaves the strength at 0 with AQ off; AQ on needs x264's default 1.0.
+            if v > 0 && p.pointee.rc.f_aq_strength <= 0 { p.pointee.rc.f_aq_strength = 1.0 }
+        }
     }
 
     /// Reads SPS/PPS from x264_encoder_headers and builds the avcC record in owned memory.
@@ -233,5 +280,15 @@ public final class X264Encoder: VideoEncoder, @unchecked Sendable {
         }
         let trimmed = text.hasSuffix("\n") ? String(text.dropLast()) : text
         return trimmed.isEmpty ? "no message from x264" : trimmed
+    }
+}
+
+extension X264Tuning.MotionSearch {
+    var x264Value: Int32 {
+        switch self {
+        case .diamond: return X264_ME_DIA
+        case .hexagon: return X264_ME_HEX
+        case .unevenMultiHexagon: return X264_ME_UMH
+        }
     }
 }

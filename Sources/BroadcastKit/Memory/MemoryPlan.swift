@@ -17,6 +17,9 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     public var captureBytes: Int = 0
     /// Where the budget came from ("default", "--memory-budget", "cgroup v2 limit ...").
     public var budgetSource: String = "configuration"
+    /// The x264 configuration the plan is for, e.g. "veryfast" or
+    /// "veryfast-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept)"; empty without video.
+    public var encoderChoice: String = ""
 
     public init(budgetBytes: Int, baselineBytes: Int, videoEncoderBytes: Int, audioEncoderBytes: Int,
                 framePoolBytes: Int, audioBytes: Int, stagingBytes: Int, queueBytes: Int,
@@ -32,7 +35,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         self.encoderWorkingBytes = encoderWorkingBytes
     }
 
-    /// x264 presets from heaviest to lightest, the order a budget downgrade walks.
+    /// x264 presets from heaviest to lightest. (The budget downgrade walks `EncoderLadder`.)
     public static let presetsByWeight = ["medium", "fast", "faster", "veryfast", "superfast", "ultrafast"]
 
     /// Planned x264 memory beyond what it holds right after open: reference, current and
@@ -42,7 +45,12 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     public static func x264WorkingBytes(_ v: VideoEncoderSettings) -> Int {
         let perPixel: Double
         switch v.preset {
-        case "ultrafast": perPixel = 10.5
+        case _ where v.subpelRefinement == 0:
+            // Full-pel only: no half-pel planes per reference. The lean tools (deblock, 8x8 DCT,
+            // intra partitions, AQ, CABAC) add about 0.4 B/px over plain ultrafast: measured in
+            // one process per configuration by X264MemoryCalibration, moving content, 720p
+            // +0.4 MB, 1080p +0.7 MB (veryfast-lean vs ultrafast, at open + working set).
+            perPixel = v.preset == "ultrafast" && v.tuning.isEmpty ? 10.5 : 10.9
         case "superfast": perPixel = 17
         case "veryfast": perPixel = 18.5
         default: perPixel = 22
@@ -75,6 +83,9 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
             return "\(tenths / 10).\(tenths % 10) MB"
         }
         var lines: [String] = []
+        if !encoderChoice.isEmpty {
+            lines.append("  x264 configuration                 \(encoderChoice)")
+        }
         lines.append("  runtime baseline (measured)        \(mb(baselineBytes))")
         lines.append("  x264 at open (measured)            \(mb(videoEncoderBytes))")
         lines.append("  x264 working frames (planned)      \(mb(encoderWorkingBytes))")
@@ -91,29 +102,3 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     }
 }
 
-extension MemoryPlan {
-    /// One rung of the encoder ladder: settings to open, frames in flight, and what to tell the user.
-    package struct LadderStep: Sendable {
-        package var settings: VideoEncoderSettings
-        package var pendingFrames: Int
-        package var label: String
-    }
-
-    /// The rungs a budget downgrade walks, heaviest first: the requested preset, each lighter
-    /// preset, then one pending frame instead of two (a burst of input is dropped sooner).
-    package static func ladder(requested: VideoEncoderSettings, pendingFrames: Int, allowDowngrade: Bool) -> [LadderStep] {
-        var steps = [LadderStep(settings: requested, pendingFrames: pendingFrames, label: "x264 preset \(requested.preset)")]
-        guard allowDowngrade, let i = presetsByWeight.firstIndex(of: requested.preset) else { return steps }
-        for preset in presetsByWeight[(i + 1)...] {
-            var v = requested
-            v.preset = preset
-            steps.append(LadderStep(settings: v, pendingFrames: pendingFrames,
-                                    label: "x264 preset \(preset) instead of \(requested.preset)"))
-        }
-        if pendingFrames > 1, let last = steps.last {
-            steps.append(LadderStep(settings: last.settings, pendingFrames: 1,
-                                    label: "\(last.label), 1 pending video frame"))
-        }
-        return steps
-    }
-}

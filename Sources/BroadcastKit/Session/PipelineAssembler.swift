@@ -84,39 +84,49 @@ package enum PipelineAssembler {
         }
     }
 
-    /// Walks the encoder ladder, lightest last, until the plan fits (or the last step), opening
-    /// x264 again only when its settings change and measuring its resident growth each time.
+    /// Walks `EncoderLadder`'s steps, heaviest first, until the plan fits (or the last step),
+    /// opening x264 again only when a step's settings change.
+    ///
+    /// x264's cost at open is measured on the first open. A later open reuses pages the closed
+    /// encoder left resident and would measure near zero, so the plan keeps the largest figure
+    /// seen: the honest cost of opening an encoder of this size.
     static func chooseVideoEncoder(_ cfg: BroadcastConfiguration, fixedPlan: MemoryPlan)
         throws(BroadcastError) -> (encoder: VideoEncoder, plan: MemoryPlan, pendingFrames: Int, note: String?) {
-        let steps = MemoryPlan.ladder(requested: cfg.video, pendingFrames: cfg.maxPendingVideoFrames,
-                                      allowDowngrade: cfg.allowPresetDowngrade)
+        let steps = EncoderLadder.steps(requested: cfg.video, pendingFrames: cfg.maxPendingVideoFrames,
+                                        allowDowngrade: cfg.allowPresetDowngrade)
         var encoder: X264Encoder?
-        var openSettings: VideoEncoderSettings?
         var atOpen = 0
         var plan = fixedPlan
-        for (n, step) in steps.enumerated() {
-            if openSettings != step.settings {
+        var openFailure: BroadcastError?
+        func planFor(_ step: EncoderLadder.Step) -> Bool {
+            if encoder?.settings != step.settings {
                 encoder = nil
                 let before = ProcessMemory.residentBytes()
-                do { encoder = try X264Encoder(settings: step.settings) } catch { throw .configuration("video encoder: \(error)") }
-                atOpen = max(0, ProcessMemory.residentBytes() - before)
-                openSettings = step.settings
+                do { encoder = try X264Encoder(settings: step.settings) } catch {
+                    openFailure = .configuration("video encoder: \(error)")
+                    return true   // ends the walk; thrown below
+                }
+                atOpen = max(atOpen, ProcessMemory.residentBytes() - before)
             }
             plan = fixedPlan
             plan.videoEncoderBytes = atOpen
             plan.framePoolBytes = FramePool.byteCount(width: step.settings.width, height: step.settings.height,
                                                       capacity: step.pendingFrames)
             plan.encoderWorkingBytes = MemoryPlan.x264WorkingBytes(step.settings)
-            if plan.fits || n == steps.count - 1 {
-                var note: String?
-                if n > 0 && plan.fits {
-                    note = "memory budget: \(step.label)"
-                        + " (planned \(MemoryPlan.megabytes(plan.totalBytes)) + \(MemoryPlan.megabytes(plan.headroomBytes)) headroom"
-                        + " of \(MemoryPlan.megabytes(cfg.memoryBudgetBytes)))"
-                }
-                return (encoder!, plan, step.pendingFrames, note)
-            }
+            plan.encoderChoice = step.label
+            return plan.fits
         }
-        preconditionFailure("the ladder always has a first step")
+        let chosen = EncoderLadder.choose(steps, fits: planFor)
+        if let openFailure { throw openFailure }
+        guard let enc = encoder else { throw .configuration("video encoder: no configuration could be opened") }
+        // When nothing fits, the walk ended on the lightest step: its plan is reported and start() refuses.
+        let step = steps[chosen ?? steps.count - 1]
+        var note: String?
+        if let index = chosen, index > 0 {
+            note = "memory budget: x264 \(step.label) instead of \(steps[0].label)"
+                + " (planned \(MemoryPlan.megabytes(plan.totalBytes)) + \(MemoryPlan.megabytes(plan.headroomBytes)) headroom"
+                + " of \(MemoryPlan.megabytes(cfg.memoryBudgetBytes)))"
+        }
+        return (enc, plan, step.pendingFrames, note)
     }
 }

@@ -127,6 +127,80 @@ func codecTestSettings(fps: Int = 10, bitrate: Int = 500) -> VideoEncoderSetting
         #expect(Array(r[at...]) == [0xFD, 0xF8, 0xF8, 0x00])
     }
 
+    /// Reads the PPS of an avcC record: entropy_coding_mode_flag and transform_8x8_mode_flag.
+    static func ppsFlags(_ r: [UInt8]) throws -> (cabac: Bool, transform8x8: Bool) {
+        let spsLen = Int(r[6]) << 8 | Int(r[7])
+        let ppsLen = Int(r[9 + spsLen]) << 8 | Int(r[10 + spsLen])
+        // Emulation-prevention bytes removed before the bit reader.
+        var rbsp: [UInt8] = []
+        for b in r[(12 + spsLen)..<(11 + spsLen + ppsLen)] {
+            if b == 3 && rbsp.count >= 2 && rbsp[rbsp.count - 1] == 0 && rbsp[rbsp.count - 2] == 0 { continue }
+            rbsp.append(b)
+        }
+        var bit = 0
+        func u(_ n: Int) -> Int { var v = 0; for _ in 0..<n { v = v << 1 | Int(rbsp[bit >> 3] >> (7 - UInt8(bit & 7)) & 1); bit += 1 }; return v }
+        func ue() -> Int { var zeros = 0; while u(1) == 0 { zeros += 1 }; return (1 << zeros) - 1 + u(zeros) }
+        func se() -> Int { let k = ue(); return k & 1 == 1 ? (k + 1) / 2 : -(k / 2) }
+        _ = ue(); _ = ue()                      // pps id, sps id
+        let cabac = u(1) == 1
+        _ = u(1)                                // bottom_field_pic_order_in_frame_present
+        #expect(ue() == 0)                      // one slice group
+        _ = ue(); _ = ue(); _ = u(1); _ = u(2)  // ref idx counts, weighted_pred, weighted_bipred
+        _ = se(); _ = se(); _ = se()            // qp, qs, chroma qp offset
+        _ = u(1); _ = u(1); _ = u(1)            // deblocking control, constrained intra, redundant pic cnt
+        // more_rbsp_data(): anything before the rbsp stop bit (the last 1 bit) is the High extension.
+        let last = rbsp.count - 1
+        let stopBit = last * 8 + 7 - rbsp[last].trailingZeroBitCount
+        let transform8x8 = bit < stopBit ? u(1) == 1 : false
+        return (cabac, transform8x8)
+    }
+
+    @Test func leanTuningOpensWithTheFreeToolsAndNoSubpel() throws {
+        var s = codecTestSettings()
+        s.preset = "veryfast"
+        s.tuning = .lean
+        let enc = try X264Encoder(settings: s)
+        let t = enc.effectiveTools
+        #expect(t.subpelRefinement == 0 && t.weightedPrediction == 0)
+        #expect(t.cabac == true && t.deblock == true && t.transform8x8 == true && t.intraPartitions == true)
+        #expect(t.adaptiveQuantization == 1)
+        #expect(t.motionSearch == .hexagon)     // veryfast's search, untouched by the tuning
+        let flags = try Self.ppsFlags(Array(enc.decoderConfigurationRecord))
+        #expect(flags.cabac && flags.transform8x8)
+        #expect(enc.decoderConfigurationRecord[1] == 100)   // High profile
+
+        let pic = CodecTestPicture(width: 320, height: 240)
+        var packets: [CodecCapturedPacket] = []
+        for i in 0..<15 {
+            pic.fillNoise()
+            #expect(enc.encode(pic.frame, timestampMs: Int64(i * 100), forceKeyframe: false) { packets.append(.init($0)) })
+        }
+        #expect(packets.count == 15 && packets[0].isKeyframe)
+        #expect(packets.allSatisfy { $0.nalTypes != nil })
+    }
+
+    @Test func leanTuningOnUltrafastTurnsTheToolsOn() throws {
+        var s = codecTestSettings()
+        let ultrafast = try X264Encoder(settings: s)   // kept alive: the record is its memory
+        let plain = try Self.ppsFlags(Array(ultrafast.decoderConfigurationRecord))
+        #expect(!plain.cabac && !plain.transform8x8)
+        withExtendedLifetime(ultrafast) {}
+        s.tuning = .lean
+        let enc = try X264Encoder(settings: s)
+        let flags = try Self.ppsFlags(Array(enc.decoderConfigurationRecord))
+        #expect(flags.cabac && flags.transform8x8)
+        #expect(enc.effectiveTools.deblock == true && enc.effectiveTools.adaptiveQuantization == 1)
+        #expect(enc.effectiveTools.motionSearch == .diamond)
+    }
+
+    @Test func baselineProfileStillWinsOverTheTuning() throws {
+        var s = codecTestSettings()
+        s.tuning = .lean
+        s.profile = "baseline"
+        let enc = try X264Encoder(settings: s)
+        #expect(enc.effectiveTools.cabac == false && enc.effectiveTools.transform8x8 == false)
+    }
+
     @Test func requestBitrateLowersOutput() throws {
         let enc = try X264Encoder(settings: codecTestSettings(bitrate: 1000))
         let pic = CodecTestPicture(width: 320, height: 240)
@@ -179,6 +253,7 @@ func codecTestSettings(fps: Int = 10, bitrate: Int = 500) -> VideoEncoderSetting
         (VideoEncoderSettings(width: 320, height: 240, profile: "extreme"), "extreme"),
         (VideoEncoderSettings(width: 320, height: 240, fps: 0), "fps"),
         (VideoEncoderSettings(width: 320, height: 240, bitrateKbps: 0), "bitrate"),
+        (VideoEncoderSettings(width: 320, height: 240, tuning: X264Tuning(subpelRefinement: 12)), "subme"),
     ])
     func invalidSettingsThrow(settings: VideoEncoderSettings, mentions: String) {
         do {
