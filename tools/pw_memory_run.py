@@ -56,13 +56,15 @@ def wait_node(name: str, env: dict, timeout: float = 10) -> bool:
 
 
 def run(size: str, res: str, seconds: int, buffers: int | None, bindir: Path, env: dict,
-        workdir: Path, extra: list[str] | None = None) -> dict:
-    """One measured run; returns the figures (see the module doc)."""
+        workdir: Path, extra: list[str] | None = None, broadcast: Path | None = None,
+        producer_bin: Path | None = None) -> dict:
+    """One measured run; returns the figures (see the module doc). `broadcast` and
+    `producer_bin` default to bindir/broadcast and bindir/pw-test-screen."""
     name = f"pw-mem-{size}-{buffers or 0}-{os.getpid()}"
     workdir.mkdir(parents=True, exist_ok=True)
     count_file = workdir / f"{name}.frames"
     prod_log = workdir / f"{name}.log"
-    cmd = [str(bindir / "pw-test-screen"), "--name", name, "--size", size, "--count-file", str(count_file)]
+    cmd = [str(producer_bin or bindir / "pw-test-screen"), "--name", name, "--size", size, "--count-file", str(count_file)]
     if buffers:
         cmd += ["--buffers", str(buffers)]
     with open(prod_log, "w") as out:
@@ -74,7 +76,7 @@ def run(size: str, res: str, seconds: int, buffers: int | None, bindir: Path, en
         ingest = start_ingest()
         key = new_key()
         stats = workdir / f"{name}.stats.jsonl"
-        args = [str(bindir / "broadcast"), "--url", ingest.url, "--key", key, "--source", "screen-node",
+        args = [str(broadcast or bindir / "broadcast"), "--url", ingest.url, "--key", key, "--source", "screen-node",
                 "--screen-node", name, "--app-audio", "app-sink", "--mic", "test-mic", "--res", res,
                 "--duration", str(seconds), "--stats-json", str(stats), "--quiet"] + (extra or [])
         bc = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -103,13 +105,14 @@ def run(size: str, res: str, seconds: int, buffers: int | None, bindir: Path, en
                 peak_stats = max(peak_stats, json.loads(line).get("peak_rss_bytes", 0))
         except (OSError, ValueError):
             pass
+        size_line = next((ln for ln in prod_log.read_text().splitlines() if "format BGRx" in ln), "")
         mib = lambda kb: round(kb / 1024, 1)  # noqa: E731
         return {
             "size": size, "res": res, "buffers": buffers or "default", "seconds": seconds,
             "exit": bc.returncode, "vmhwm_mib": mib(last.get("VmHWM", 0)),
             "stats_peak_rss_mib": round(peak_stats / 2**20, 1),
             "at_max_rss_mib": {k: mib(v) for k, v in best.items()},
-            "cpu_s": round(cpu, 1), "produced": produced, "recording": str(rec),
+            "cpu_s": round(cpu, 1), "produced": produced, "producer_format": size_line, "recording": str(rec),
             "stderr": err.strip()[-600:],
         }
     finally:
@@ -130,9 +133,10 @@ def main() -> int:
     ap.add_argument("--buffers", type=int)
     ap.add_argument("--bin", type=Path, default=ROOT / ".build" / "release")
     ap.add_argument("--workdir", type=Path, default=Path("/tmp/pw-memory-run"))
+    ap.add_argument("--extra", default="", help="more broadcast arguments, space-separated")
     ap.add_argument("--analyse", action="store_true", help="decode the recording (PyAV) and add coverage")
     a = ap.parse_args()
-    r = run(a.size, a.res, a.seconds, a.buffers, a.bin, dict(os.environ), a.workdir)
+    r = run(a.size, a.res, a.seconds, a.buffers, a.bin, dict(os.environ), a.workdir, a.extra.split())
     if a.analyse and Path(r["recording"]).exists():
         sys.path.insert(0, str(ROOT / "tools"))
         import pw_capture_check
