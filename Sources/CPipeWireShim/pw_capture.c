@@ -15,6 +15,7 @@
 #include <spa/buffer/meta.h>
 #include <spa/pod/builder.h>
 #include <spa/utils/result.h>
+#include <pipewire/impl-module.h>
 
 /* Audio slices handed out at most this long (AudioBuffer.maxFrames is 22050). */
 #define BK_PW_MAX_AUDIO_FRAMES 4096
@@ -438,6 +439,36 @@ static int connect_stream(struct bk_pw_capture *c, char *err, size_t err_len)
     return 0;
 }
 
+/*
+ * A client context with only what a capture stream needs: client.conf also loads
+ * client-device, metadata and session-manager (about 0.5 MB of library pages and their
+ * state, per stream), which a capture client never uses. So no config file ("null") and the
+ * three modules a pw_stream needs, loaded by hand.
+ * mem.allow-mlock=false: by default libpipewire mlock()s every buffer it maps, which makes
+ * all of them resident at once (2 x 14.7 MB for a 2560x1440 desktop, more when the producer
+ * insists on more buffers) and makes MADV_DONTNEED fail with EINVAL. Unlocked, a mapping
+ * costs nothing until read, and what was read can be released (see FrameConverter).
+ */
+static struct pw_context *new_capture_context(struct pw_thread_loop *loop)
+{
+    struct pw_context *ctx = pw_context_new(pw_thread_loop_get_loop(loop),
+        pw_properties_new(PW_KEY_CONFIG_NAME, "null", "mem.allow-mlock", "false", NULL), 0);
+    if (ctx == NULL) return NULL;
+    pw_context_add_spa_lib(ctx, "audio.convert.*", "audioconvert/libspa-audioconvert");
+    static const char *modules[] = {
+        "libpipewire-module-protocol-native", "libpipewire-module-client-node", "libpipewire-module-adapter",
+    };
+    for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++) {
+        if (pw_context_load_module(ctx, modules[i], NULL, NULL) == NULL) {
+            int e = errno;
+            pw_context_destroy(ctx);
+            errno = e;
+            return NULL;
+        }
+    }
+    return ctx;
+}
+
 bk_pw_capture *bk_pw_capture_open(const bk_pw_capture_config *config, char *err, size_t err_len)
 {
     bk_pw_ensure_init();
@@ -451,12 +482,7 @@ bk_pw_capture *bk_pw_capture_open(const bk_pw_capture_config *config, char *err,
 
     c->loop = pw_thread_loop_new(c->stream_name ? c->stream_name : "bk-pw-capture", NULL);
     if (c->loop == NULL) goto fail_errno;
-    /* mem.allow-mlock=false: by default libpipewire mlock()s every buffer it maps, which makes
-     * all of them resident at once (2 x 14.7 MB for a 2560x1440 desktop, more when the producer
-     * insists on more buffers) and makes MADV_DONTNEED fail with EINVAL. Unlocked, a mapping
-     * costs nothing until read, and what was read can be released (see FrameConverter). */
-    c->context = pw_context_new(pw_thread_loop_get_loop(c->loop),
-                                pw_properties_new("mem.allow-mlock", "false", NULL), 0);
+    c->context = new_capture_context(c->loop);
     if (c->context == NULL) goto fail_errno;
     if (pw_thread_loop_start(c->loop) < 0) goto fail_errno;
 
