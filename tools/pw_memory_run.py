@@ -57,7 +57,7 @@ def wait_node(name: str, env: dict, timeout: float = 10) -> bool:
 
 def run(size: str, res: str, seconds: int, buffers: int | None, bindir: Path, env: dict,
         workdir: Path, extra: list[str] | None = None, broadcast: Path | None = None,
-        producer_bin: Path | None = None) -> dict:
+        producer_bin: Path | None = None, producer_args: list[str] | None = None) -> dict:
     """One measured run; returns the figures (see the module doc). `broadcast` and
     `producer_bin` default to bindir/broadcast and bindir/pw-test-screen."""
     name = f"pw-mem-{size}-{buffers or 0}-{os.getpid()}"
@@ -67,6 +67,7 @@ def run(size: str, res: str, seconds: int, buffers: int | None, bindir: Path, en
     cmd = [str(producer_bin or bindir / "pw-test-screen"), "--name", name, "--size", size, "--count-file", str(count_file)]
     if buffers:
         cmd += ["--buffers", str(buffers)]
+    cmd += producer_args or []
     with open(prod_log, "w") as out:
         producer = subprocess.Popen(cmd, env=env, stdout=out, stderr=out)
     ingest = None

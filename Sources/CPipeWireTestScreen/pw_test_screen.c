@@ -53,12 +53,22 @@ struct screen {
     double duration;
     const char *count_file;
     int buffers;             /* 0: a range (4, 2..8); N: exactly N buffers (--buffers) */
+    int scalable;            /* --scalable: offer any size 16x16..req (default req), as a compositor that scales */
 };
 
 static const uint32_t phase_colors[] = { 0x00302060, 0x00206030, 0x00602030, 0x00404040 }; /* xRGB words */
 
 static const struct spa_pod *build_format(struct screen *s, struct spa_pod_builder *b)
 {
+    if (s->scalable)
+        return spa_pod_builder_add_object(b,
+            SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
+            SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_video),
+            SPA_FORMAT_mediaSubtype, SPA_POD_Id(SPA_MEDIA_SUBTYPE_raw),
+            SPA_FORMAT_VIDEO_format, SPA_POD_Id(SPA_VIDEO_FORMAT_BGRx),
+            SPA_FORMAT_VIDEO_size, SPA_POD_CHOICE_RANGE_Rectangle(&SPA_RECTANGLE(s->req_w, s->req_h),
+                &SPA_RECTANGLE(16, 16), &SPA_RECTANGLE(s->req_w, s->req_h)),
+            SPA_FORMAT_VIDEO_framerate, SPA_POD_Fraction(&SPA_FRACTION(s->fps, 1)));
     return spa_pod_builder_add_object(b,
         SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
         SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_video),
@@ -127,7 +137,7 @@ static void on_process(void *data)
     int64_t now = monotonic_ns();
     /* Only draw when the buffer fits the negotiated size (buffers are re-made after a resize). */
     if (!s->negotiated || d->data == NULL || d->maxsize < (uint32_t)(s->stride * s->h) ||
-        s->w != s->req_w || s->h != s->req_h) {
+        (!s->scalable && (s->w != s->req_w || s->h != s->req_h))) {
         if (d->chunk) d->chunk->size = 0;
         pw_stream_queue_buffer(s->stream, b);
         return;
@@ -255,11 +265,12 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: pw-test-screen [--name NODE] [--size WxH] [--fps N] [--resize-at S:WxH,...]\n"
-        "                      [--count-file PATH] [--duration S] [--buffers N]\n"
+        "                      [--count-file PATH] [--duration S] [--buffers N] [--scalable]\n"
         "A synthetic PipeWire screen (Video/Source, BGRx driver node) with a frame counter burned in:\n"
         "24 blocks of 16x16 px from (16,16), MSB first, white = 1. Defaults: pw-test-screen, 1280x720, 30 fps.\n"
         "--resize-at changes size S seconds after the first frame, e.g. 3:1920x1080,6:800x600.\n"
         "--size up to 8192x8192 (e.g. 2560x1440, 3840x2160).\n"
+        "--scalable offers every size up to --size (a compositor that scales), default --size.\n"
         "--buffers N insists on exactly N buffers (default: 4, accepting 2..8).\n"
         "--count-file gets '<frames produced> <missed ticks> <WxH>' every second and at exit.\n");
 }
@@ -282,6 +293,7 @@ int bk_pw_test_screen_main(int argc, char **argv)
         else if (!strcmp(a, "--resize-at") && v) { if (parse_schedule(&s, v) < 0) goto bad; i++; }
         else if (!strcmp(a, "--count-file") && v) { s.count_file = v; i++; }
         else if (!strcmp(a, "--duration") && v) { s.duration = atof(v); i++; }
+        else if (!strcmp(a, "--scalable")) s.scalable = 1;
         else if (!strcmp(a, "--buffers") && v) { s.buffers = atoi(v); if (s.buffers < 1 || s.buffers > 64) goto bad; i++; }
         else goto bad;
     }

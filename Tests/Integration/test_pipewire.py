@@ -127,11 +127,12 @@ class PipeWireCaptureTest(BroadcastTestCase):
             self.assertAlmostEqual(aspect, 1.0, delta=0.08, msg=f"phase {phase} distorted: square aspect {aspect}")
 
     def measured(self, size: str, res: str, seconds: int, buffers: int | None = None,
-                 extra: list[str] | None = None) -> dict:
+                 extra: list[str] | None = None, producer_args: list[str] | None = None) -> dict:
         """A measured capture run (tools/pw_memory_run.py): VmHWM and the Rss split, plus the
         PyAV analysis of what nginx recorded."""
         r = pw_memory_run.run(size, res, seconds, buffers, BROADCAST_BIN.parent, {**os.environ, **self.pw_env},
-                              self.tmp / "runs", extra=extra, broadcast=BROADCAST_BIN, producer_bin=PRODUCER)
+                              self.tmp / "runs", extra=extra, broadcast=BROADCAST_BIN, producer_bin=PRODUCER,
+                              producer_args=producer_args)
         if r["exit"] != 0:
             return r
         rec = Path(r["recording"])
@@ -189,6 +190,12 @@ class PipeWireCaptureTest(BroadcastTestCase):
         self.assertStreamed(eight, "1280x720", 20)
         self.assertIn("buffers 8", eight["producer_format"])
         self.assertLessEqual(eight["vmhwm_mib"], two["vmhwm_mib"] + 1.5, (two, eight))
+
+    def test_scaling_producer_is_asked_for_the_output_size(self) -> None:
+        # A 2560x1440 desktop that can scale: the smallest size covering 720p is 1280x720.
+        r = self.measured("2560x1440", "720p", 10, producer_args=["--scalable"])
+        self.assertStreamed(r, "1280x720", 10)
+        self.assertIn("format BGRx 1280x720", r["producer_format"])
 
     def test_missing_node_lists_the_ones_that_exist(self) -> None:
         r = self.run_broadcast(["--source", "screen-node", "--screen-node", "no-such-screen", "--no-publish",
