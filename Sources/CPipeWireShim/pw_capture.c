@@ -443,7 +443,8 @@ static int connect_stream(struct bk_pw_capture *c, char *err, size_t err_len)
  * A client context with only what a capture stream needs: client.conf also loads
  * client-device, metadata and session-manager (about 0.5 MB of library pages and their
  * state, per stream), which a capture client never uses. So no config file ("null") and the
- * three modules a pw_stream needs, loaded by hand.
+ * three modules a pw_stream needs, loaded by hand. support.dbus=false: the D-Bus support plugin
+ * (libspa-dbus, libdbus-1) is only for modules such as rt/portal that we do not load.
  * mem.allow-mlock=false: by default libpipewire mlock()s every buffer it maps, which makes
  * all of them resident at once (2 x 14.7 MB for a 2560x1440 desktop, more when the producer
  * insists on more buffers) and makes MADV_DONTNEED fail with EINVAL. Unlocked, a mapping
@@ -452,7 +453,7 @@ static int connect_stream(struct bk_pw_capture *c, char *err, size_t err_len)
 static struct pw_context *new_capture_context(struct pw_thread_loop *loop)
 {
     struct pw_context *ctx = pw_context_new(pw_thread_loop_get_loop(loop),
-        pw_properties_new(PW_KEY_CONFIG_NAME, "null", "mem.allow-mlock", "false", NULL), 0);
+        pw_properties_new(PW_KEY_CONFIG_NAME, "null", "mem.allow-mlock", "false", "support.dbus", "false", NULL), 0);
     if (ctx == NULL) return NULL;
     pw_context_add_spa_lib(ctx, "audio.convert.*", "audioconvert/libspa-audioconvert");
     static const char *modules[] = {
