@@ -64,6 +64,7 @@ public enum SourceFactory {
         p.micNode = o.micNode
         p.cursor = o.cursor == "hidden" ? .hidden : .embedded
         p.durationSeconds = o.duration
+        p.videoSize = (o.resolution.width, o.resolution.height)
         return p
     }
 

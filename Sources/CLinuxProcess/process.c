@@ -8,6 +8,7 @@
 int bk_set_malloc_arena_max(int arenas) { return mallopt(M_ARENA_MAX, arenas); }
 
 size_t bk_heap_in_use(void) { return mallinfo2().uordblks; }
+size_t bk_heap_mmapped(void) { return mallinfo2().hblkhd; }
 
 int bk_disable_transparent_huge_pages(void) { return prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0); }
 

@@ -15,6 +15,7 @@
 #include <spa/buffer/meta.h>
 #include <spa/pod/builder.h>
 #include <spa/utils/result.h>
+#include <pipewire/impl-module.h>
 
 /* Audio slices handed out at most this long (AudioBuffer.maxFrames is 22050). */
 #define BK_PW_MAX_AUDIO_FRAMES 4096
@@ -125,6 +126,12 @@ static int describe_video(struct bk_pw_capture *c, struct spa_buffer *buf, bk_pw
     if (d0->data == NULL || d0->chunk == NULL) return 0;
     if (d0->chunk->flags & SPA_CHUNK_FLAG_CORRUPTED) return 0;
     if (d0->chunk->size == 0) return 0;
+    /* Every buffer of this stream comes from another process (we never allocate buffers and
+     * host no producer node): MemFd data is our MAP_SHARED mapping of its fd, and MemPtr data
+     * points into the MAP_SHARED mapping of the buffers' shared memblock (how the producer's
+     * pool reaches a client). So its pages may be dropped once read: reading in stripes and
+     * dropping each bounds what a frame keeps resident (see FrameConverter). */
+    f->releasable = d0->type == SPA_DATA_MemFd || d0->type == SPA_DATA_MemPtr;
 
     if ((int)buf->n_datas >= planes) {
         /* One spa_data per plane. */
@@ -241,13 +248,14 @@ static void set_video_buffer_params(struct bk_pw_capture *c)
 {
     uint8_t storage[512];
     struct spa_pod_builder b = SPA_POD_BUILDER_INIT(storage, sizeof(storage));
-    int n = c->config.buffers > 0 ? c->config.buffers : 3;
+    int n = c->config.buffers > 0 ? c->config.buffers : 2;
     const struct spa_pod *params[2];
-    /* Exactly the requested (small) buffer count: each mapped buffer adds a frame to our RSS.
-     * Mappable memory only (SHM/MemFd), so no DMA-BUF we cannot map. */
+    /* Prefer few buffers, but accept up to 64 when the producer insists on a count: mapping
+     * a buffer costs no RSS, and frames are read in released stripes, so what stays resident
+     * does not depend on the count. Mappable memory only (SHM/MemFd), no DMA-BUF. */
     params[0] = spa_pod_builder_add_object(&b,
         SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
-        SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(n, 1, n),
+        SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(n, 1, 64),
         SPA_PARAM_BUFFERS_dataType, SPA_POD_CHOICE_FLAGS_Int((1 << SPA_DATA_MemPtr) | (1 << SPA_DATA_MemFd)));
     params[1] = spa_pod_builder_add_object(&b,
         SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
@@ -374,21 +382,40 @@ static int connect_stream(struct bk_pw_capture *c, char *err, size_t err_len)
     pw_stream_add_listener(c->stream, &c->stream_listener,
                            cfg->kind == BK_PW_CAPTURE_VIDEO ? &video_events : &audio_events, c);
 
-    uint8_t storage[1024];
+    uint8_t storage[2048];
     struct spa_pod_builder b = SPA_POD_BUILDER_INIT(storage, sizeof(storage));
-    const struct spa_pod *params[1];
+    const struct spa_pod *params[3];
+    uint32_t n_params = 1;
     if (cfg->kind == BK_PW_CAPTURE_VIDEO) {
-        params[0] = spa_pod_builder_add_object(&b,
-            SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
-            SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_video),
-            SPA_FORMAT_mediaSubtype, SPA_POD_Id(SPA_MEDIA_SUBTYPE_raw),
-            SPA_FORMAT_VIDEO_format, SPA_POD_CHOICE_ENUM_Id(7,
-                SPA_VIDEO_FORMAT_BGRx, SPA_VIDEO_FORMAT_BGRx, SPA_VIDEO_FORMAT_BGRA,
-                SPA_VIDEO_FORMAT_RGBx, SPA_VIDEO_FORMAT_RGBA, SPA_VIDEO_FORMAT_NV12, SPA_VIDEO_FORMAT_I420),
-            SPA_FORMAT_VIDEO_size, SPA_POD_CHOICE_RANGE_Rectangle(
-                &SPA_RECTANGLE(1280, 720), &SPA_RECTANGLE(1, 1), &SPA_RECTANGLE(8192, 8192)),
-            SPA_FORMAT_VIDEO_framerate, SPA_POD_CHOICE_RANGE_Fraction(
-                &SPA_FRACTION(30, 1), &SPA_FRACTION(0, 1), &SPA_FRACTION(1000, 1)));
+        /* In order of preference (PipeWire tries our formats first to last): exactly the output
+         * size, for a producer that can scale (the smallest size that covers the output; a
+         * larger one would only cost memory bandwidth); any size at least that large; any size. */
+        uint32_t w = cfg->video_width > 0 ? (uint32_t)cfg->video_width : 1280;
+        uint32_t h = cfg->video_height > 0 ? (uint32_t)cfg->video_height : 720;
+        struct spa_rectangle sizes[3][3] = {
+            { SPA_RECTANGLE(w, h), SPA_RECTANGLE(w, h), SPA_RECTANGLE(w, h) },
+            { SPA_RECTANGLE(w, h), SPA_RECTANGLE(w, h), SPA_RECTANGLE(8192, 8192) },
+            { SPA_RECTANGLE(w, h), SPA_RECTANGLE(1, 1), SPA_RECTANGLE(8192, 8192) },
+        };
+        n_params = 3;
+        for (int i = 0; i < 3; i++) {
+            struct spa_pod_frame f;
+            spa_pod_builder_push_object(&b, &f, SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat);
+            spa_pod_builder_add(&b,
+                SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_video),
+                SPA_FORMAT_mediaSubtype, SPA_POD_Id(SPA_MEDIA_SUBTYPE_raw),
+                SPA_FORMAT_VIDEO_format, SPA_POD_CHOICE_ENUM_Id(7,
+                    SPA_VIDEO_FORMAT_BGRx, SPA_VIDEO_FORMAT_BGRx, SPA_VIDEO_FORMAT_BGRA,
+                    SPA_VIDEO_FORMAT_RGBx, SPA_VIDEO_FORMAT_RGBA, SPA_VIDEO_FORMAT_NV12, SPA_VIDEO_FORMAT_I420),
+                SPA_FORMAT_VIDEO_framerate, SPA_POD_CHOICE_RANGE_Fraction(
+                    &SPA_FRACTION(30, 1), &SPA_FRACTION(0, 1), &SPA_FRACTION(1000, 1)), 0);
+            if (i == 0)
+                spa_pod_builder_add(&b, SPA_FORMAT_VIDEO_size, SPA_POD_Rectangle(&sizes[0][0]), 0);
+            else
+                spa_pod_builder_add(&b, SPA_FORMAT_VIDEO_size,
+                    SPA_POD_CHOICE_RANGE_Rectangle(&sizes[i][0], &sizes[i][1], &sizes[i][2]), 0);
+            params[i] = spa_pod_builder_pop(&b, &f);
+        }
     } else {
         int32_t ch = cfg->channels == 1 ? 1 : 2;
         uint32_t positions[2] = { SPA_AUDIO_CHANNEL_FL, SPA_AUDIO_CHANNEL_FR };
@@ -404,12 +431,43 @@ static int connect_stream(struct bk_pw_capture *c, char *err, size_t err_len)
             SPA_FORMAT_AUDIO_position, SPA_POD_Array(sizeof(uint32_t), SPA_TYPE_Id, ch, positions));
     }
     int res = pw_stream_connect(c->stream, PW_DIRECTION_INPUT, cfg->target_id,
-                                PW_STREAM_FLAG_AUTOCONNECT | PW_STREAM_FLAG_MAP_BUFFERS, params, 1);
+                                PW_STREAM_FLAG_AUTOCONNECT | PW_STREAM_FLAG_MAP_BUFFERS, params, n_params);
     if (res < 0) {
         snprintf(err, err_len, "PipeWire: cannot connect the capture stream (%s)", spa_strerror(res));
         return -1;
     }
     return 0;
+}
+
+/*
+ * A client context with only what a capture stream needs: client.conf also loads
+ * client-device, metadata and session-manager (about 0.5 MB of library pages and their
+ * state, per stream), which a capture client never uses. So no config file ("null") and the
+ * three modules a pw_stream needs, loaded by hand. support.dbus=false: the D-Bus support plugin
+ * (libspa-dbus, libdbus-1) is only for modules such as rt/portal that we do not load.
+ * mem.allow-mlock=false: by default libpipewire mlock()s every buffer it maps, which makes
+ * all of them resident at once (2 x 14.7 MB for a 2560x1440 desktop, more when the producer
+ * insists on more buffers) and makes MADV_DONTNEED fail with EINVAL. Unlocked, a mapping
+ * costs nothing until read, and what was read can be released (see FrameConverter).
+ */
+static struct pw_context *new_capture_context(struct pw_thread_loop *loop)
+{
+    struct pw_context *ctx = pw_context_new(pw_thread_loop_get_loop(loop),
+        pw_properties_new(PW_KEY_CONFIG_NAME, "null", "mem.allow-mlock", "false", "support.dbus", "false", NULL), 0);
+    if (ctx == NULL) return NULL;
+    pw_context_add_spa_lib(ctx, "audio.convert.*", "audioconvert/libspa-audioconvert");
+    static const char *modules[] = {
+        "libpipewire-module-protocol-native", "libpipewire-module-client-node", "libpipewire-module-adapter",
+    };
+    for (size_t i = 0; i < sizeof(modules) / sizeof(modules[0]); i++) {
+        if (pw_context_load_module(ctx, modules[i], NULL, NULL) == NULL) {
+            int e = errno;
+            pw_context_destroy(ctx);
+            errno = e;
+            return NULL;
+        }
+    }
+    return ctx;
 }
 
 bk_pw_capture *bk_pw_capture_open(const bk_pw_capture_config *config, char *err, size_t err_len)
@@ -425,7 +483,7 @@ bk_pw_capture *bk_pw_capture_open(const bk_pw_capture_config *config, char *err,
 
     c->loop = pw_thread_loop_new(c->stream_name ? c->stream_name : "bk-pw-capture", NULL);
     if (c->loop == NULL) goto fail_errno;
-    c->context = pw_context_new(pw_thread_loop_get_loop(c->loop), NULL, 0);
+    c->context = new_capture_context(c->loop);
     if (c->context == NULL) goto fail_errno;
     if (pw_thread_loop_start(c->loop) < 0) goto fail_errno;
 

@@ -64,7 +64,9 @@ int bk_pw_list_nodes(int remote_fd, bk_pw_node_cb cb, void *ctx, char *err, size
     int result = 0;
     s.loop = pw_main_loop_new(NULL);
     if (s.loop == NULL) { snprintf(err, err_len, "PipeWire: cannot create a loop (%s)", strerror(errno)); return -errno; }
-    struct pw_context *context = pw_context_new(pw_main_loop_get_loop(s.loop), NULL, 0);
+    /* No D-Bus support plugin: listing nodes needs none (it would load libdbus-1 for good). */
+    struct pw_context *context = pw_context_new(pw_main_loop_get_loop(s.loop),
+                                                pw_properties_new("support.dbus", "false", NULL), 0);
     if (context == NULL) {
         result = -errno;
         snprintf(err, err_len, "PipeWire: cannot create a context (%s)", strerror(errno));

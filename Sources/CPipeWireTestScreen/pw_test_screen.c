@@ -52,12 +52,23 @@ struct screen {
     int phase;
     double duration;
     const char *count_file;
+    int buffers;             /* 0: a range (4, 2..8); N: exactly N buffers (--buffers) */
+    int scalable;            /* --scalable: offer any size 16x16..req (default req), as a compositor that scales */
 };
 
 static const uint32_t phase_colors[] = { 0x00302060, 0x00206030, 0x00602030, 0x00404040 }; /* xRGB words */
 
 static const struct spa_pod *build_format(struct screen *s, struct spa_pod_builder *b)
 {
+    if (s->scalable)
+        return spa_pod_builder_add_object(b,
+            SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
+            SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_video),
+            SPA_FORMAT_mediaSubtype, SPA_POD_Id(SPA_MEDIA_SUBTYPE_raw),
+            SPA_FORMAT_VIDEO_format, SPA_POD_Id(SPA_VIDEO_FORMAT_BGRx),
+            SPA_FORMAT_VIDEO_size, SPA_POD_CHOICE_RANGE_Rectangle(&SPA_RECTANGLE(s->req_w, s->req_h),
+                &SPA_RECTANGLE(16, 16), &SPA_RECTANGLE(s->req_w, s->req_h)),
+            SPA_FORMAT_VIDEO_framerate, SPA_POD_Fraction(&SPA_FRACTION(s->fps, 1)));
     return spa_pod_builder_add_object(b,
         SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
         SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_video),
@@ -79,11 +90,11 @@ static void write_count(struct screen *s)
     rename(tmp, s->count_file);
 }
 
-static void draw(struct screen *s, uint8_t *base, uint64_t counter)
+static void draw(struct screen *s, uint8_t *base, uint64_t counter, int full)
 {
     uint32_t bg = phase_colors[s->phase % 4];
     int sq = s->h / 2, sx = (s->w - sq) / 2, sy = (s->h - sq) / 2;
-    for (int y = 0; y < s->h; y++) {
+    for (int y = 0; full && y < s->h; y++) {
         uint32_t *row = (uint32_t *)(base + (size_t)y * s->stride);
         int in_sq_row = y >= sy && y < sy + sq;
         for (int x = 0; x < s->w; x++) row[x] = bg;
@@ -126,13 +137,17 @@ static void on_process(void *data)
     int64_t now = monotonic_ns();
     /* Only draw when the buffer fits the negotiated size (buffers are re-made after a resize). */
     if (!s->negotiated || d->data == NULL || d->maxsize < (uint32_t)(s->stride * s->h) ||
-        s->w != s->req_w || s->h != s->req_h) {
+        (!s->scalable && (s->w != s->req_w || s->h != s->req_h))) {
         if (d->chunk) d->chunk->size = 0;
         pw_stream_queue_buffer(s->stream, b);
         return;
     }
     if (s->first_frame_ns == 0) s->first_frame_ns = now;
-    draw(s, d->data, s->produced);
+    /* The background is painted once per buffer and phase (a 4K frame is 33 MB); after
+     * that only the counter blocks change. Buffers are re-made after a resize. */
+    intptr_t painted = (intptr_t)s->phase + 1;
+    draw(s, d->data, s->produced, b->user_data != (void *)painted);
+    b->user_data = (void *)painted;
     d->chunk->offset = 0;
     d->chunk->stride = s->stride;
     d->chunk->size = (uint32_t)(s->stride * s->h);
@@ -179,19 +194,24 @@ static void on_param_changed(void *data, uint32_t id, const struct spa_pod *para
     uint8_t storage[1024];
     struct spa_pod_builder b = SPA_POD_BUILDER_INIT(storage, sizeof(storage));
     const struct spa_pod *params[2];
-    params[0] = spa_pod_builder_add_object(&b,
-        SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
-        SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(4, 2, 8),
+    struct spa_pod_frame f;
+    spa_pod_builder_push_object(&b, &f, SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers);
+    if (s->buffers > 0) /* --buffers N: exactly N, as some compositors insist */
+        spa_pod_builder_add(&b, SPA_PARAM_BUFFERS_buffers, SPA_POD_Int(s->buffers), 0);
+    else
+        spa_pod_builder_add(&b, SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(4, 2, 8), 0);
+    spa_pod_builder_add(&b,
         SPA_PARAM_BUFFERS_blocks, SPA_POD_Int(1),
         SPA_PARAM_BUFFERS_size, SPA_POD_Int(s->stride * s->h),
         SPA_PARAM_BUFFERS_stride, SPA_POD_Int(s->stride),
-        SPA_PARAM_BUFFERS_dataType, SPA_POD_CHOICE_FLAGS_Int((1 << SPA_DATA_MemFd) | (1 << SPA_DATA_MemPtr)));
+        SPA_PARAM_BUFFERS_dataType, SPA_POD_CHOICE_FLAGS_Int((1 << SPA_DATA_MemFd) | (1 << SPA_DATA_MemPtr)), 0);
+    params[0] = spa_pod_builder_pop(&b, &f);
     params[1] = spa_pod_builder_add_object(&b,
         SPA_TYPE_OBJECT_ParamMeta, SPA_PARAM_Meta,
         SPA_PARAM_META_type, SPA_POD_Id(SPA_META_Header),
         SPA_PARAM_META_size, SPA_POD_Int(sizeof(struct spa_meta_header)));
     pw_stream_update_params(s->stream, params, 2);
-    fprintf(stderr, "pw-test-screen: format BGRx %dx%d\n", s->w, s->h);
+    fprintf(stderr, "pw-test-screen: format BGRx %dx%d, buffers %d\n", s->w, s->h, s->buffers);
 }
 
 static void on_state_changed(void *data, enum pw_stream_state old, enum pw_stream_state state, const char *error)
@@ -245,10 +265,13 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "usage: pw-test-screen [--name NODE] [--size WxH] [--fps N] [--resize-at S:WxH,...]\n"
-        "                      [--count-file PATH] [--duration S]\n"
+        "                      [--count-file PATH] [--duration S] [--buffers N] [--scalable]\n"
         "A synthetic PipeWire screen (Video/Source, BGRx driver node) with a frame counter burned in:\n"
         "24 blocks of 16x16 px from (16,16), MSB first, white = 1. Defaults: pw-test-screen, 1280x720, 30 fps.\n"
         "--resize-at changes size S seconds after the first frame, e.g. 3:1920x1080,6:800x600.\n"
+        "--size up to 8192x8192 (e.g. 2560x1440, 3840x2160).\n"
+        "--scalable offers every size up to --size (a compositor that scales), default --size.\n"
+        "--buffers N insists on exactly N buffers (default: 4, accepting 2..8).\n"
         "--count-file gets '<frames produced> <missed ticks> <WxH>' every second and at exit.\n");
 }
 
@@ -270,6 +293,8 @@ int bk_pw_test_screen_main(int argc, char **argv)
         else if (!strcmp(a, "--resize-at") && v) { if (parse_schedule(&s, v) < 0) goto bad; i++; }
         else if (!strcmp(a, "--count-file") && v) { s.count_file = v; i++; }
         else if (!strcmp(a, "--duration") && v) { s.duration = atof(v); i++; }
+        else if (!strcmp(a, "--scalable")) s.scalable = 1;
+        else if (!strcmp(a, "--buffers") && v) { s.buffers = atoi(v); if (s.buffers < 1 || s.buffers > 64) goto bad; i++; }
         else goto bad;
     }
 

@@ -23,6 +23,7 @@ public enum PipeWireCapture {
                     "no PipeWire Video/Source node to capture (nodes: \(nodes.count)); start a screen cast or pass --screen-node")
             }
             sources.append(PipeWireScreenSource(nodeName: node.name, bufferCount: options.videoBufferCount,
+                                                videoSize: options.videoSize,
                                                 durationSeconds: options.durationSeconds))
         }
         if options.appAudio {
@@ -84,7 +85,7 @@ public enum PipeWireCapture {
             }
         }
         let screen = PortalScreenSource(portal: portal, grant: grant, bufferCount: options.videoBufferCount,
-                                        durationSeconds: options.durationSeconds)
+                                        videoSize: options.videoSize, durationSeconds: options.durationSeconds)
         return [screen] + audio
     }
 

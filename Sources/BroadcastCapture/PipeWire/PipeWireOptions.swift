@@ -17,9 +17,18 @@ public struct PipeWireOptions: Sendable, Equatable {
     /// The Audio/Source to capture; nil means the default source.
     public var micNode: String?
     public var cursor: Cursor
-    /// Buffers requested per video stream (small: 2...4). Each mapped SHM buffer a frame
-    /// size large counts towards the process RSS once read (3.7 MB at 1280x720 BGRx).
+    /// Buffers preferred per video stream (2). A producer that insists on more gets them: frames
+    /// are read in stripes whose pages are released, so the count does not change what stays
+    /// resident (`PipeWireScreenSource.plannedResidentBytes`).
     public var videoBufferCount: Int
+    /// The output size: asked of a producer that can scale (the smallest size that covers the
+    /// output). nil asks for 1280x720. A producer with a fixed size sends that size.
+    public var videoSize: (width: Int, height: Int)? {
+        get { videoWidth > 0 ? (videoWidth, videoHeight) : nil }
+        set { videoWidth = newValue?.width ?? 0; videoHeight = newValue?.height ?? 0 }
+    }
+    private var videoWidth = 0
+    private var videoHeight = 0
     /// Preferred audio rate; PipeWire resamples to it.
     public var audioSampleRate: Int
     /// When set, every source ends by itself this many seconds after it started (like the

@@ -20,6 +20,8 @@ final class PipeWireStream: @unchecked Sendable {
     private let channels: Int32
     private let rate: Int32
     private let buffers: Int32
+    private let videoWidth: Int32
+    private let videoHeight: Int32
     private let durationNs: Int64?
     /// CLOCK_MONOTONIC time at which a `duration` run ends (0: no end); set in start().
     private let endAt = Atomic<Int64>(0)
@@ -41,7 +43,7 @@ final class PipeWireStream: @unchecked Sendable {
 
     init(kind: Kind, target: String?, targetID: UInt32 = UInt32.max, remoteFD: Int32 = -1,
          streamName: String, channels: Int = 2, rate: Int = 48_000, buffers: Int = 2,
-         durationSeconds: Double? = nil) {
+         videoSize: (width: Int, height: Int)? = nil, durationSeconds: Double? = nil) {
         self.kind = kind
         self.lane = kind == .video ? .video : (kind == .sinkMonitor ? .appAudio : .micAudio)
         self.target = target
@@ -51,6 +53,8 @@ final class PipeWireStream: @unchecked Sendable {
         self.channels = Int32(channels)
         self.rate = Int32(rate)
         self.buffers = Int32(buffers)
+        videoWidth = Int32(videoSize?.width ?? 0)
+        videoHeight = Int32(videoSize?.height ?? 0)
         self.durationNs = durationSeconds.map { Int64($0 * 1e9) }
         lock = .allocate(capacity: 1)
         cond = .allocate(capacity: 1)
@@ -92,6 +96,8 @@ final class PipeWireStream: @unchecked Sendable {
                 config.channels = channels
                 config.rate = rate
                 config.buffers = buffers
+                config.video_width = videoWidth
+                config.video_height = videoHeight
                 config.on_video = pipeWireVideoThunk
                 config.on_audio = pipeWireAudioThunk
                 config.on_event = pipeWireEventThunk
@@ -180,12 +186,13 @@ final class PipeWireStream: @unchecked Sendable {
 
     fileprivate func deliver(_ f: bk_pw_video_frame) {
         guard let sink, !pastEnd(), let format = PipeWireStream.pixelFormat(f.format) else { return }
-        let frame = VideoFrame(
+        var frame = VideoFrame(
             width: Int(f.width), height: Int(f.height), format: format,
             planes: (f.planes.0, f.planes.1, f.planes.2),
             strides: (Int(f.strides.0), Int(f.strides.1), Int(f.strides.2)),
             planeSizes: (Int(f.plane_sizes.0), Int(f.plane_sizes.1), Int(f.plane_sizes.2)),
             pts: f.pts_ns)
+        frame.sourcePagesReleasable = f.releasable != 0
         sink.process(.video(frame), type: .video)
         delivered.add(1, ordering: .relaxed)
     }

@@ -16,9 +16,10 @@ public final class PortalScreenSource: CaptureSource {
     /// The cursor mode requested from the portal: 2 embedded, 1 hidden, 0 none offered.
     public let cursorMode: UInt32
 
-    init(portal: sending ScreenCastPortal, grant: ScreenCastPortal.Grant, bufferCount: Int, durationSeconds: Double?) {
+    init(portal: sending ScreenCastPortal, grant: ScreenCastPortal.Grant, bufferCount: Int,
+         videoSize: (width: Int, height: Int)? = nil, durationSeconds: Double?) {
         screen = PipeWireScreenSource(nodeName: nil, nodeID: grant.nodeID, remoteFD: grant.remoteFD,
-                                      bufferCount: bufferCount, durationSeconds: durationSeconds)
+                                      bufferCount: bufferCount, videoSize: videoSize, durationSeconds: durationSeconds)
         nodeID = grant.nodeID
         sentRestoreToken = grant.sentRestoreToken
         cursorMode = grant.cursorMode
@@ -34,6 +35,10 @@ public final class PortalScreenSource: CaptureSource {
     }
 
     public var description: String { "portal screen (node \(nodeID))" }
+
+    /// What capture keeps resident in this process, for the memory plan (see
+    /// `PipeWireScreenSource.plannedResidentBytes`): a constant.
+    public var plannedResidentBytes: Int { screen.plannedResidentBytes }
 
     public func start(into sink: SampleBufferSink) throws(CaptureError) {
         // pw_context_connect_fd takes the fd, even when the connection then fails.

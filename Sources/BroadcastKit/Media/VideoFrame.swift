@@ -15,6 +15,12 @@ public struct VideoFrame: @unchecked Sendable {
     public var planeSizes: (Int, Int, Int)
     /// Capture time in nanoseconds on the source clock (CLOCK_MONOTONIC for live sources).
     public var pts: Int64
+    /// The planes live in a shared file mapping (a PipeWire memfd) whose pages the converter may
+    /// drop from this process with `madvise(MADV_DONTNEED)` as soon as it has read them, so a
+    /// frame keeps only a few stripes resident instead of its whole size. The producer's data
+    /// stays intact (a shared mapping only loses our page-table entries). Never set this for
+    /// private or anonymous memory: DONTNEED would zero it.
+    public var sourcePagesReleasable = false
 
     public init(width: Int, height: Int, format: PixelFormat,
                 planes: (UnsafeRawPointer?, UnsafeRawPointer?, UnsafeRawPointer?),

@@ -7,6 +7,9 @@
 int bk_set_malloc_arena_max(int arenas);
 /// Returns glibc's in-use heap bytes (mallinfo2.uordblks) for allocation accounting.
 size_t bk_heap_in_use(void);
+/// Returns the bytes glibc malloc holds in mmapped blocks (mallinfo2.hblkhd): large allocations,
+/// which bk_heap_in_use does not count.
+size_t bk_heap_mmapped(void);
 /// Turns transparent huge pages off for this process (prctl PR_SET_THP_DISABLE). libx264
 /// madvises its large frame buffers for huge pages, which rounds each up to 2 MB resident;
 /// with THP off they cost only the pages really touched. Returns 0 on success.

@@ -38,6 +38,8 @@ typedef struct {
     int64_t plane_sizes[3];    /* readable bytes from planes[i] */
     int64_t pts_ns;            /* CLOCK_MONOTONIC */
     uint64_t sequence;         /* spa_meta_header seq, or a local counter */
+    int32_t releasable;        /* 1: the planes are a shared memfd mapping whose pages the reader
+                                  may drop (MADV_DONTNEED) once read; the data stays intact */
 } bk_pw_video_frame;
 
 /* One mapped audio buffer slice (interleaved), borrowed for the duration of the callback. */
@@ -63,7 +65,9 @@ typedef struct {
     int remote_fd;             /* an fd from OpenPipeWireRemote, or -1 for the default daemon */
     int32_t channels;          /* audio: 1 or 2 */
     int32_t rate;              /* audio: preferred rate, 48000 */
-    int32_t buffers;           /* requested buffer count (small: 2..4) */
+    int32_t buffers;           /* preferred buffer count (2); more are accepted if the producer insists */
+    int32_t video_width;       /* video: the size to ask for when the producer can scale (the */
+    int32_t video_height;      /* smallest that covers the output); 0: 1280x720 */
     bk_pw_video_cb on_video;
     bk_pw_audio_cb on_audio;
     bk_pw_event_cb on_event;
