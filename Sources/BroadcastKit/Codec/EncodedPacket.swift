@@ -1,5 +1,5 @@
 /// Which FLV track a packet or tag belongs to.
-public enum TrackKind: Sendable {
+package enum TrackKind: Sendable {
     case video, audio
 }
 
@@ -7,16 +7,16 @@ public enum TrackKind: Sendable {
 ///
 /// H.264 data is AVCC (4-byte length-prefixed NAL units, no start codes, no SPS/PPS);
 /// AAC data is one raw access unit (no ADTS); Opus data is one Opus packet.
-public struct EncodedPacket: @unchecked Sendable {
-    public var kind: TrackKind
-    public var data: UnsafeRawBufferPointer
+package struct EncodedPacket: @unchecked Sendable {
+    package var kind: TrackKind
+    package var data: UnsafeRawBufferPointer
     /// Decode time on the session timeline, in milliseconds.
-    public var timestampMs: Int64
+    package var timestampMs: Int64
     /// Presentation minus decode time (0 without B-frames).
-    public var compositionOffsetMs: Int32
-    public var isKeyframe: Bool
+    package var compositionOffsetMs: Int32
+    package var isKeyframe: Bool
 
-    public init(kind: TrackKind, data: UnsafeRawBufferPointer, timestampMs: Int64,
+    package init(kind: TrackKind, data: UnsafeRawBufferPointer, timestampMs: Int64,
                 compositionOffsetMs: Int32 = 0, isKeyframe: Bool) {
         self.kind = kind
         self.data = data

@@ -7,12 +7,12 @@ import Synchronization
 ///
 /// `encode`/`flush` run on the video lane; `requestBitrate` and `lastAppliedBitrateKbps` may be
 /// used from any thread.
-public final class X264Encoder: VideoEncoder, @unchecked Sendable {
-    public let settings: VideoEncoderSettings
-    public var decoderConfigurationRecord: UnsafeRawBufferPointer { UnsafeRawBufferPointer(record) }
+package final class X264Encoder: VideoEncoder, @unchecked Sendable {
+    package let settings: VideoEncoderSettings
+    package var decoderConfigurationRecord: UnsafeRawBufferPointer { UnsafeRawBufferPointer(record) }
 
     /// The bitrate (kbps) the encoder is currently configured for; for stats.
-    public var lastAppliedBitrateKbps: Int { appliedBitrate.load(ordering: .relaxed) }
+    package var lastAppliedBitrateKbps: Int { appliedBitrate.load(ordering: .relaxed) }
 
     private let handle: OpaquePointer
     /// Kept for x264_encoder_parameters/reconfig so a bitrate change allocates nothing.
@@ -26,7 +26,7 @@ public final class X264Encoder: VideoEncoder, @unchecked Sendable {
     private let appliedBitrate: Atomic<Int>
 
     /// Opens x264 with `settings`; throws with x264's own message when it refuses them.
-    public init(settings: VideoEncoderSettings) throws(EncoderError) {
+    package init(settings: VideoEncoderSettings) throws(EncoderError) {
         try X264Encoder.validate(settings)
         self.settings = settings
 
@@ -81,7 +81,7 @@ public final class X264Encoder: VideoEncoder, @unchecked Sendable {
         logSink.deallocate()
     }
 
-    public func encode(_ picture: I420Frame, timestampMs: Int64, forceKeyframe: Bool,
+    package func encode(_ picture: I420Frame, timestampMs: Int64, forceKeyframe: Bool,
                        emit: (EncodedPacket) -> Void) -> Bool {
         guard picture.width == settings.width, picture.height == settings.height else { return false }
         applyPendingBitrate()
@@ -99,13 +99,13 @@ public final class X264Encoder: VideoEncoder, @unchecked Sendable {
         return encodeOne(pic, emit: emit)
     }
 
-    public func flush(emit: (EncodedPacket) -> Void) {
+    package func flush(emit: (EncodedPacket) -> Void) {
         while x264_encoder_delayed_frames(handle) > 0 {
             if !encodeOne(nil, emit: emit) { return }
         }
     }
 
-    public func requestBitrate(kbps: Int) {
+    package func requestBitrate(kbps: Int) {
         pendingBitrate.store(max(1, kbps), ordering: .releasing)
     }
 

@@ -17,13 +17,13 @@ import CYUV
 ///
 /// Every buffer is allocated once, at init, for the fixed output size and the largest input
 /// (8192 px wide): a size change mid-stream (a rotated device) allocates nothing.
-public final class FrameConverter: @unchecked Sendable {
-    public let outputWidth: Int
-    public let outputHeight: Int
+package final class FrameConverter: @unchecked Sendable {
+    package let outputWidth: Int
+    package let outputHeight: Int
 
     /// Source bytes a stripe aims to read; with the rows a scaler's filter overlaps and the
     /// kernel's fault-around, a releasable frame keeps about 0.5 MB resident at any size.
-    public static let sourceStripeBytes = 256 << 10
+    package static let sourceStripeBytes = 256 << 10
     /// Output rows scaled per stripe, at most (even: I420 chroma rows pair up).
     static let maxOutputStripeRows = 16
     /// Source rows either side of the computed span a bilinear/box filter may also read.
@@ -35,7 +35,7 @@ public final class FrameConverter: @unchecked Sendable {
     /// any size up to 8192 wide and any number of producer buffers (the rest is released):
     /// a stripe, the filter's overlap rows at the widest stride, and per plane a partial page
     /// at each end plus the kernel's 64 KB fault-around window.
-    public static let maxSourceResidentBytes =
+    package static let maxSourceResidentBytes =
         sourceStripeBytes + (2 * filterMarginRows + 2) * maxSourceWidth * 4 + 3 * (2 * 4096 + (64 << 10))
 
     /// One ARGB stripe of output rows (scaled, before conversion to I420).
@@ -46,9 +46,9 @@ public final class FrameConverter: @unchecked Sendable {
 
     /// Scratch bytes this converter allocated (virtual; only the rows actually used become
     /// resident), for the memory plan.
-    public var scratchBytes: Int { outStripe.count + rowBuffer.count }
+    package var scratchBytes: Int { outStripe.count + rowBuffer.count }
 
-    public init(outputWidth: Int, outputHeight: Int) {
+    package init(outputWidth: Int, outputHeight: Int) {
         self.outputWidth = outputWidth
         self.outputHeight = outputHeight
         outStripeStride = (outputWidth * 4 + 63) & ~63
@@ -63,7 +63,7 @@ public final class FrameConverter: @unchecked Sendable {
     }
 
     /// Fills the whole destination with black (Y 16, U/V 128): borders of a letterboxed picture.
-    public static func fillBlack(_ dst: I420Frame) {
+    package static func fillBlack(_ dst: I420Frame) {
         for row in 0..<dst.height { (dst.y + row * dst.strideY).update(repeating: 16, count: dst.width) }
         let cw = (dst.width + 1) / 2, ch = (dst.height + 1) / 2
         for row in 0..<ch {
@@ -75,7 +75,7 @@ public final class FrameConverter: @unchecked Sendable {
     /// Converts `frame` into `dst` (output size). Returns the letterbox rectangle used, so the
     /// caller can repaint borders when it changes. `frame` must already be validated.
     @discardableResult
-    public func convert(_ frame: VideoFrame, into dst: I420Frame) -> LetterboxGeometry {
+    package func convert(_ frame: VideoFrame, into dst: I420Frame) -> LetterboxGeometry {
         let geo = LetterboxGeometry.fit(srcW: frame.width, srcH: frame.height, dstW: dst.width, dstH: dst.height)
         var release = SourceRelease(frame)
         if geo.width == frame.width && geo.height == frame.height {

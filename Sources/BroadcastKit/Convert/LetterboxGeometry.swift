@@ -1,12 +1,12 @@
 /// Where a source picture lands inside the fixed output frame, keeping its aspect ratio.
-public struct LetterboxGeometry: Equatable, Sendable {
-    public var x: Int
-    public var y: Int
-    public var width: Int
-    public var height: Int
+package struct LetterboxGeometry: Equatable, Sendable {
+    package var x: Int
+    package var y: Int
+    package var width: Int
+    package var height: Int
 
     /// Fits `srcW x srcH` into `dstW x dstH`; offsets and sizes are even so chroma planes line up.
-    public static func fit(srcW: Int, srcH: Int, dstW: Int, dstH: Int) -> LetterboxGeometry {
+    package static func fit(srcW: Int, srcH: Int, dstW: Int, dstH: Int) -> LetterboxGeometry {
         if srcW * dstH == srcH * dstW {
             return LetterboxGeometry(x: 0, y: 0, width: dstW, height: dstH)
         }

@@ -1,16 +1,16 @@
 /// A planar 4:2:0 picture at the output resolution: what the video encoder consumes.
 ///
 /// It points into pooled memory (see `FramePool`); it does not own it.
-public struct I420Frame: @unchecked Sendable {
-    public var width: Int
-    public var height: Int
-    public var y: UnsafeMutablePointer<UInt8>
-    public var u: UnsafeMutablePointer<UInt8>
-    public var v: UnsafeMutablePointer<UInt8>
-    public var strideY: Int
-    public var strideUV: Int
+package struct I420Frame: @unchecked Sendable {
+    package var width: Int
+    package var height: Int
+    package var y: UnsafeMutablePointer<UInt8>
+    package var u: UnsafeMutablePointer<UInt8>
+    package var v: UnsafeMutablePointer<UInt8>
+    package var strideY: Int
+    package var strideUV: Int
 
-    public init(width: Int, height: Int, y: UnsafeMutablePointer<UInt8>, u: UnsafeMutablePointer<UInt8>,
+    package init(width: Int, height: Int, y: UnsafeMutablePointer<UInt8>, u: UnsafeMutablePointer<UInt8>,
                 v: UnsafeMutablePointer<UInt8>, strideY: Int, strideUV: Int) {
         self.width = width
         self.height = height
@@ -22,7 +22,7 @@ public struct I420Frame: @unchecked Sendable {
     }
 
     /// Bytes needed for one frame of this size with tight strides.
-    public static func byteCount(width: Int, height: Int) -> Int {
+    package static func byteCount(width: Int, height: Int) -> Int {
         width * height + 2 * ((width + 1) / 2) * ((height + 1) / 2)
     }
 }
