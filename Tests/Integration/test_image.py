@@ -68,13 +68,16 @@ def image_ref() -> str:
     if _image_ref:
         return _image_ref
     head, bin_sha = _git_head(), _sha256(BROADCAST_BIN)
+    # (podman ORs repeated label filters: filter on the binary, check the commit here.)
     r = subprocess.run(["podman", "images", "--filter", f"label=broadcast.binary-sha256={bin_sha}",
-                        "--filter", f"label=org.opencontainers.image.revision={head}",
                         "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True, text=True, timeout=60)
-    found = [line for line in r.stdout.split() if line.startswith(IMAGE_REPO + ":")]
-    if r.returncode == 0 and found:
-        _image_ref = found[0]
-        return _image_ref
+    for ref in (line for line in r.stdout.split() if line.startswith(IMAGE_REPO + ":")):
+        rev = subprocess.run(["podman", "image", "inspect", "--format",
+                              '{{index .Labels "org.opencontainers.image.revision"}}', ref],
+                             capture_output=True, text=True, timeout=60).stdout.strip()
+        if rev == head:
+            _image_ref = ref
+            return _image_ref
     b = subprocess.run([str(REPO_ROOT / "scripts" / "image")], capture_output=True, text=True, timeout=600)
     if b.returncode != 0:
         raise AssertionError(f"scripts/image failed (exit {b.returncode}):\n{b.stderr[-3000:]}")
