@@ -29,6 +29,8 @@ public final class AudioMixer: @unchecked Sendable {
     public private(set) var silenceFrames: Int64 = 0
     /// Output skipped forward over discontinuities longer than `maxSilenceFrames`.
     public private(set) var skippedFrames: Int64 = 0
+    /// Writes that ended a pause of every source.
+    public private(set) var resumes: Int64 = 0
     /// Extra silence mixed out when every source pauses: the audio encoder's delay.
     public var flushPaddingFrames: Int64 = 0
     /// 10 s: longer gaps are skipped rather than filled.
@@ -63,6 +65,7 @@ public final class AudioMixer: @unchecked Sendable {
         var pos = position
         var src = samples.baseAddress!
         if outPosition == Int64.min { outPosition = pos }
+        resumeIfAllPaused(first: source, nowNs: nowNs)
         if pos < outPosition {
             let skip = Int(min(Int64(frames), outPosition - pos))
             lateFramesDiscarded += Int64(skip)
@@ -104,6 +107,24 @@ public final class AudioMixer: @unchecked Sendable {
         lastWriteNs[source] = nowNs
         lastBufferNs[source] = Int64(frames) * 1_000_000_000 / AudioClock.rate
         emitLocked(upTo: readyPosition(nowNs: nowNs))
+    }
+
+    /// The first write after a pause of every source: the other sources are resuming too, but
+    /// their first buffers (often longer ones) arrive a little later. Treat them as active
+    /// from now, so output waits for them as usual (at most their idle timeout) instead of
+    /// running ahead on this source alone and discarding their first audio as late: that
+    /// lost the start of the audio captured with the first video frame after the pause.
+    private func resumeIfAllPaused(first source: Int, nowNs: Int64) {
+        var any = false
+        for s in 0..<AudioMixer.sourceCount where written[s] != Int64.min {
+            if !isIdle(s, nowNs: nowNs) { return }
+            any = true
+        }
+        guard any else { return }
+        for s in 0..<AudioMixer.sourceCount where s != source && written[s] != Int64.min {
+            lastWriteNs[s] = nowNs
+        }
+        resumes += 1
     }
 
     /// A source is idle when it has missed its next delivery by a clear margin.

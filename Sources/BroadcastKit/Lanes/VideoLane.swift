@@ -20,6 +20,8 @@ final class VideoLane: @unchecked Sendable {
     private var pendingCount = 0
     private var stopping = false
     private var lastPts: Int64 = Int64.min
+    /// Takes the capture jitter out of video PTS (guarded by `convertLock`).
+    private var smoother: VideoTimestampSmoother
     private let thread = WorkerThread(name: "bk-video")
     private let keyframeRequested = Atomic<Bool>(false)
     private let deliver: (EncodedPacket, Int64) -> Void
@@ -35,6 +37,7 @@ final class VideoLane: @unchecked Sendable {
         pendingSlots = Array(repeating: 0, count: pendingFrames)
         pendingTimes = Array(repeating: 0, count: pendingFrames)
         pendingArrivals = Array(repeating: 0, count: pendingFrames)
+        smoother = VideoTimestampSmoother(fps: s.fps)
     }
 
     var reservedBytes: Int { pool.byteCount }
@@ -70,8 +73,11 @@ final class VideoLane: @unchecked Sendable {
         let geo = LetterboxGeometry.fit(srcW: frame.width, srcH: frame.height, dstW: dst.width, dstH: dst.height)
         if pool.needsBorderRepaint(slot: slot, geometry: geo) { FrameConverter.fillBlack(dst) }
         converter.convert(frame, into: dst)
+        let corrected = smoother.corrections
+        let ts = timelineMs(smoother.smooth(frame.pts))
+        let corrections = smoother.corrections
         convertLock.unlock()
-        let ts = timelineMs(frame.pts)
+        if corrections != corrected { stats.update { $0.videoPtsCorrections = corrections } }
         cond.withLock {
             let i = (pendingHead + pendingCount) % pendingSlots.count
             pendingSlots[i] = slot
