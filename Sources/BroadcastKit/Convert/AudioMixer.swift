@@ -78,18 +78,25 @@ public final class AudioMixer: @unchecked Sendable {
         // forward instead of encoding all that silence on a lane thread; shorter gaps (a paused
         // capture) are filled with silence so the audio track stays continuous.
         if pos - outPosition > maxSilenceFrames {
+            // Land the wait window before this write: another source resuming with it may
+            // start a little earlier, and its first samples must not count as late.
+            let resumeAt = pos - maxWaitFrames
             for s in 0..<AudioMixer.sourceCount {
                 let ring = rings + s * capacity * 2
                 ring.update(repeating: 0, count: capacity * 2)
-                if written[s] != Int64.min && written[s] < pos { written[s] = pos }
+                if written[s] != Int64.min && written[s] < resumeAt { written[s] = resumeAt }
             }
-            skippedFrames += pos - outPosition
-            outPosition = pos
+            skippedFrames += resumeAt - outPosition
+            outPosition = resumeAt
         }
         // Never let a source run a whole ring ahead: mix out (with silence) what it would overwrite.
         let end = pos + Int64(frames)
         if end - outPosition > Int64(capacity) {
-            emitLocked(upTo: end - Int64(capacity))
+            // Whole frames only, so round up: every slot this write reuses must be mixed out
+            // first, or its old position would later be emitted with the new samples in it
+            // (and then cleared). A pause longer than the ring always takes this path.
+            let fs = Int64(frameSize)
+            emitLocked(upTo: outPosition + (end - Int64(capacity) - outPosition + fs - 1) / fs * fs)
             if pos < outPosition {
                 let skip = Int(outPosition - pos)
                 frames -= skip; pos += Int64(skip); src += skip * 2
