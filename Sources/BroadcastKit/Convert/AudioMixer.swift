@@ -142,19 +142,32 @@ public final class AudioMixer: @unchecked Sendable {
     /// Called periodically: when every source has gone quiet (a paused capture), mixes out what
     /// they wrote, padding the last frame with silence, so the audio up to the pause reaches the
     /// interleaver within its wait instead of after the pause (where it would arrive late).
+    ///
+    /// While the pause lasts, silence keeps being mixed out in step with the wall clock, a safe
+    /// margin (the wait window plus two of the longest buffers) behind where the sources would
+    /// be now. The audio track so continues in real time: at the resume only that margin is
+    /// left to fill, instead of the whole pause in one burst (which made the send queue look
+    /// seconds long and dropped the first video frames after the pause as congestion).
     public func poll(nowNs: Int64) {
         lock.withLock {
             var newest = Int64.min
+            var wallPosition = Int64.max
+            var margin = maxWaitFrames
             for s in 0..<AudioMixer.sourceCount where written[s] != Int64.min {
                 if !isIdle(s, nowNs: nowNs) { return }
                 newest = max(newest, written[s])
+                // Where this source's capture would be now, had it kept delivering.
+                let elapsed = max(0, nowNs - lastWriteNs[s])
+                wallPosition = min(wallPosition, written[s] + elapsed / 1_000 * AudioClock.rate / 1_000_000)
+                margin = max(margin, maxWaitFrames + 2 * lastBufferNs[s] / 1_000 * AudioClock.rate / 1_000_000)
             }
-            guard newest != Int64.min, outPosition != Int64.min, newest > outPosition else { return }
+            guard newest != Int64.min, outPosition != Int64.min else { return }
             // Pad past the encoder's delay too: tags are stamped `delay` earlier, so without it the
             // audio covering the last video frames would only come after the pause, too late.
             let fs = Int64(frameSize)
             let end = newest + flushPaddingFrames
-            emitLocked(upTo: outPosition + (end - outPosition + fs - 1) / fs * fs)
+            let flushLimit = end > outPosition ? outPosition + (end - outPosition + fs - 1) / fs * fs : outPosition
+            emitLocked(upTo: max(flushLimit, wallPosition - margin))
         }
     }
 

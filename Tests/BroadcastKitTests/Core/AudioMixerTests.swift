@@ -96,7 +96,8 @@ final class MixCollector: @unchecked Sendable {
     /// (1024-frame buffers, delivered when full) 20 ms later with samples starting before
     /// the mic's newest. Returns the mixer and what it emitted.
     /// Also returns the frames discarded as late from the resume on.
-    func pauseThenResume(gapFrames: Int64, heldAtResume: inout Int64) -> (AudioMixer, MixCollector, Int64) {
+    func pauseThenResume(gapFrames: Int64, heldAtResume: inout Int64,
+                         heldAtPauseEnd: inout Int64) -> (AudioMixer, MixCollector, Int64) {
         let c = MixCollector()
         let m = AudioMixer(frameSize: 1024) { p, pos in
             c.positions.append(pos)
@@ -115,8 +116,12 @@ final class MixCollector: @unchecked Sendable {
             }
             now += 21_333_333
         }
-        m.poll(nowNs: now + 100_000_000)   // the housekeeping flush during the pause
-        now += gapFrames * 1_000_000_000 / 48_000
+        // The housekeeping thread polls every 20 ms through the pause.
+        let pauseEnd = now + gapFrames * 1_000_000_000 / 48_000
+        var t = now + 20_000_000
+        while t < pauseEnd { m.poll(nowNs: t); t += 20_000_000 }
+        now = pauseEnd
+        heldAtPauseEnd = (c.positions.last ?? 0) + 1024
         let resume = appPos + gapFrames
         let lateBefore = m.lateFramesDiscarded
         micPos = resume + 100
@@ -132,13 +137,17 @@ final class MixCollector: @unchecked Sendable {
     }
 
     @Test func sourcesResumingTogetherLoseNothing() {
-        var held: Int64 = 0
-        let (m, c, late) = pauseThenResume(gapFrames: 48_000 * 3, heldAtResume: &held)
+        var held: Int64 = 0, pauseEnd: Int64 = 0
+        let (m, c, late) = pauseThenResume(gapFrames: 48_000 * 3, heldAtResume: &held, heldAtPauseEnd: &pauseEnd)
         #expect(late == 0, "the app's first buffer after the pause was discarded")
         #expect(m.resumes == 1)
         // Nothing of the resumed audio has been mixed out before the app's buffer arrived...
         let resume = Int64(48_128 + 48_000 * 3)  // the app wrote 47 buffers before the pause
         #expect(held <= resume, "mixed out to \(held) on the mic alone")
+        // The pause was mixed out as silence while it lasted, up to the safety margin: at the
+        // resume only that margin is left, not 3 s in one burst.
+        #expect(pauseEnd <= resume - 7_200 + 1_024)
+        #expect(pauseEnd > resume - 7_200 - 2 * 1_024 - 2 * 1_024)
         // ...and once the app is in, the mix at its position holds both sources.
         m.flush()
         if let i = c.positions.firstIndex(where: { $0 >= resume + 100 }) {
@@ -154,9 +163,11 @@ final class MixCollector: @unchecked Sendable {
     @Test func resumeAfterLongPauseSkipsButLosesNothing() {
         // 30 s: longer than maxSilenceFrames, so the output skips forward instead of
         // encoding 30 s of silence; the app's earlier start must still not be late.
-        var held: Int64 = 0
-        let (m, _, late) = pauseThenResume(gapFrames: 48_000 * 30, heldAtResume: &held)
+        var held: Int64 = 0, pauseEnd: Int64 = 0
+        let (m, _, late) = pauseThenResume(gapFrames: 48_000 * 30, heldAtResume: &held, heldAtPauseEnd: &pauseEnd)
         #expect(late == 0)
-        #expect(m.skippedFrames > 48_000 * 29)
+        // Silence kept flowing in real time through the pause: nothing to skip at the resume.
+        #expect(m.skippedFrames == 0)
+        #expect(pauseEnd > 48_128 + 48_000 * 30 - 7_200 - 2 * 1_024 - 2 * 1_024)
     }
 }
