@@ -32,6 +32,12 @@ struct VideoTimestampSmoother: Sendable {
     var periodGain = 0.02 * 0.02 / 8
     /// The tracked rate stays within this of nominal (a wrong --fps is not "drift").
     var maxRatePPM = 5_000.0
+    /// Longest pause bridged on the extended grid; longer ones re-anchor at once.
+    var maxBridgeNs: Double = 60e9
+    /// Frames after a bridged pause whose mean phase decides whether the grid held.
+    var verifyFrames = 15
+    /// Mean phase error (fraction of a period) beyond which a bridged grid is re-anchored.
+    var verifyToleranceFraction = 0.15
     /// Outputs moved by at least this much are counted in `corrections`.
     var correctionThresholdNs: Int64 = 1_000_000
 
@@ -43,6 +49,9 @@ struct VideoTimestampSmoother: Sendable {
     private var slotFraction: Double = 0
     private var periodNs: Double
     private var regularRun = 0
+    /// Frames still to check after a bridged pause, and their summed phase error.
+    private var verifyLeft = 0
+    private var verifySum: Double = 0
     private var lastOutput: Int64 = Int64.min
 
     /// Frames whose PTS was moved by at least `correctionThresholdNs`.
@@ -75,12 +84,35 @@ struct VideoTimestampSmoother: Sendable {
         let e = d - k * periodNs
         let onGrid = d > 0 && abs(e) <= periodNs * toleranceFraction
         if locked {
+            if d > 0 && k > Double(maxDroppedFrames + 1) && d <= maxBridgeNs && verifyLeft == 0 {
+                // A pause: continue the grid, on probation.
+                let slots = (d / periodNs).rounded()
+                advance(by: slots * periodNs)
+                verifyLeft = verifyFrames
+                verifySum = d - slots * periodNs
+                return emit(slotNs + Int64(slotFraction.rounded()), raw: pts)
+            }
             guard onGrid && k <= Double(maxDroppedFrames + 1) else {
-                // A pause, a jump or a change of rate: follow the source from here.
+                // A jump, a long pause or a change of rate: follow the source from here.
                 locked = false
+                verifyLeft = 0
                 reanchors += 1
                 anchor(pts)
                 return emit(pts, raw: pts)
+            }
+            if verifyLeft > 0 {
+                // On probation: hold the extended grid (no loop update) and average the phase.
+                advance(by: k * periodNs)
+                verifySum += e
+                verifyLeft -= 1
+                if verifyLeft == 0 {
+                    // The mean phase since the pause is the best estimate either way; a large
+                    // one means the source came back on another phase.
+                    let mean = verifySum / Double(verifyFrames + 1)
+                    advance(by: mean)
+                    if abs(mean) > periodNs * verifyToleranceFraction { reanchors += 1 }
+                }
+                return emit(slotNs + Int64(slotFraction.rounded()), raw: pts)
             }
             advance(by: k * periodNs + phaseGain * e)
             let limit = nominalPeriodNs * maxRatePPM / 1e6
