@@ -23,6 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support import (BROADCAST_BIN, REPO_ROOT, BroadcastTestCase,  # noqa: E402
                      new_key, start_ingest)
+from test_soak import flash_frames_not_sent  # noqa: E402
 
 LONG = not os.environ.get("SKIP_LONG_TESTS")
 PY = sys.executable
@@ -69,9 +70,16 @@ class PauseResumeTest(BroadcastTestCase):
               f"max={s.get('max_abs_ms')} unpaired={result['unpaired']} "
               f"streams={result['streams']} reasons={result['reasons']}", file=sys.stderr)
 
-        # Flashes at 1..9 and 40..45 s: all paired, none left over.
-        self.assertEqual(result["unpaired"], {"flashes": [], "beeps": []}, result["reasons"])
-        self.assertGreaterEqual(s["events"], 9 + 5, result["reasons"])
+        # Flashes at 1..9 and 40..45 s: all paired, none left over (a beep alone only where
+        # its flash frame was dropped as encoder_busy on a loaded machine).
+        last = [json.loads(x) for x in stats.read_text().splitlines() if x.strip()][-1]
+        self.assertEqual(result["unpaired"]["flashes"], [], result["reasons"])
+        lone_beeps = result["unpaired"]["beeps"]
+        self.assertEqual(flash_frames_not_sent(rec, lone_beeps), lone_beeps, result["reasons"])
+        self.assertLessEqual(len(lone_beeps), last["drops"]["encoder_busy"], result["reasons"])
+        self.assertTrue(all(b < GAP_AT + GAP_S - 0.5 or b > GAP_AT + GAP_S + 0.5 for b in lone_beeps),
+                        "the first flash after the resume must be measured")
+        self.assertGreaterEqual(s["events"] + len(lone_beeps), 9 + 5, result["reasons"])
         first = [e for e in result["events"] if e["video_s"] > GAP_AT + 1][0]
         print(f"first flash after the resume: {first}", file=sys.stderr)
         self.assertAlmostEqual(first["video_s"], GAP_AT + GAP_S, delta=0.1)
@@ -92,7 +100,6 @@ class PauseResumeTest(BroadcastTestCase):
         self.assertAlmostEqual(big[1], GAP_AT - 1 / 30, delta=0.1, msg=f"largest jump {big}")
         self.assertAlmostEqual(vt[-1], SECONDS, delta=0.5)
 
-        last = [json.loads(x) for x in stats.read_text().splitlines() if x.strip()][-1]
         self.assertEqual(last["late_tags_clamped"], 0, last)
 
 
