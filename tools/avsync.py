@@ -11,8 +11,14 @@ It also checks the stream timestamps a player relies on: per-stream non-increasi
 negative packet timestamps, and audio continuity (a gap is a hole of more than 1 ms between
 one audio packet's end and the next one's start).
 
-Exit status: 0 in tolerance; 1 out of tolerance, no events, or audio gaps (unless
---allow-gaps); 2 usage or decode error.
+Every flash must pair with a beep and every beep with a flash (nearest, within 0.5 s):
+an unpaired event is a failure, listed with its time, unless --expect-unpaired N states
+how many there are meant to be (e.g. a clip that starts with a flash but no beep). A
+missing beep is exactly what a resume that loses or delays audio looks like, so dropping
+it silently would hide the worst offset.
+
+Exit status: 0 in tolerance; 1 out of tolerance, no events, unpaired events other than
+--expect-unpaired, or audio gaps (unless --allow-gaps); 2 usage or decode error.
 """
 
 from __future__ import annotations
@@ -344,6 +350,15 @@ def pair_events(flashes: list[float], beeps: list[float],
     return pairs
 
 
+def unpaired_events(flashes: list[float], beeps: list[float],
+                    pairs: list[tuple[float, float]]) -> dict:
+    """Flashes and beeps that ended up in no pair (times in seconds, ascending)."""
+    paired_v = {v for v, _ in pairs}
+    paired_a = {a for _, a in pairs}
+    return {"flashes": [v for v in flashes if v not in paired_v],
+            "beeps": [a for a in beeps if a not in paired_a]}
+
+
 def summarize(pairs: list[tuple[float, float]]) -> dict:
     if not pairs:
         return {"events": 0}
@@ -391,6 +406,7 @@ def analyse(path: str, fps_hint: float | None = None) -> dict:
     beeps = find_beeps(audio)
     pairs = pair_events(flashes, beeps)
     return {
+        "unpaired": unpaired_events(flashes, beeps, pairs),
         "file": path,
         "fps": fps,
         "flashes": len(flashes),
@@ -412,9 +428,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="frame rate when the container does not tell (flash de-duplication)")
     ap.add_argument("--allow-gaps", action="store_true",
                     help="do not fail on audio continuity gaps")
+    ap.add_argument("--expect-unpaired", type=int, default=0, metavar="N",
+                    help="number of flashes without a beep plus beeps without a flash that "
+                         "the recording is meant to have (default 0: any unpaired event fails)")
     args = ap.parse_args(argv)
     if args.tolerance_ms < 0:
         ap.error("--tolerance-ms must be >= 0")
+    if args.expect_unpaired < 0:
+        ap.error("--expect-unpaired must be >= 0")
 
     try:
         result = analyse(args.file, args.fps_hint)
@@ -430,6 +451,14 @@ def main(argv: list[str] | None = None) -> int:
     elif s["max_abs_ms"] > args.tolerance_ms:
         reasons.append(f"max |offset| {s['max_abs_ms']:.1f} ms > tolerance "
                        f"{args.tolerance_ms:g} ms")
+    lone_v, lone_a = result["unpaired"]["flashes"], result["unpaired"]["beeps"]
+    n_unpaired = len(lone_v) + len(lone_a)
+    result["unpaired_count"] = n_unpaired
+    if n_unpaired != args.expect_unpaired:
+        what = ([f"flash at {v:.3f} s has no beep" for v in lone_v]
+                + [f"beep at {a:.3f} s has no flash" for a in lone_a])
+        reasons.append(f"{n_unpaired} unpaired events (expected {args.expect_unpaired})"
+                       + (": " + ", ".join(what) if what else ""))
     for st in result["streams"]:
         if st["non_increasing"]:
             reasons.append(f"{st['kind']}: {st['non_increasing']} non-increasing timestamps")
@@ -448,11 +477,17 @@ def main(argv: list[str] | None = None) -> int:
         out["events"] = [{"video_s": round(v, 4), "audio_s": round(a, 4),
                           "offset_ms": round((a - v) * 1000.0, 2)} for v, a in result["pairs"]]
         del out["pairs"]
+        out["unpaired"] = {k: [round(t, 4) for t in v] for k, v in result["unpaired"].items()}
         print(json.dumps(out, indent=1))
     else:
         for v, a in result["pairs"]:
             print(f"event video={v:9.3f}s audio={a:9.3f}s offset={(a - v) * 1000.0:+7.1f} ms")
-        print(f"flashes={result['flashes']} beeps={result['beeps']} events={s['events']}")
+        for v in lone_v:
+            print(f"unpaired flash video={v:9.3f}s (no beep within {PAIR_WINDOW_S * 1000:.0f} ms)")
+        for a in lone_a:
+            print(f"unpaired beep  audio={a:9.3f}s (no flash within {PAIR_WINDOW_S * 1000:.0f} ms)")
+        print(f"flashes={result['flashes']} beeps={result['beeps']} events={s['events']} "
+              f"unpaired={n_unpaired} (expected {args.expect_unpaired})")
         if s["events"]:
             print(f"mean={s['mean_ms']:+.1f} ms max|offset|={s['max_abs_ms']:.1f} ms "
                   f"stddev={s['stddev_ms']:.1f} ms drift={s['drift_ms_per_hour']:+.1f} ms/hour")

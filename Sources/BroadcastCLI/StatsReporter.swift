@@ -46,7 +46,7 @@ final class StatsReporter {
                 + "\"queue_bytes\":\(s.queueBytes),\"queue_ms\":\(s.queueMs),\"rss_bytes\":\(rss),\"peak_rss_bytes\":\(peak),"
                 + "\"target_video_kbps\":\(s.targetVideoKbps),\"reconnects\":\(reconnects),"
                 + "\"video_frames_in\":\(s.videoFramesIn),\"video_frames_encoded\":\(s.videoFramesEncoded),"
-                + "\"late_tags_clamped\":\(s.lateTagsClamped),"
+                + "\"late_tags_clamped\":\(s.lateTagsClamped),\"video_pts_corrections\":\(s.videoPtsCorrections),"
                 + "\"latency_p50_ms\":\(latency.map { fixed($0.p50, 1) } ?? "null"),"
                 + "\"latency_p99_ms\":\(latency.map { fixed($0.p99, 1) } ?? "null")}\n"
             var l = line

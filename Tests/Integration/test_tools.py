@@ -30,19 +30,23 @@ PROXY = [PY, os.path.join(REPO, "tools", "throttle_proxy.py")]
 
 def make_clip(path: str, seconds: int = 6, offset_expr: str = "0.040", acodec: str = "aac",
               beep_amp: float = 0.5, tone_amp: float = 0.2, fps: int = 30,
-              extra: list[str] | None = None) -> None:
+              extra: list[str] | None = None, beep_gate: str = "1",
+              silent: tuple[float, float] | None = None) -> None:
     """A test-source look-alike: dark moving video with a white frame at every whole second
     k >= 1, 440 + 660 Hz background tones and a 50 ms 1 kHz beep at k + offset_expr(k)
-    seconds (offset_expr may use K, the whole second)."""
+    seconds (offset_expr and beep_gate may use K, the whole second; a beep sounds where
+    beep_gate is non-zero). `silent` = (from, to) s mutes all audio there."""
     off = offset_expr.replace("K", "floor(t)")
+    gate = beep_gate.replace("K", "floor(t)")
     video = (f"color=c=black:s=320x240:r={fps}:d={seconds},format=yuv420p,"
              f"geq=lum='if(gt(N\\,0)*eq(mod(N\\,{fps})\\,0)\\,235\\,50+20*sin(N/5))'"
              f":cb=128:cr=128")
     # The beep is gated on the fractional second so it can be shifted per event.
     frac = "(t-floor(t))"
-    audio = (f"aevalsrc='{tone_amp}*sin(2*PI*440*t)+{tone_amp}*sin(2*PI*660*t)"
-             f"+{beep_amp}*sin(2*PI*1000*t)*gte(t\\,1)*gte({frac}-({off})\\,0)"
-             f"*lt({frac}-({off})\\,0.05)':s=48000:d={seconds}")
+    mute = f"(1-gte(t\\,{silent[0]})*lt(t\\,{silent[1]}))" if silent else "1"
+    audio = (f"aevalsrc='({tone_amp}*sin(2*PI*440*t)+{tone_amp}*sin(2*PI*660*t)"
+             f"+{beep_amp}*sin(2*PI*1000*t)*gte(t\\,1)*({gate})*gte({frac}-({off})\\,0)"
+             f"*lt({frac}-({off})\\,0.05))*{mute}':s=48000:d={seconds}")
     codec = {"aac": ["-c:a", "aac", "-b:a", "128k"],
              "opus": ["-c:a", "libopus", "-b:a", "96k"]}[acodec]
     cmd = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", video,
@@ -50,6 +54,31 @@ def make_clip(path: str, seconds: int = 6, offset_expr: str = "0.040", acodec: s
            "-bf", "0",
            *codec, *(extra or []), path]
     subprocess.run(cmd, check=True)
+
+
+def make_gap_clip(path: str, gap: tuple[float, float], offset_expr: str = "0",
+                  beep_gate: str = "1", seconds: int = 8) -> None:
+    """What the broadcast sends around a pause of every source: no video frames in the gap,
+    silence in the audio (the mixer fills it), and a keyframe at resume. The flashes in the
+    gap are not sent and their beeps are muted, so every remaining flash should pair."""
+    raw = path + ".raw.flv"
+    make_clip(raw, seconds=seconds, offset_expr=offset_expr, beep_gate=beep_gate, silent=gap,
+              extra=["-force_key_frames", str(gap[1])])
+    import av
+
+    with av.open(raw) as src, av.open(path, "w", format="flv") as dst:
+        vi, ai = src.streams.video[0], src.streams.audio[0]
+        vo = dst.add_stream_from_template(vi)
+        ao = dst.add_stream_from_template(ai)
+        for pkt in src.demux(vi, ai):
+            if pkt.dts is None:
+                continue
+            t = float(pkt.pts * pkt.time_base)
+            if pkt.stream is vi and gap[0] - 0.001 <= t < gap[1] - 0.001:
+                continue
+            pkt.stream = vo if pkt.stream is vi else ao
+            dst.mux(pkt)
+    os.unlink(raw)
 
 
 def run_avsync(*args: str) -> tuple[int, dict | None, str]:
@@ -99,8 +128,15 @@ class AVSyncTests(unittest.TestCase):
         # Beep 25 ms early, and quieter than each background tone.
         make_clip(path, offset_expr="-0.025+1", acodec="opus", beep_amp=0.15, tone_amp=0.3)
         rc, data, out = run_avsync(path, "--json")
+        # Beeps at 1.975..5.975 s: the flash at 1 s has none within 500 ms, and the beep
+        # at 5.975 s no flash (the clip ends at 6 s). NUT starts at 6.5 ms.
+        self.assertEqual(rc, 1, out)
+        lone = data["unpaired"]
+        self.assertEqual((len(lone["flashes"]), len(lone["beeps"])), (1, 1), out)
+        self.assertAlmostEqual(lone["flashes"][0], 1.0, delta=0.01)
+        self.assertAlmostEqual(lone["beeps"][0], 5.975, delta=0.01)
+        rc, data, out = run_avsync(path, "--json", "--expect-unpaired", "2")
         self.assertEqual(rc, 0, out)
-        # Beeps at 1.975..5.975 s: the flash at 1 s has none within 500 ms.
         self.assertEqual(data["summary"]["events"], 4, out)
         # Beeps at k+0.975 pair with the flash at k+1 (nearest): -25 ms.
         self.assertAlmostEqual(data["summary"]["mean_ms"], -25.0, delta=1.5)
@@ -141,6 +177,49 @@ class AVSyncTests(unittest.TestCase):
         rc, _, out = run_avsync(path, "--tolerance-ms", "45", "--allow-gaps")
         self.assertEqual(rc, 0, out)
 
+    def test_gap_all_paired_passes(self):
+        path = os.path.join(self.tmp, "gap-ok.flv")
+        make_gap_clip(path, gap=(3.0, 5.0))
+        rc, data, out = run_avsync(path, "--json")
+        self.assertEqual(rc, 0, out)
+        # Flashes 1, 2, 5, 6, 7: all with their beep.
+        self.assertEqual(data["summary"]["events"], 5, out)
+        self.assertEqual(data["unpaired"], {"flashes": [], "beeps": []}, out)
+        self.assertLess(data["summary"]["max_abs_ms"], 3.0, out)
+
+    def test_gap_late_first_beep_fails(self):
+        # The first beep after the pause is 47 ms late (the audio resumes after the video).
+        path = os.path.join(self.tmp, "gap-late.flv")
+        make_gap_clip(path, gap=(3.0, 5.0), offset_expr="0.047*eq(K\\,5)")
+        rc, data, out = run_avsync(path, "--json")
+        self.assertEqual(rc, 1, out)
+        late = [e for e in data["events"] if abs(e["video_s"] - 5.0) < 0.05]
+        self.assertEqual(len(late), 1, out)
+        self.assertAlmostEqual(late[0]["offset_ms"], 47.0, delta=2.0)
+        self.assertAlmostEqual(data["summary"]["max_abs_ms"], 47.0, delta=2.0)
+        self.assertTrue(any("max |offset|" in r for r in data["reasons"]), out)
+
+    def test_gap_lost_first_beep_is_reported(self):
+        # The first beep after the pause is lost: the old checker dropped the flash silently
+        # and passed on the others.
+        path = os.path.join(self.tmp, "gap-lost.flv")
+        make_gap_clip(path, gap=(3.0, 5.0), beep_gate="1-eq(K\\,5)")
+        rc, data, out = run_avsync(path, "--json")
+        self.assertEqual(rc, 1, out)
+        self.assertEqual(data["summary"]["events"], 4, out)
+        self.assertEqual(len(data["unpaired"]["flashes"]), 1, out)
+        self.assertAlmostEqual(data["unpaired"]["flashes"][0], 5.0, delta=0.05)
+        self.assertEqual(data["unpaired"]["beeps"], [], out)
+        self.assertTrue(any("flash at 5.0" in r and "has no beep" in r for r in data["reasons"]), out)
+        rc, _, out = run_avsync(path)
+        self.assertIn("unpaired flash video=    5.02", out)
+        self.assertIn("FAIL", out)
+        # Stating the expected count makes it pass; a wrong count still fails.
+        rc, _, out = run_avsync(path, "--expect-unpaired", "1")
+        self.assertEqual(rc, 0, out)
+        rc, _, out = run_avsync(path, "--expect-unpaired", "2")
+        self.assertEqual(rc, 1, out)
+
     def test_plot_written(self):
         png = os.path.join(self.tmp, "offsets.png")
         rc, _, out = run_avsync(self.aac40, "--tolerance-ms", "45", "--plot", png)
@@ -178,6 +257,8 @@ class TimestampCheckTests(unittest.TestCase):
     def test_pairing_uses_each_beep_once_within_window(self):
         pairs = avsync.pair_events([1.0, 2.0, 3.0], [1.02, 1.03, 3.7])
         self.assertEqual(pairs, [(1.0, 1.02)])
+        lone = avsync.unpaired_events([1.0, 2.0, 3.0], [1.02, 1.03, 3.7], pairs)
+        self.assertEqual(lone, {"flashes": [2.0, 3.0], "beeps": [1.03, 3.7]})
 
 
 def _free_port() -> int:

@@ -6,14 +6,14 @@
 /// source that is currently delivering has written past it, or when the newest data is more
 /// than `maxWait` ahead (a stalled source is then mixed as silence): audio is never held back
 /// unboundedly and never skips.
-public final class AudioMixer: @unchecked Sendable {
-    public static let sourceCount = 2
-    public let frameSize: Int
+package final class AudioMixer: @unchecked Sendable {
+    package static let sourceCount = 2
+    package let frameSize: Int
     /// 150 ms of wait for a lagging source before it is treated as silent.
-    public let maxWaitFrames: Int64 = 7_200
+    package let maxWaitFrames: Int64 = 7_200
     /// A source that has not delivered for this long (or 1.5 of its buffer duration, if longer)
     /// no longer holds output back.
-    public let idleAfterNs: Int64 = 60_000_000
+    package let idleAfterNs: Int64 = 60_000_000
 
     private let capacity: Int   // frames per source ring
     private let rings: UnsafeMutablePointer<Float>
@@ -25,20 +25,22 @@ public final class AudioMixer: @unchecked Sendable {
     private var outPosition: Int64 = Int64.min
     private let lock = ConditionLock()
     private let emit: (UnsafePointer<Float>, Int64) -> Void
-    public private(set) var lateFramesDiscarded: Int64 = 0
-    public private(set) var silenceFrames: Int64 = 0
+    package private(set) var lateFramesDiscarded: Int64 = 0
+    package private(set) var silenceFrames: Int64 = 0
     /// Output skipped forward over discontinuities longer than `maxSilenceFrames`.
-    public private(set) var skippedFrames: Int64 = 0
+    package private(set) var skippedFrames: Int64 = 0
+    /// Writes that ended a pause of every source.
+    package private(set) var resumes: Int64 = 0
     /// Extra silence mixed out when every source pauses: the audio encoder's delay.
-    public var flushPaddingFrames: Int64 = 0
+    package var flushPaddingFrames: Int64 = 0
     /// 10 s: longer gaps are skipped rather than filled.
-    public let maxSilenceFrames: Int64 = 480_000
+    package let maxSilenceFrames: Int64 = 480_000
 
     /// `emit` receives each mixed frame (interleaved stereo, `frameSize` frames) and its
     /// timeline position in samples. It is called with the mixer lock held, from a lane thread.
     /// 32768 frames (0.68 s) per source: the largest accepted buffer (22,050 frames at 44.1 kHz,
     /// 24,000 after resampling) plus the 150 ms wait.
-    public init(frameSize: Int, capacityFrames: Int = 32_768, emit: @escaping (UnsafePointer<Float>, Int64) -> Void) {
+    package init(frameSize: Int, capacityFrames: Int = 32_768, emit: @escaping (UnsafePointer<Float>, Int64) -> Void) {
         self.frameSize = frameSize
         capacity = capacityFrames
         rings = .allocate(capacity: capacityFrames * 2 * AudioMixer.sourceCount)
@@ -53,16 +55,17 @@ public final class AudioMixer: @unchecked Sendable {
     }
 
     /// Bytes preallocated, for the memory plan.
-    public var reservedBytes: Int { (capacity * AudioMixer.sourceCount + frameSize) * 2 * 4 }
+    package var reservedBytes: Int { (capacity * AudioMixer.sourceCount + frameSize) * 2 * 4 }
 
     /// Writes `samples` (interleaved stereo) of `source` at timeline `position`, then emits what is ready.
-    public func write(source: Int, samples: UnsafeBufferPointer<Float>, position: Int64, nowNs: Int64) {
+    package func write(source: Int, samples: UnsafeBufferPointer<Float>, position: Int64, nowNs: Int64) {
         lock.lock()
         defer { lock.unlock() }
         var frames = samples.count / 2
         var pos = position
         var src = samples.baseAddress!
         if outPosition == Int64.min { outPosition = pos }
+        resumeIfAllPaused(first: source, nowNs: nowNs)
         if pos < outPosition {
             let skip = Int(min(Int64(frames), outPosition - pos))
             lateFramesDiscarded += Int64(skip)
@@ -75,18 +78,25 @@ public final class AudioMixer: @unchecked Sendable {
         // forward instead of encoding all that silence on a lane thread; shorter gaps (a paused
         // capture) are filled with silence so the audio track stays continuous.
         if pos - outPosition > maxSilenceFrames {
+            // Land the wait window before this write: another source resuming with it may
+            // start a little earlier, and its first samples must not count as late.
+            let resumeAt = pos - maxWaitFrames
             for s in 0..<AudioMixer.sourceCount {
                 let ring = rings + s * capacity * 2
                 ring.update(repeating: 0, count: capacity * 2)
-                if written[s] != Int64.min && written[s] < pos { written[s] = pos }
+                if written[s] != Int64.min && written[s] < resumeAt { written[s] = resumeAt }
             }
-            skippedFrames += pos - outPosition
-            outPosition = pos
+            skippedFrames += resumeAt - outPosition
+            outPosition = resumeAt
         }
         // Never let a source run a whole ring ahead: mix out (with silence) what it would overwrite.
         let end = pos + Int64(frames)
         if end - outPosition > Int64(capacity) {
-            emitLocked(upTo: end - Int64(capacity))
+            // Whole frames only, so round up: every slot this write reuses must be mixed out
+            // first, or its old position would later be emitted with the new samples in it
+            // (and then cleared). A pause longer than the ring always takes this path.
+            let fs = Int64(frameSize)
+            emitLocked(upTo: outPosition + (end - Int64(capacity) - outPosition + fs - 1) / fs * fs)
             if pos < outPosition {
                 let skip = Int(outPosition - pos)
                 frames -= skip; pos += Int64(skip); src += skip * 2
@@ -106,6 +116,24 @@ public final class AudioMixer: @unchecked Sendable {
         emitLocked(upTo: readyPosition(nowNs: nowNs))
     }
 
+    /// The first write after a pause of every source: the other sources are resuming too, but
+    /// their first buffers (often longer ones) arrive a little later. Treat them as active
+    /// from now, so output waits for them as usual (at most their idle timeout) instead of
+    /// running ahead on this source alone and discarding their first audio as late: that
+    /// lost the start of the audio captured with the first video frame after the pause.
+    private func resumeIfAllPaused(first source: Int, nowNs: Int64) {
+        var any = false
+        for s in 0..<AudioMixer.sourceCount where written[s] != Int64.min {
+            if !isIdle(s, nowNs: nowNs) { return }
+            any = true
+        }
+        guard any else { return }
+        for s in 0..<AudioMixer.sourceCount where s != source && written[s] != Int64.min {
+            lastWriteNs[s] = nowNs
+        }
+        resumes += 1
+    }
+
     /// A source is idle when it has missed its next delivery by a clear margin.
     @inline(__always) private func isIdle(_ s: Int, nowNs: Int64) -> Bool {
         nowNs - lastWriteNs[s] > max(idleAfterNs, lastBufferNs[s] * 3 / 2 + 30_000_000)
@@ -114,24 +142,37 @@ public final class AudioMixer: @unchecked Sendable {
     /// Called periodically: when every source has gone quiet (a paused capture), mixes out what
     /// they wrote, padding the last frame with silence, so the audio up to the pause reaches the
     /// interleaver within its wait instead of after the pause (where it would arrive late).
-    public func poll(nowNs: Int64) {
+    ///
+    /// While the pause lasts, silence keeps being mixed out in step with the wall clock, a safe
+    /// margin (the wait window plus two of the longest buffers) behind where the sources would
+    /// be now. The audio track so continues in real time: at the resume only that margin is
+    /// left to fill, instead of the whole pause in one burst (which made the send queue look
+    /// seconds long and dropped the first video frames after the pause as congestion).
+    package func poll(nowNs: Int64) {
         lock.withLock {
             var newest = Int64.min
+            var wallPosition = Int64.max
+            var margin = maxWaitFrames
             for s in 0..<AudioMixer.sourceCount where written[s] != Int64.min {
                 if !isIdle(s, nowNs: nowNs) { return }
                 newest = max(newest, written[s])
+                // Where this source's capture would be now, had it kept delivering.
+                let elapsed = max(0, nowNs - lastWriteNs[s])
+                wallPosition = min(wallPosition, written[s] + elapsed / 1_000 * AudioClock.rate / 1_000_000)
+                margin = max(margin, maxWaitFrames + 2 * lastBufferNs[s] / 1_000 * AudioClock.rate / 1_000_000)
             }
-            guard newest != Int64.min, outPosition != Int64.min, newest > outPosition else { return }
+            guard newest != Int64.min, outPosition != Int64.min else { return }
             // Pad past the encoder's delay too: tags are stamped `delay` earlier, so without it the
             // audio covering the last video frames would only come after the pause, too late.
             let fs = Int64(frameSize)
             let end = newest + flushPaddingFrames
-            emitLocked(upTo: outPosition + (end - outPosition + fs - 1) / fs * fs)
+            let flushLimit = end > outPosition ? outPosition + (end - outPosition + fs - 1) / fs * fs : outPosition
+            emitLocked(upTo: max(flushLimit, wallPosition - margin))
         }
     }
 
     /// Emits everything up to the newest written sample (end of stream).
-    public func flush() {
+    package func flush() {
         lock.withLock {
             var newest = Int64.min
             for w in written where w > newest { newest = w }

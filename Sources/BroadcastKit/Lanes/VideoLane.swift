@@ -22,6 +22,8 @@ package final class VideoLane: @unchecked Sendable {
     private var pending: FixedRing<Pending>
     private var stopping = false
     private var lastPts: Int64 = Int64.min
+    /// Takes the capture jitter out of video PTS (guarded by `convertLock`).
+    private var smoother: VideoTimestampSmoother
     private let thread = WorkerThread(name: "bk-video")
     private let keyframeRequested = Atomic<Bool>(false)
     private let deliver: (EncodedPacket, Int64) -> Void
@@ -35,6 +37,7 @@ package final class VideoLane: @unchecked Sendable {
         self.stats = stats
         self.deliver = deliver
         pending = FixedRing(capacity: pendingFrames)
+        smoother = VideoTimestampSmoother(fps: s.fps)
     }
 
     var reservedBytes: Int { pool.byteCount }
@@ -70,8 +73,11 @@ package final class VideoLane: @unchecked Sendable {
         let geo = LetterboxGeometry.fit(srcW: frame.width, srcH: frame.height, dstW: dst.width, dstH: dst.height)
         if pool.needsBorderRepaint(slot: slot, geometry: geo) { FrameConverter.fillBlack(dst) }
         converter.convert(frame, into: dst)
+        let corrected = smoother.corrections
+        let ts = timelineMs(smoother.smooth(frame.pts))
+        let corrections = smoother.corrections
         convertLock.unlock()
-        let ts = timelineMs(frame.pts)
+        if corrections != corrected { stats.update { $0.videoPtsCorrections = corrections } }
         cond.withLock {
             // Never full: a slot was free in the pool, and the ring holds as many entries as the pool.
             pending.append(Pending(slot: slot, timestampMs: ts, arrivalNs: arrival))

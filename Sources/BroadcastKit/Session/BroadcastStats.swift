@@ -18,6 +18,8 @@ public struct StatsSnapshot: Sendable {
     public var reconnects = 0
     public var lateTagsClamped = 0
     public var audioSilenceInsertedMs = 0
+    /// Video frames whose capture PTS the timestamp smoother moved by 1 ms or more.
+    public var videoPtsCorrections = 0
 
     public init() {}
 

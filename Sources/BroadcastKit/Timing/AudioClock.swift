@@ -6,34 +6,34 @@
 /// samples at a time (sample insertion or drop, at most `maxSlewPPM`). A jump larger than
 /// `reanchorThreshold` (a pause, a device restart) re-anchors at once. Error never accumulates,
 /// because every correction is measured against the capture clock.
-public struct AudioClock: Sendable {
-    public static let rate: Int64 = 48_000
+package struct AudioClock: Sendable {
+    package static let rate: Int64 = 48_000
     /// 100 ms: larger disagreements are real discontinuities, not jitter or drift.
-    public var reanchorThreshold: Int64 = 4_800
+    package var reanchorThreshold: Int64 = 4_800
     /// Filtered errors under 1 ms are left alone.
-    public var deadband: Double = 48
+    package var deadband: Double = 48
     /// Fastest correction: 2000 ppm, inaudible on speech and tones.
-    public var maxSlewPPM: Double = 2_000
+    package var maxSlewPPM: Double = 2_000
     /// Weight of each new measurement in the error filter (~100-buffer time constant).
-    public var alpha: Double = 0.01
+    package var alpha: Double = 0.01
 
     /// After (re)anchoring on one jittery capture time, the next buffers are averaged quickly
     /// (running mean, faster slew) so the anchor's own error is gone within about a second.
-    public var settlingBuffers = 48
-    public var settlingSlewPPM: Double = 10_000
+    package var settlingBuffers = 48
+    package var settlingSlewPPM: Double = 10_000
     private var sinceAnchor = 0
     private var anchored = false
     private var nextPosition: Int64 = 0
     private var filteredError: Double = 0
     private var slewCarry: Double = 0
-    public private(set) var reanchors = 0
-    public private(set) var insertedFrames: Int64 = 0
-    public private(set) var droppedFrames: Int64 = 0
+    package private(set) var reanchors = 0
+    package private(set) var insertedFrames: Int64 = 0
+    package private(set) var droppedFrames: Int64 = 0
 
-    public init() {}
+    package init() {}
 
     /// Returns where a buffer of `frames` samples captured at `timelineNs` goes.
-    public mutating func place(timelineNs: Int64, frames: Int) -> Int64 {
+    package mutating func place(timelineNs: Int64, frames: Int) -> Int64 {
         // Split so that hours-long timelines (or absurd PTS) cannot overflow.
         let measured = timelineNs / MediaTime.nanosPerSecond * AudioClock.rate
             + timelineNs % MediaTime.nanosPerSecond * AudioClock.rate / MediaTime.nanosPerSecond

@@ -91,4 +91,83 @@ final class MixCollector: @unchecked Sendable {
         b.withUnsafeBufferPointer { m.write(source: 0, samples: $0, position: 48_000 * 3, nowNs: now + 3_000_000_000) }
         for (i, p) in c.positions.enumerated() { #expect(p == Int64(i) * 1024) }
     }
+
+    /// Both sources pause for `gapFrames`; the mic (480-frame buffers) resumes first, the app
+    /// (1024-frame buffers, delivered when full) 20 ms later with samples starting before
+    /// the mic's newest. Returns the mixer and what it emitted.
+    /// Also returns the frames discarded as late from the resume on.
+    func pauseThenResume(gapFrames: Int64, heldAtResume: inout Int64,
+                         heldAtPauseEnd: inout Int64) -> (AudioMixer, MixCollector, Int64) {
+        let c = MixCollector()
+        let m = AudioMixer(frameSize: 1024) { p, pos in
+            c.positions.append(pos)
+            c.firstSample.append(p[0])
+        }
+        let mic = [Float](repeating: 0.125, count: 480 * 2)
+        let app = [Float](repeating: 0.5, count: 1024 * 2)
+        var now: Int64 = 0
+        var micPos: Int64 = 0, appPos: Int64 = 0
+        while appPos < 48_000 {   // one second of both
+            app.withUnsafeBufferPointer { m.write(source: 0, samples: $0, position: appPos, nowNs: now) }
+            appPos += 1024
+            while micPos < appPos {
+                mic.withUnsafeBufferPointer { m.write(source: 1, samples: $0, position: micPos, nowNs: now) }
+                micPos += 480
+            }
+            now += 21_333_333
+        }
+        // The housekeeping thread polls every 20 ms through the pause.
+        let pauseEnd = now + gapFrames * 1_000_000_000 / 48_000
+        var t = now + 20_000_000
+        while t < pauseEnd { m.poll(nowNs: t); t += 20_000_000 }
+        now = pauseEnd
+        heldAtPauseEnd = (c.positions.last ?? 0) + 1024
+        let resume = appPos + gapFrames
+        let lateBefore = m.lateFramesDiscarded
+        micPos = resume + 100
+        appPos = resume
+        for _ in 0..<3 {   // 30 ms of mic before the app's first buffer is complete
+            mic.withUnsafeBufferPointer { m.write(source: 1, samples: $0, position: micPos, nowNs: now) }
+            micPos += 480
+            now += 10_000_000
+        }
+        heldAtResume = (c.positions.last ?? 0) + 1024
+        app.withUnsafeBufferPointer { m.write(source: 0, samples: $0, position: appPos, nowNs: now) }
+        return (m, c, m.lateFramesDiscarded - lateBefore)
+    }
+
+    @Test func sourcesResumingTogetherLoseNothing() {
+        var held: Int64 = 0, pauseEnd: Int64 = 0
+        let (m, c, late) = pauseThenResume(gapFrames: 48_000 * 3, heldAtResume: &held, heldAtPauseEnd: &pauseEnd)
+        #expect(late == 0, "the app's first buffer after the pause was discarded")
+        #expect(m.resumes == 1)
+        // Nothing of the resumed audio has been mixed out before the app's buffer arrived...
+        let resume = Int64(48_128 + 48_000 * 3)  // the app wrote 47 buffers before the pause
+        #expect(held <= resume, "mixed out to \(held) on the mic alone")
+        // The pause was mixed out as silence while it lasted, up to the safety margin: at the
+        // resume only that margin is left, not 3 s in one burst.
+        #expect(pauseEnd <= resume - 7_200 + 1_024)
+        #expect(pauseEnd > resume - 7_200 - 2 * 1_024 - 2 * 1_024)
+        // ...and once the app is in, the mix at its position holds both sources.
+        m.flush()
+        if let i = c.positions.firstIndex(where: { $0 >= resume + 100 }) {
+            #expect(abs(c.firstSample[i] - 0.625) < 1e-6, "app + mic at \(c.positions[i]): \(c.firstSample[i])")
+            // Each sample is where it was written: no slot of the ring was reused early.
+            for (j, p) in c.positions.enumerated() where p + 1024 <= resume { #expect(c.firstSample[j] == 0 || p < 49_152) }
+        } else {
+            Issue.record("nothing mixed after the resume")
+        }
+        for (i, p) in c.positions.enumerated() where i > 0 { #expect(p == c.positions[i - 1] + 1024) }
+    }
+
+    @Test func resumeAfterLongPauseSkipsButLosesNothing() {
+        // 30 s: longer than maxSilenceFrames, so the output skips forward instead of
+        // encoding 30 s of silence; the app's earlier start must still not be late.
+        var held: Int64 = 0, pauseEnd: Int64 = 0
+        let (m, _, late) = pauseThenResume(gapFrames: 48_000 * 30, heldAtResume: &held, heldAtPauseEnd: &pauseEnd)
+        #expect(late == 0)
+        // Silence kept flowing in real time through the pause: nothing to skip at the resume.
+        #expect(m.skippedFrames == 0)
+        #expect(pauseEnd > 48_128 + 48_000 * 30 - 7_200 - 2 * 1_024 - 2 * 1_024)
+    }
 }

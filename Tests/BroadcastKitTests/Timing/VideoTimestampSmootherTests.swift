@@ -1,0 +1,139 @@
+import Testing
+@testable import BroadcastKit
+
+@Suite struct VideoTimestampSmootherTests {
+    /// Feeds frames captured at `truth(n)` with ±`jitterMs` uniform jitter; returns the worst
+    /// |output - truth| in ms over frames from `settleFrames` on, and the smoother.
+    func run(fps: Int, frames: Int, jitterMs: Double, seed: UInt64, settleFrames: Int,
+             truth: (Int) -> Double) -> (worstMs: Double, smoother: VideoTimestampSmoother) {
+        var s = VideoTimestampSmoother(fps: fps)
+        var rng = SeededRandom(state: seed)
+        var worst = 0.0
+        var last = Int64.min
+        let base: Int64 = 5_000_000_000_000  // an absolute CLOCK_MONOTONIC-like origin
+        for n in 0..<frames {
+            let j = jitterMs == 0 ? 0 : Double.random(in: -jitterMs...jitterMs, using: &rng) * 1e6
+            let t = truth(n)
+            let out = s.smooth(base + Int64((t + j).rounded()))
+            #expect(out > last)
+            last = out
+            if n >= settleFrames { worst = max(worst, abs(Double(out - base) - t) / 1e6) }
+        }
+        return (worst, s)
+    }
+
+    @Test func absorbsFifteenMillisecondJitterAt30fps() {
+        for seed: UInt64 in [1, 2, 3] {
+            let r = run(fps: 30, frames: 30 * 120, jitterMs: 15, seed: seed, settleFrames: 30 * 5) {
+                Double($0) * 1e9 / 30
+            }
+            // Raw PTS are off by up to 15 ms; smoothed ones by a few ms at most.
+            #expect(r.worstMs < 5, "seed \(seed): worst \(r.worstMs) ms")
+            #expect(r.smoother.reanchors == 0)
+            #expect(r.smoother.corrections > 30 * 100)
+        }
+    }
+
+    @Test func tracks300ppmFastClockForAnHour() {
+        // The capture clock runs 300 ppm fast: frames arrive every 33.323 ms of monotonic time.
+        let period = 1e9 / 30 / (1 + 300e-6)
+        let clean = run(fps: 30, frames: 30 * 3600, jitterMs: 0, seed: 9, settleFrames: 30 * 10) {
+            Double($0) * period
+        }
+        #expect(clean.worstMs < 0.5, "worst \(clean.worstMs) ms")
+        #expect(clean.smoother.reanchors == 0)
+        #expect(abs(clean.smoother.trackedPeriodNs / period - 1) < 10e-6)
+        let jittered = run(fps: 30, frames: 30 * 3600, jitterMs: 15, seed: 10, settleFrames: 30 * 10) {
+            Double($0) * period
+        }
+        // No slow build-up: the error an hour in is as small as after ten seconds.
+        #expect(jittered.worstMs < 6, "worst \(jittered.worstMs) ms")
+        #expect(jittered.smoother.reanchors == 0)
+    }
+
+    @Test func reanchorsOnOneSecondJump() {
+        var s = VideoTimestampSmoother(fps: 30)
+        let period: Int64 = 33_333_333
+        var t: Int64 = 1_000_000_000
+        for _ in 0..<60 { _ = s.smooth(t); t += period }
+        #expect(s.isLocked)
+        // The source jumps 1 s plus a third of a frame ahead (a clock step, a restart).
+        t += 1_000_000_000 + period / 3
+        let first = s.smooth(t)
+        #expect(abs(first - t) <= period / 2, "the first frame after a jump stays near its PTS")
+        var worstLate: Int64 = 0
+        for n in 0..<60 {
+            t += period
+            let out = s.smooth(t)
+            if n >= 15 { worstLate = max(worstLate, abs(out - t)) }
+        }
+        // Within half a second the grid sits on the new phase.
+        #expect(worstLate < 1_000_000, "follows the new phase: \(worstLate) ns")
+        #expect(s.reanchors == 1)
+        #expect(s.isLocked)
+        // A jump far beyond a pause (an hour) re-anchors at once on the raw PTS.
+        t += 3_600_000_000_000 + period / 3
+        #expect(s.smooth(t) == t)
+        #expect(s.reanchors == 2)
+    }
+
+    @Test func pauseOfAFrameClockKeepsItsGrid() {
+        // 30 fps with ±15 ms jitter, 3 s without frames, then the same clock again: the first
+        // frame after the pause lands on its true time, not on its jittered PTS.
+        var s = VideoTimestampSmoother(fps: 30)
+        var rng = SeededRandom(state: 21)
+        var worstFirst = 0.0
+        let base: Int64 = 9_000_000_000
+        for n in 0..<(30 * 200) {
+            let second = n / 30
+            if second % 20 >= 17 { continue }   // a 3 s pause every 20 s
+            let truth = Double(n) * 1e9 / 30
+            let j = Double.random(in: -15...15, using: &rng) * 1e6
+            let out = s.smooth(base + Int64((truth + j).rounded()))
+            if n % 600 == 0 && n > 0 { worstFirst = max(worstFirst, abs(Double(out - base) - truth) / 1e6) }
+        }
+        #expect(worstFirst < 5, "first frame after a pause off by \(worstFirst) ms")
+        #expect(s.reanchors <= 1)
+    }
+
+    @Test func handles60fps() {
+        let clean = run(fps: 60, frames: 60 * 60, jitterMs: 0, seed: 4, settleFrames: 0) { Double($0) * 1e9 / 60 }
+        #expect(clean.worstMs < 0.01, "worst \(clean.worstMs) ms")
+        #expect(clean.smoother.corrections == 0)
+        let jittered = run(fps: 60, frames: 60 * 60, jitterMs: 5, seed: 5, settleFrames: 60 * 5) {
+            Double($0) * 1e9 / 60
+        }
+        #expect(jittered.worstMs < 2.5, "worst \(jittered.worstMs) ms")
+        #expect(jittered.smoother.reanchors == 0)
+    }
+
+    @Test func passesVariableRateInputThrough() {
+        // A damage-driven screen source at nominal 30 fps: frames 5..120 ms apart.
+        var s = VideoTimestampSmoother(fps: 30)
+        var rng = SeededRandom(state: 77)
+        var t: Int64 = 2_000_000_000
+        var last = Int64.min
+        var unchanged = 0
+        let n = 3_000
+        for _ in 0..<n {
+            t += Int64(Double.random(in: 5...120, using: &rng) * 1e6)
+            let out = s.smooth(t)
+            #expect(out > last)
+            #expect(abs(out - t) <= 20_000_000, "moved \(out - t) ns")
+            if out == t { unchanged += 1 }
+            last = out
+        }
+        #expect(unchanged >= n * 99 / 100, "\(unchanged) of \(n) unchanged")
+    }
+
+    @Test func shortDropsKeepTheGrid() {
+        var s = VideoTimestampSmoother(fps: 30)
+        let period = 1e9 / 30
+        for n in 0..<300 where n % 50 != 49 {   // every 50th frame dropped by the capture
+            let t = 1_000_000_000 + Int64((Double(n) * period).rounded())
+            _ = s.smooth(t)
+        }
+        #expect(s.isLocked)
+        #expect(s.reanchors == 0)
+    }
+}
