@@ -201,21 +201,47 @@ private final class AudioLane: @unchecked Sendable {
 
     func run(sink: SampleBufferSink, group: LaneGroup) {
         let frames = Int64(tone.framesPerBuffer)
+        let bytesPerFrame = tone.channels * tone.format.bytesPerSample
         var first: Int64 = 0
         while true {
             let start = timeline.t0 + tone.captureOffset(ofSample: first)
             if start >= timeline.end { return }
             let end = timeline.t0 + tone.captureOffset(ofSample: first + frames)
-            let deliver = !timeline.inGap(start, end)
-            let data = deliver ? UnsafeRawBufferPointer(tone.fill(from: first)) : UnsafeRawBufferPointer(start: nil, count: 0)
-            guard pacer.wait(until: end, group: group) else { return }
-            if deliver {
-                let buffer = AudioBuffer(format: tone.format, channels: tone.channels, sampleRate: tone.sampleRate,
-                                         frameCount: tone.framesPerBuffer, data: data,
-                                         pts: start + timeline.jitter(&rng))
-                sink.process(.audio(buffer), type: type)
+            // Like a real device around a pause: the samples captured before the gap and those
+            // after it are delivered (a buffer straddling an edge is cut there); none inside it.
+            // Two sample ranges of this buffer, [0, headEnd) and [tailStart, frames): the whole
+            // buffer outside a gap; the parts before and after it across an edge.
+            var headEnd = frames, tailStart = frames
+            if timeline.inGap(start, end) {
+                headEnd = start < timeline.gapStart ? firstSample(atOrAfter: timeline.gapStart, from: first, frames) : 0
+                tailStart = end > timeline.gapEnd ? firstSample(atOrAfter: timeline.gapEnd, from: first, frames) : frames
             }
+            let any = headEnd > 0 || tailStart < frames
+            let data = any ? UnsafeRawBufferPointer(tone.fill(from: first)) : UnsafeRawBufferPointer(start: nil, count: 0)
+            guard pacer.wait(until: end, group: group) else { return }
+            deliver(data, from: 0, to: headEnd, first: first, bytesPerFrame: bytesPerFrame, sink: sink)
+            deliver(data, from: tailStart, to: frames, first: first, bytesPerFrame: bytesPerFrame, sink: sink)
             first += frames
         }
+    }
+
+    /// Delivers samples [from, to) of the buffer that starts at sample `first`, stamped with the
+    /// capture time of its own first sample.
+    private func deliver(_ data: UnsafeRawBufferPointer, from: Int64, to: Int64, first: Int64, bytesPerFrame: Int,
+                         sink: SampleBufferSink) {
+        guard to > from else { return }
+        let slice = UnsafeRawBufferPointer(rebasing: data[Int(from) * bytesPerFrame..<Int(to) * bytesPerFrame])
+        let buffer = AudioBuffer(format: tone.format, channels: tone.channels, sampleRate: tone.sampleRate,
+                                 frameCount: Int(to - from), data: slice,
+                                 pts: timeline.t0 + tone.captureOffset(ofSample: first + from) + timeline.jitter(&rng))
+        sink.process(.audio(buffer), type: type)
+    }
+
+    /// The index within the buffer starting at sample `first` of its first sample captured at or
+    /// after `instant` (`frames` when none is).
+    private func firstSample(atOrAfter instant: Int64, from first: Int64, _ frames: Int64) -> Int64 {
+        var k: Int64 = 0
+        while k < frames && timeline.t0 + tone.captureOffset(ofSample: first + k) < instant { k += 1 }
+        return k
     }
 }
