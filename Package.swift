@@ -52,9 +52,9 @@ let package = Package(
         .target(
             name: "BroadcastKitC",
             dependencies: ["BroadcastKit", "CBroadcastKitABI"],
-            exclude: ["exports.map"],
+            exclude: ["exports.map", "broadcastkit.pc.in"],
             swiftSettings: [.swiftLanguageMode(.v6)],
-            linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "--version-script=" + Context.packageDirectory + "/Sources/BroadcastKitC/exports.map"])]
+            linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-soname=libbroadcastkit.so", "-Xlinker", "--version-script=" + Context.packageDirectory + "/Sources/BroadcastKitC/exports.map"])]
         ),
         // The CLI's parsing, configuration building, sources and reporting; `broadcast` is its thin driver.
         .target(
