@@ -23,7 +23,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import REPO_ROOT, BroadcastTestCase, new_key, start_ingest
+from support import REPO_ROOT, BroadcastTestCase, find_key_leaks, new_key, start_ingest
 
 BUILD_DIR = REPO_ROOT / ".build" / "release"
 LIB = BUILD_DIR / "libbroadcastkit.so"
@@ -178,3 +178,77 @@ class CABITest(BroadcastTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PythonBindingTest(BroadcastTestCase):
+    """bindings/python, used from the source tree (PYTHONPATH) against .build/release's library."""
+
+    def run_python(self, args, key: str, timeout: float = 90):
+        env = dict(os.environ, STREAM_KEY=key, PYTHONPATH=str(PY_BINDING),
+                   BROADCASTKIT_LIBRARY=str(LIB))
+        r = subprocess.run([sys.executable, *map(str, args)], env=env, capture_output=True, text=True,
+                           timeout=timeout)
+        self._captured_texts += [r.stdout, r.stderr]
+        return r
+
+    def test_example_streams_10s_and_decodes_clean(self):
+        ingest = start_ingest()
+        self.addCleanup(ingest.stop)
+        key = new_key()
+        r = self.run_python([PY_EXAMPLE, ingest.url, "--seconds", "10"], key)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        stats = out["stats"]
+        self.assertEqual(out["produced"], 300)
+        self.assertEqual(out["results"].get("accepted", 0), stats["video_frames_in"], out)
+        self.assertEqual(300, stats["video_frames_in"] + video_lane_drops(stats), out)
+        self.assertGreater(stats["video_frames_in"], 30, out)
+        rec = ingest.wait_recording(key)
+        self.track_file(rec)
+        self.assertRecordingOK(rec, expect_frames=stats["video_frames_sent"], tolerance=3, expect_width=1280,
+                               expect_height=720, expect_audio_codec="aac", expect_audio_seconds=10.0,
+                               audio_tolerance_pct=3.0)
+
+    def test_bad_frames_raise_the_stream_continues_and_the_key_never_shows(self):
+        ingest = start_ingest()
+        self.addCleanup(ingest.stop)
+        key = new_key()
+        record = self.tmp / "py.flv"
+        r = self.run_python([Path(__file__).parent / "embedding" / "py_robustness.py", ingest.url, record], key)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertEqual(out["raised"], out["expected"])
+        # Rejected in Python: nothing reached the library, so nothing was counted as malformed.
+        self.assertEqual(out["stats"]["drops"]["malformed"], 0, out["stats"])
+        self.assertGreater(out["sent_after_bad"], 10, out)
+        self.assertEqual(out["errors"].get("connect"), "ConnectError", out["errors"])
+        self.assertEqual(out["errors"].get("budget"), "MemoryBudgetError", out["errors"])
+        self.assertIn("memory plan exceeds the 20 MB budget", out["errors"]["budget_text"])
+        self.assertIn("x264 working frames", out["errors"]["budget_text"])
+        self.assertIn("started", out["events"])
+        self.assertTrue(any("rtmp://127.0.0.1" in t and "****" in t for t in out["texts"]), "repr shows the URL")
+        # texts (reprs, exception texts, events, stats) were captured: the leak check covers them.
+        self.assertEqual(find_key_leaks(texts=out["texts"]), [])
+        rec = ingest.wait_recording(key)
+        self.track_file(rec)
+        self.assertRecordingOK(rec, expect_frames=out["stats"]["video_frames_sent"], tolerance=3, expect_width=640)
+        self.assertRecordingOK(record, expect_frames=out["stats"]["video_frames_sent"], tolerance=3,
+                               expect_width=640)
+
+    def test_pip_install_from_the_repository(self):
+        target = self.tmp / "site"
+        r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+                            str(PY_BINDING)], capture_output=True, text=True, timeout=300)
+        # pip builds in bindings/python; leave the tree as it was.
+        shutil.rmtree(PY_BINDING / "build", ignore_errors=True)
+        for egg in PY_BINDING.glob("*.egg-info"):
+            shutil.rmtree(egg, ignore_errors=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        env = dict(os.environ, PYTHONPATH=str(target), BROADCASTKIT_PREFIX="", BROADCASTKIT_LIBRARY=str(LIB))
+        r = subprocess.run([sys.executable, "-c", "import broadcastkit, sys; print(broadcastkit.version()); "
+                            "print(broadcastkit.library().path)"], env=env, capture_output=True, text=True,
+                           cwd=self.tmp, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("BroadcastKit", r.stdout)
+        self.assertIn(str(target), subprocess.run([sys.executable, "-c", "import broadcastkit; print(broadcastkit.__file__)"],
+                                                  env=env, capture_output=True, text=True, cwd=self.tmp).stdout)

@@ -89,7 +89,8 @@ def _candidates() -> list[str]:
             pass
     # Used from the source tree: bindings/python/broadcastkit -> repository root.
     here = Path(__file__).resolve()
-    for root in (here.parents[3], Path.cwd()):
+    roots = [here.parents[3]] if len(here.parents) > 3 else []
+    for root in (*roots, Path.cwd()):
         out.append(str(root / ".build" / "release" / LIB_NAME))
     found = ctypes.util.find_library("broadcastkit")
     if found:
