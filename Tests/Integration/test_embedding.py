@@ -180,6 +180,54 @@ if __name__ == "__main__":
     unittest.main()
 
 
+def readme_example(kind: str) -> str:
+    """The README code block marked `<!-- ci: KIND -->`."""
+    m = re.search(r"<!-- ci: " + kind + r" -->\s*```\w+\n(.*?)```", (REPO_ROOT / "README.md").read_text(), re.S)
+    if not m:
+        raise AssertionError(f"README has no <!-- ci: {kind} --> example")
+    return m.group(1)
+
+
+class ReadmeExamplesTest(BroadcastTestCase):
+    """The README's C and Python examples, exactly as printed, against a private ingest."""
+
+    def test_readme_c_example(self):
+        installed = InstalledPrefix()
+        self.addCleanup(installed.cleanup)
+        src = installed.dir / "hello.c"
+        src.write_text(readme_example("c"))
+        r = installed.compile(src, installed.dir / "hello")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ingest = start_ingest()
+        self.addCleanup(ingest.stop)
+        key = new_key()
+        r = subprocess.run([str(installed.dir / "hello"), ingest.url], env=dict(os.environ, STREAM_KEY=key),
+                           capture_output=True, text=True, timeout=60)
+        self._captured_texts += [r.stdout, r.stderr]
+        self.assertEqual(r.returncode, 0, r.stderr)
+        stats = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertEqual(90, stats["video_frames_in"] + video_lane_drops(stats), stats)
+        self.assertRecordingOK(ingest.wait_recording(key), expect_frames=stats["video_frames_sent"], tolerance=3,
+                               expect_width=640, expect_audio_codec="aac")
+
+    def test_readme_python_example(self):
+        ingest = start_ingest()
+        self.addCleanup(ingest.stop)
+        key = new_key()
+        script = self.tmp / "hello.py"
+        script.write_text(readme_example("python"))
+        env = dict(os.environ, STREAM_KEY=key, BROADCAST_URL=ingest.url, PYTHONPATH=str(PY_BINDING),
+                   BROADCASTKIT_LIBRARY=str(LIB))
+        r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=60)
+        self._captured_texts += [r.stdout, r.stderr]
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("started", r.stdout)
+        sent = int(r.stdout.strip().splitlines()[-1].split()[0])
+        self.assertGreater(sent, 10)
+        self.assertRecordingOK(ingest.wait_recording(key), expect_frames=sent, tolerance=3, expect_width=640,
+                               expect_audio_codec="aac")
+
+
 class PythonBindingTest(BroadcastTestCase):
     """bindings/python, used from the source tree (PYTHONPATH) against .build/release's library."""
 
