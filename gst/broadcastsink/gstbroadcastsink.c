@@ -175,8 +175,10 @@ static gboolean start_session(GstBroadcastSink *self, int in_width, int in_heigh
         const char *msg = bk_session_last_error(s);
         const char *nl = strchr(msg, '\n');
         gchar *first = g_strndup(msg, nl ? (gsize)(nl - msg) : strlen(msg));
+        if (nl && g_str_has_suffix(first, ":")) first[strlen(first) - 1] = '\0';
         if (st == BK_ERR_MEMORY_BUDGET)
-            GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("%s", first), ("memory plan:\n%s", nl ? nl + 1 : ""));
+            GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("%s (memory-budget=%s; the plan follows)", first,
+                                                               self->memory_budget), ("memory plan:\n%s", nl ? nl + 1 : ""));
         else if (st == BK_ERR_CONNECT)
             GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE, ("%s", first), (NULL));
         else
@@ -492,12 +494,15 @@ static void finalize(GObject *object) {
     G_OBJECT_CLASS(gst_broadcast_sink_parent_class)->finalize(object);
 }
 
+static void constructed(GObject *object);
+
 static void gst_broadcast_sink_class_init(GstBroadcastSinkClass *klass) {
     GObjectClass *oc = G_OBJECT_CLASS(klass);
     GstElementClass *ec = GST_ELEMENT_CLASS(klass);
     oc->set_property = set_property;
     oc->get_property = get_property;
     oc->finalize = finalize;
+    oc->constructed = constructed;
     ec->change_state = change_state;
     const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
     g_object_class_install_property(oc, PROP_LOCATION, g_param_spec_string("location", "Location",
@@ -554,6 +559,15 @@ static void gst_broadcast_sink_init(GstBroadcastSink *self) {
     self->keyframe_interval = 2;
     self->sync = TRUE;
     GST_OBJECT_FLAG_SET(self, GST_ELEMENT_FLAG_SINK);
+}
+
+/* The first instance in a process is named "broadcastsink" (not "broadcastsink0"), so that
+ * gst-launch's `... ! broadcastsink.app_audio` finds it without name=; later ones get the usual
+ * numbered names, and name= always wins (it is set after construction). */
+static void constructed(GObject *object) {
+    static gint instances;
+    G_OBJECT_CLASS(gst_broadcast_sink_parent_class)->constructed(object);
+    if (g_atomic_int_add(&instances, 1) == 0) gst_object_set_name(GST_OBJECT(object), "broadcastsink");
 }
 
 static gboolean plugin_init(GstPlugin *plugin) {
