@@ -47,8 +47,11 @@
  * process call: video is converted straight into a pooled encoder frame, audio copied into the
  * lane's ring. In steady state the process calls make no heap allocation.
  *
- * SECRETS. bk_config_add_rtmp() copies the key; the config's copy is wiped (zeroed) when it is
- * replaced or the config freed. The caller should wipe its own copy after the call.
+ * SECRETS. bk_config_add_rtmp() copies the key; the config's copy is wiped (zeroed) when the
+ * destinations are cleared or the config freed, so free the config right after bk_session_new().
+ * The caller should wipe its own copy after bk_config_add_rtmp(). A session keeps the key while it
+ * lives (it reconnects with it; the URL copy handed to librtmp is zeroed after each connect) and
+ * releases it in bk_session_free(). No message, event, stats field or log line contains it.
  */
 #ifndef BROADCASTKIT_H
 #define BROADCASTKIT_H
