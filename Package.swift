@@ -7,6 +7,8 @@ let package = Package(
         .library(name: "BroadcastKit", targets: ["BroadcastKit"]),
         .library(name: "BroadcastCapture", targets: ["BroadcastCapture"]),
         .executable(name: "broadcast", targets: ["broadcast"]),
+        // The C ABI (include/broadcastkit.h) as libbroadcastkit.so, for C, Python (ctypes) and GStreamer.
+        .library(name: "broadcastkit", type: .dynamic, targets: ["BroadcastKitC"]),
     ],
     targets: [
         // No pkgConfig: x264.pc adds -DX264_API_IMPORTS (a Windows-only flag SwiftPM refuses); its header and
@@ -43,6 +45,16 @@ let package = Package(
             name: "BroadcastCapture",
             dependencies: ["BroadcastKit", "CPipeWireShim", "CSystemd"],
             swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
+        // The C ABI: broadcastkit.h (types and declarations, installed as is) and its Swift implementation
+        // (@_cdecl functions over the public API). Only bk_* symbols are exported from the shared library.
+        .target(name: "CBroadcastKitABI"),
+        .target(
+            name: "BroadcastKitC",
+            dependencies: ["BroadcastKit", "CBroadcastKitABI"],
+            exclude: ["exports.map", "broadcastkit.pc.in"],
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-soname=libbroadcastkit.so", "-Xlinker", "--version-script=" + Context.packageDirectory + "/Sources/BroadcastKitC/exports.map"])]
         ),
         // The CLI's parsing, configuration building, sources and reporting; `broadcast` is its thin driver.
         .target(

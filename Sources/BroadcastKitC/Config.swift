@@ -1,0 +1,227 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BroadcastKit
+import CBroadcastKitABI
+
+/// A destination as the C side configured it. The stream key stays in C memory we own, so it can
+/// be wiped: it becomes a Swift String only when a session is built from the config.
+enum CDestination {
+    case rtmp(url: String, key: UnsafeMutablePointer<CChar>)
+    case file(String)
+}
+
+/// Behind `bk_config *`.
+final class ConfigBox {
+    var configuration = BroadcastConfiguration.default
+    var destinations: [CDestination] = []
+    /// nil: the fixed default; -1: resolve like the CLI (cgroup aware); else explicit bytes.
+    var memoryBudget: Int64?
+    var lastError: UnsafeMutablePointer<CChar>?
+
+    init() {
+        configuration.encoderName = "BroadcastKit C ABI \(ABIInfo.versionNumber)"
+        configuration.memoryBudgetSource = "default"
+    }
+
+    deinit {
+        clearDestinations()
+        free(lastError)
+    }
+
+    func clearDestinations() {
+        for d in destinations {
+            if case .rtmp(_, let key) = d { wipeAndFree(key) }
+        }
+        destinations.removeAll()
+    }
+
+    func fail(_ status: bk_status, _ message: String) -> bk_status {
+        free(lastError)
+        lastError = strdup(message)
+        return status
+    }
+
+    /// The Swift configuration a session runs with (the key is copied into a String here).
+    func build() -> BroadcastConfiguration {
+        var c = configuration
+        c.destinations = destinations.map {
+            switch $0 {
+            case .rtmp(let url, let key): return .rtmp(url: url, streamKey: String(cString: key))
+            case .file(let path): return .file(path: path)
+            }
+        }
+        switch memoryBudget {
+        case nil:
+            break
+        case .some(let b) where b == Int64(BK_MEMORY_BUDGET_AUTO):
+            let r = MemoryBudget.resolve(explicit: nil)
+            c.memoryBudgetBytes = r.bytes
+            c.memoryBudgetSource = r.source
+        case .some(let b):
+            c.memoryBudgetBytes = Int(b)
+            c.memoryBudgetSource = "bk_config_set_memory_budget"
+        }
+        return c
+    }
+}
+
+/// Zeroes a C string in a way the optimiser keeps, then frees it.
+func wipeAndFree(_ p: UnsafeMutablePointer<CChar>) {
+    explicit_bzero(p, strlen(p))
+    free(p)
+}
+
+@inline(__always)
+func configBox(_ p: OpaquePointer?) -> ConfigBox? {
+    guard let p else { return nil }
+    return Unmanaged<ConfigBox>.fromOpaque(UnsafeRawPointer(p)).takeUnretainedValue()
+}
+
+private let emptyCString: StaticString = ""
+
+func staticCString(_ s: StaticString) -> UnsafePointer<CChar> {
+    UnsafeRawPointer(s.utf8Start).assumingMemoryBound(to: CChar.self)
+}
+
+@_cdecl("bk_config_new")
+public func _bkConfigNew() -> OpaquePointer? {
+    OpaquePointer(Unmanaged.passRetained(ConfigBox()).toOpaque())
+}
+
+@_cdecl("bk_config_free")
+public func _bkConfigFree(_ p: OpaquePointer?) {
+    guard let p else { return }
+    Unmanaged<ConfigBox>.fromOpaque(UnsafeRawPointer(p)).release()
+}
+
+@_cdecl("bk_config_last_error")
+public func _bkConfigLastError(_ p: OpaquePointer?) -> UnsafePointer<CChar> {
+    guard let c = configBox(p), let e = c.lastError else { return staticCString(emptyCString) }
+    return UnsafePointer(e)
+}
+
+private let presets: Set<String> = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium"]
+
+@_cdecl("bk_config_set_video")
+public func _bkConfigSetVideo(_ p: OpaquePointer?, _ width: Int32, _ height: Int32, _ fps: Int32,
+                              _ kbps: Int32) -> bk_status {
+    guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    guard (16...8192).contains(width), (16...8192).contains(height), width % 2 == 0, height % 2 == 0 else {
+        return c.fail(BK_ERR_INVALID_ARGUMENT, "video size \(width)x\(height): width and height must be even, 16..8192")
+    }
+    guard (1...240).contains(fps) else { return c.fail(BK_ERR_INVALID_ARGUMENT, "fps \(fps) outside 1..240") }
+    guard kbps > 0, kbps <= 200_000 else {
+        return c.fail(BK_ERR_INVALID_ARGUMENT, "video bitrate \(kbps) kbps outside 1..200000")
+    }
+    var v = c.configuration.video
+    v = VideoEncoderSettings(width: Int(width), height: Int(height), fps: Int(fps), bitrateKbps: Int(kbps),
+                             keyframeIntervalSeconds: v.keyframeIntervalSeconds, preset: v.preset)
+    c.configuration.video = v
+    return BK_OK
+}
+
+@_cdecl("bk_config_set_preset")
+public func _bkConfigSetPreset(_ p: OpaquePointer?, _ preset: UnsafePointer<CChar>?) -> bk_status {
+    guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    guard let preset else { return c.fail(BK_ERR_INVALID_ARGUMENT, "preset is NULL") }
+    let name = String(cString: preset)
+    guard presets.contains(name) else {
+        return c.fail(BK_ERR_INVALID_ARGUMENT,
+                      "unknown x264 preset '\(name)' (ultrafast, superfast, veryfast, faster, fast, medium)")
+    }
+    c.configuration.video.preset = name
+    return BK_OK
+}
+
+@_cdecl("bk_config_set_keyframe_interval")
+public func _bkConfigSetKeyframeInterval(_ p: OpaquePointer?, _ seconds: Int32) -> bk_status {
+    guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    guard (1...20).contains(seconds) else { return c.fail(BK_ERR_INVALID_ARGUMENT, "keyframe interval \(seconds) s outside 1..20") }
+    c.configuration.video.keyframeIntervalSeconds = Int(seconds)
+    return BK_OK
+}
+
+@_cdecl("bk_config_set_audio")
+public func _bkConfigSetAudio(_ p: OpaquePointer?, _ codec: bk_audio_codec, _ kbps: Int32) -> bk_status {
+    guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    switch codec {
+    case BK_AUDIO_NONE:
+        c.configuration.hasAudio = false
+        return BK_OK
+    case BK_AUDIO_AAC:
+        guard (32...320).contains(kbps) else { return c.fail(BK_ERR_INVALID_ARGUMENT, "AAC bitrate \(kbps) kbps outside 32..320") }
+        c.configuration.audio = AudioEncoderSettings(codec: .aac, bitrateKbps: Int(kbps))
+    case BK_AUDIO_OPUS:
+        guard (16...510).contains(kbps) else { return c.fail(BK_ERR_INVALID_ARGUMENT, "Opus bitrate \(kbps) kbps outside 16..510") }
+        c.configuration.audio = AudioEncoderSettings(codec: .opus, bitrateKbps: Int(kbps))
+    default:
+        return c.fail(BK_ERR_INVALID_ARGUMENT, "unknown audio codec \(codec.rawValue)")
+    }
+    c.configuration.hasAudio = true
+    return BK_OK
+}
+
+@_cdecl("bk_config_add_rtmp")
+public func _bkConfigAddRTMP(_ p: OpaquePointer?, _ url: UnsafePointer<CChar>?, _ key: UnsafePointer<CChar>?) -> bk_status {
+    guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    guard let url, let key else { return c.fail(BK_ERR_INVALID_ARGUMENT, "RTMP URL or stream key is NULL") }
+    let u = String(cString: url)
+    // Validate the base URL alone, so no message can hold the key; a key inside `url` stays allowed.
+    do {
+        _ = try RTMPURL(url: u, streamKey: "")
+    } catch {
+        return c.fail(BK_ERR_CONFIGURATION, error.description)
+    }
+    guard let copy = strdup(key) else { return c.fail(BK_ERR_CONFIGURATION, "out of memory") }
+    c.destinations.append(.rtmp(url: u, key: copy))
+    return BK_OK
+}
+
+@_cdecl("bk_config_add_file")
+public func _bkConfigAddFile(_ p: OpaquePointer?, _ path: UnsafePointer<CChar>?) -> bk_status {
+    guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    guard let path, path.pointee != 0 else { return c.fail(BK_ERR_INVALID_ARGUMENT, "file path is NULL or empty") }
+    c.destinations.append(.file(String(cString: path)))
+    return BK_OK
+}
+
+@_cdecl("bk_config_clear_destinations")
+public func _bkConfigClearDestinations(_ p: OpaquePointer?) {
+    configBox(p)?.clearDestinations()
+}
+
+@_cdecl("bk_config_set_memory_budget")
+public func _bkConfigSetMemoryBudget(_ p: OpaquePointer?, _ bytes: Int64) -> bk_status {
+    guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    guard bytes >= 0 || bytes == Int64(BK_MEMORY_BUDGET_AUTO) else {
+        return c.fail(BK_ERR_INVALID_ARGUMENT, "memory budget \(bytes) is negative (0 disables, -1 is automatic)")
+    }
+    c.memoryBudget = bytes
+    return BK_OK
+}
+
+@_cdecl("bk_config_set_reconnect")
+public func _bkConfigSetReconnect(_ p: OpaquePointer?, _ attempts: Int32, _ delay: Double) -> bk_status {
+    guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    guard attempts >= -1, delay >= 0, delay <= 300, delay.isFinite else {
+        return c.fail(BK_ERR_INVALID_ARGUMENT, "reconnect attempts \(attempts) (>= -1) or delay \(delay) s (0..300) out of range")
+    }
+    c.configuration.reconnect = ReconnectPolicy(maxAttempts: Int(attempts), initialDelaySeconds: delay)
+    return BK_OK
+}
+
+@_cdecl("bk_config_set_adaptive_bitrate")
+public func _bkConfigSetAdaptiveBitrate(_ p: OpaquePointer?, _ enabled: Int32) -> bk_status {
+    guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    c.configuration.adaptiveBitrate = enabled != 0
+    return BK_OK
+}
+
+@_cdecl("bk_config_set_capture_reserve")
+public func _bkConfigSetCaptureReserve(_ p: OpaquePointer?, _ bytes: Int64) -> bk_status {
+    guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    guard bytes >= 0 else { return c.fail(BK_ERR_INVALID_ARGUMENT, "capture reserve \(bytes) is negative") }
+    c.configuration.captureReserveBytes = Int(bytes)
+    return BK_OK
+}

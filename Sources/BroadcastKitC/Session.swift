@@ -1,0 +1,249 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import BroadcastKit
+import CBroadcastKitABI
+import Synchronization
+
+/// The C event callback and its user pointer, handed to session threads.
+struct EventTarget: @unchecked Sendable {
+    let callback: bk_event_callback
+    let userData: UnsafeMutableRawPointer?
+
+    func deliver(_ event: BroadcastEvent) {
+        var type = BK_EVENT_WARNING
+        var message = ""
+        var e = bk_event()
+        switch event {
+        case .started(let names): type = BK_EVENT_STARTED; message = names.joined(separator: ", ")
+        case .warning(let m): type = BK_EVENT_WARNING; message = m
+        case .reconnecting(let attempt, let delay):
+            type = BK_EVENT_RECONNECTING; e.attempt = Int32(clamping: attempt); e.delay_seconds = delay
+            message = "reconnecting (attempt \(attempt), in \(delay) s)"
+        case .reconnected(let count): type = BK_EVENT_RECONNECTED; e.reconnects = Int32(clamping: count); message = "reconnected"
+        case .failed(let m): type = BK_EVENT_FAILED; message = m
+        case .finished: type = BK_EVENT_FINISHED
+        }
+        e.type = type
+        message.withCString { m in
+            e.message = m
+            callback(&e, userData)
+        }
+    }
+}
+
+/// Behind `bk_session *`.
+final class SessionBox: @unchecked Sendable {
+    let session: BroadcastSession
+    /// The strdup'ed message of the last failure, as an address (0: none).
+    private let errorText = Mutex<Int>(0)
+    /// What `finish` returned, so a second call answers the same.
+    var finishStatus: bk_status?
+
+    init(configuration: BroadcastConfiguration) {
+        session = BroadcastSession(configuration: configuration)
+    }
+
+    deinit {
+        errorText.withLock { free(UnsafeMutableRawPointer(bitPattern: $0)); $0 = 0 }
+    }
+
+    func fail(_ status: bk_status, _ message: String) -> bk_status {
+        let copy = Int(bitPattern: strdup(message))
+        errorText.withLock { free(UnsafeMutableRawPointer(bitPattern: $0)); $0 = copy }
+        return status
+    }
+
+    func fail(_ error: BroadcastError) -> bk_status {
+        switch error {
+        case .configuration: return fail(BK_ERR_CONFIGURATION, error.description)
+        case .memoryBudget: return fail(BK_ERR_MEMORY_BUDGET, error.description)
+        case .connect: return fail(BK_ERR_CONNECT, error.description)
+        case .streaming: return fail(BK_ERR_STREAMING, error.description)
+        }
+    }
+
+    var lastError: UnsafePointer<CChar>? { UnsafePointer(bitPattern: errorText.withLock { $0 }) }
+}
+
+@inline(__always)
+func sessionBox(_ p: OpaquePointer?) -> SessionBox? {
+    guard let p else { return nil }
+    return Unmanaged<SessionBox>.fromOpaque(UnsafeRawPointer(p)).takeUnretainedValue()
+}
+
+@_cdecl("bk_session_new")
+public func _bkSessionNew(_ cfg: OpaquePointer?) -> OpaquePointer? {
+    guard let c = configBox(cfg) else { return nil }
+    return OpaquePointer(Unmanaged.passRetained(SessionBox(configuration: c.build())).toOpaque())
+}
+
+@_cdecl("bk_session_free")
+public func _bkSessionFree(_ p: OpaquePointer?) {
+    guard let p else { return }
+    let box = Unmanaged<SessionBox>.fromOpaque(UnsafeRawPointer(p))
+    let s = box.takeUnretainedValue().session
+    if s.state == .running { s.finish() }
+    s.onEvent = nil
+    box.release()
+}
+
+@_cdecl("bk_session_last_error")
+public func _bkSessionLastError(_ p: OpaquePointer?) -> UnsafePointer<CChar> {
+    sessionBox(p)?.lastError ?? staticCString("")
+}
+
+@_cdecl("bk_session_set_event_callback")
+public func _bkSessionSetEventCallback(_ p: OpaquePointer?, _ cb: bk_event_callback?,
+                                       _ user: UnsafeMutableRawPointer?) -> bk_status {
+    guard let box = sessionBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    guard box.session.state == .idle else { return box.fail(BK_ERR_STATE, "the event callback can only be set before start") }
+    if let cb {
+        let target = EventTarget(callback: cb, userData: user)
+        box.session.onEvent = { target.deliver($0) }
+    } else {
+        box.session.onEvent = nil
+    }
+    return BK_OK
+}
+
+@_cdecl("bk_session_prepare")
+public func _bkSessionPrepare(_ p: OpaquePointer?) -> bk_status {
+    guard let box = sessionBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    do {
+        try box.session.prepare()
+        return BK_OK
+    } catch {
+        return box.fail(error)
+    }
+}
+
+@_cdecl("bk_session_memory_plan")
+public func _bkSessionMemoryPlan(_ p: OpaquePointer?) -> UnsafeMutablePointer<CChar>? {
+    guard let box = sessionBox(p) else { return nil }
+    do {
+        let plan = try box.session.prepare()
+        var text = plan.description
+        if let note = box.session.downgradeNote { text = note + "\n" + text }
+        return strdup(text)
+    } catch {
+        _ = box.fail(error)
+        return nil
+    }
+}
+
+@_cdecl("bk_session_start")
+public func _bkSessionStart(_ p: OpaquePointer?) -> bk_status {
+    guard let box = sessionBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    guard box.session.state == .idle else { return box.fail(BK_ERR_STATE, "session already started") }
+    do {
+        try box.session.start()
+        return BK_OK
+    } catch {
+        return box.fail(error)
+    }
+}
+
+@inline(__always)
+func cResult(_ r: ProcessResult) -> bk_process_result {
+    switch r {
+    case .accepted: return BK_ACCEPTED
+    case .notRunning: return BK_NOT_RUNNING
+    case .dropped(let reason):
+        switch reason {
+        case .encoderBusy: return BK_DROPPED_ENCODER_BUSY
+        case .audioLaneFull: return BK_DROPPED_AUDIO_LANE_FULL
+        case .malformed: return BK_DROPPED_MALFORMED
+        case .backwardsTimestamp: return BK_DROPPED_BACKWARDS_TIMESTAMP
+        case .wrongLane: return BK_DROPPED_WRONG_LANE
+        case .congestionPFrame: return BK_DROPPED_CONGESTION_P_FRAME
+        case .congestionUntilIDR: return BK_DROPPED_CONGESTION_UNTIL_IDR
+        case .queueFull: return BK_DROPPED_QUEUE_FULL
+        case .encoderError: return BK_DROPPED_ENCODER_ERROR
+        }
+    }
+}
+
+// The two process entry points wrap the caller's pointers in a VideoFrame/AudioBuffer (plain
+// structs on the stack) and call the Swift API: no copy, no allocation.
+
+@_cdecl("bk_session_process_video")
+public func _bkSessionProcessVideo(_ p: OpaquePointer?, _ f: UnsafePointer<bk_video_frame>?) -> bk_process_result {
+    guard let box = sessionBox(p), let f else { return BK_INVALID_BUFFER }
+    let c = f.pointee
+    let format: PixelFormat
+    switch c.format {
+    case BK_PIXEL_BGRA: format = .bgra
+    case BK_PIXEL_BGRX: format = .bgrx
+    case BK_PIXEL_RGBA: format = .rgba
+    case BK_PIXEL_RGBX: format = .rgbx
+    case BK_PIXEL_NV12: format = .nv12
+    case BK_PIXEL_I420: format = .i420
+    default: return BK_INVALID_BUFFER
+    }
+    let frame = VideoFrame(width: Int(c.width), height: Int(c.height), format: format,
+                           planes: c.planes,
+                           strides: (Int(c.strides.0), Int(c.strides.1), Int(c.strides.2)),
+                           planeSizes: (Int(c.plane_sizes.0), Int(c.plane_sizes.1), Int(c.plane_sizes.2)),
+                           pts: c.pts_ns)
+    return cResult(box.session.process(.video(frame), type: .video))
+}
+
+@_cdecl("bk_session_process_audio")
+public func _bkSessionProcessAudio(_ p: OpaquePointer?, _ lane: bk_audio_lane,
+                                   _ a: UnsafePointer<bk_audio_buffer>?) -> bk_process_result {
+    guard let box = sessionBox(p), let a else { return BK_INVALID_BUFFER }
+    let type: SampleBufferType
+    switch lane {
+    case BK_LANE_APP_AUDIO: type = .appAudio
+    case BK_LANE_MIC_AUDIO: type = .micAudio
+    default: return BK_INVALID_BUFFER
+    }
+    let c = a.pointee
+    let format: SampleFormat
+    switch c.format {
+    case BK_SAMPLE_S16: format = .s16
+    case BK_SAMPLE_F32: format = .f32
+    default: return BK_INVALID_BUFFER
+    }
+    let size = c.data == nil ? 0 : Int(max(0, c.data_size))
+    let audio = AudioBuffer(format: format, channels: Int(c.channels), sampleRate: Int(c.sample_rate),
+                            frameCount: Int(c.frame_count), data: UnsafeRawBufferPointer(start: c.data, count: size),
+                            pts: c.pts_ns)
+    return cResult(box.session.process(.audio(audio), type: type))
+}
+
+@_cdecl("bk_session_finish")
+public func _bkSessionFinish(_ p: OpaquePointer?) -> bk_status {
+    guard let box = sessionBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    if let done = box.finishStatus { return done }
+    box.session.finish()
+    var status = BK_OK
+    if let failure = box.session.failure { status = box.fail(BK_ERR_STREAMING, failure.description) }
+    if box.session.state == .finished { box.finishStatus = status }
+    return status
+}
+
+@_cdecl("bk_session_state")
+public func _bkSessionState(_ p: OpaquePointer?) -> bk_state {
+    guard let box = sessionBox(p) else { return BK_STATE_FAILED }
+    switch box.session.state {
+    case .idle: return BK_STATE_IDLE
+    case .running: return BK_STATE_RUNNING
+    case .finishing: return BK_STATE_FINISHING
+    case .finished: return BK_STATE_FINISHED
+    case .failed: return BK_STATE_FAILED
+    }
+}
+
+@_cdecl("bk_session_status")
+public func _bkSessionStatus(_ p: OpaquePointer?) -> UnsafePointer<CChar> {
+    guard let box = sessionBox(p) else { return staticCString("failed") }
+    switch box.session.statusText {
+    case "connecting": return staticCString("connecting")
+    case "live": return staticCString("live")
+    case "reconnecting": return staticCString("reconnecting")
+    case "finished": return staticCString("finished")
+    default: return staticCString("failed")
+    }
+}

@@ -1,0 +1,407 @@
+"""The Pythonic face of libbroadcastkit: Session (a context manager), numpy frames, dict stats."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import re
+import sys
+import threading
+import traceback
+from dataclasses import dataclass
+from typing import Callable, Optional, Union
+
+import numpy as np
+
+from . import _abi
+
+_lib: Optional[ctypes.CDLL] = None
+_lib_lock = threading.Lock()
+
+
+def library() -> ctypes.CDLL:
+    """The loaded libbroadcastkit (see _abi.load for where it is looked for)."""
+    global _lib
+    with _lib_lock:
+        if _lib is None:
+            _lib = _abi.load()
+        return _lib
+
+
+def version() -> str:
+    return library().bk_version().decode()
+
+
+def now_ns() -> int:
+    """CLOCK_MONOTONIC in ns: the clock frame and audio timestamps are expected on."""
+    return library().bk_now_ns()
+
+
+def apply_process_tuning() -> None:
+    """Two malloc arenas and no transparent huge pages for this process (what the CLI does)."""
+    library().bk_process_tuning_apply()
+
+
+class BroadcastError(Exception):
+    """A failed library call; `status` is the bk_status code. Texts never contain the stream key."""
+
+    def __init__(self, message: str, status: int = _abi.ERR_INVALID_ARGUMENT):
+        super().__init__(message)
+        self.status = status
+
+
+class ConfigurationError(BroadcastError):
+    pass
+
+
+class MemoryBudgetError(BroadcastError):
+    """The memory plan does not fit the budget; the message ends with the plan."""
+
+
+class ConnectError(BroadcastError):
+    pass
+
+
+class StreamingError(BroadcastError):
+    pass
+
+
+class StateError(BroadcastError):
+    pass
+
+
+class FrameError(ValueError):
+    """A frame or audio buffer that cannot be used (shape, dtype, strides, size). Nothing was sent;
+    the stream goes on."""
+
+
+_ERRORS = {_abi.ERR_CONFIGURATION: ConfigurationError, _abi.ERR_MEMORY_BUDGET: MemoryBudgetError,
+           _abi.ERR_CONNECT: ConnectError, _abi.ERR_STREAMING: StreamingError, _abi.ERR_STATE: StateError}
+
+
+def _error(status: int, message: str) -> BroadcastError:
+    return _ERRORS.get(status, BroadcastError)(message, status)
+
+
+@dataclass(frozen=True)
+class Event:
+    """A session event: type is started, warning, reconnecting, reconnected, failed or finished."""
+
+    type: str
+    message: str
+    attempt: int = 0
+    delay_seconds: float = 0.0
+    reconnects: int = 0
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMG]?)(?:i?B)?\s*$", re.I)
+
+
+def _bytes(value: Union[int, str]) -> int:
+    if isinstance(value, int):
+        return value
+    m = _SIZE.match(value)
+    if not m:
+        raise ValueError(f"memory size {value!r}: expected bytes or e.g. '50M', '512K', '1G'")
+    return int(float(m.group(1)) * {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2).upper()])
+
+
+def _redacted(url: str) -> str:
+    return url.rstrip("/") + "/****"
+
+
+class Session:
+    """A live broadcast.
+
+        with broadcastkit.Session("rtmp://127.0.0.1:1935/live", key, width=1280, height=720) as s:
+            s.send_video(frame)                     # numpy uint8 (H, W, 4), BGRx by default
+            s.send_audio(samples)                   # numpy int16/float32 (N, 2) at 48 kHz
+            print(s.stats()["video_frames_sent"])
+
+    Entering starts the stream (connects); leaving finishes it (flush, send what is queued, close).
+    The key is handed to the library at once (which keeps its own copy) and is not kept by this
+    object. send_video/send_audio may be called from different threads for different lanes; they
+    release the GIL while the library converts or copies the buffer.
+    """
+
+    def __init__(self, url: Optional[str] = None, key: Optional[str] = None, *, record: Optional[str] = None,
+                 width: int = 1280, height: int = 720, fps: int = 30, video_bitrate: int = 2500,
+                 preset: str = "veryfast", keyframe_interval: int = 2, audio_codec: Optional[str] = "aac",
+                 audio_bitrate: int = 128, memory_budget: Union[int, str] = 50 << 20,
+                 reconnect_attempts: int = 20, reconnect_delay: float = 2.0, adaptive_bitrate: bool = True,
+                 on_event: Optional[Callable[[Event], None]] = None):
+        lib = library()
+        self._lib = lib
+        self._session = None
+        self._callback = None
+        self._final_stats: Optional[dict] = None
+        self._describe = f"{width}x{height}@{fps}"
+        self._destinations: list[str] = []
+        cfg = lib.bk_config_new()
+        if not cfg:
+            raise MemoryError("bk_config_new")
+        try:
+            def check(status: int) -> None:
+                if status != _abi.OK:
+                    raise _error(status, lib.bk_config_last_error(cfg).decode(errors="replace"))
+
+            check(lib.bk_config_set_video(cfg, width, height, fps, video_bitrate))
+            check(lib.bk_config_set_preset(cfg, preset.encode()))
+            check(lib.bk_config_set_keyframe_interval(cfg, keyframe_interval))
+            if audio_codec not in _abi.AUDIO_CODECS:
+                raise ConfigurationError(f"audio codec {audio_codec!r}: expected 'aac', 'opus' or None",
+                                         _abi.ERR_INVALID_ARGUMENT)
+            check(lib.bk_config_set_audio(cfg, _abi.AUDIO_CODECS[audio_codec], audio_bitrate))
+            budget = _abi.MEMORY_BUDGET_AUTO if memory_budget == "auto" else _bytes(memory_budget)
+            check(lib.bk_config_set_memory_budget(cfg, budget))
+            check(lib.bk_config_set_reconnect(cfg, reconnect_attempts, float(reconnect_delay)))
+            check(lib.bk_config_set_adaptive_bitrate(cfg, 1 if adaptive_bitrate else 0))
+            if url is not None:
+                if not key:
+                    raise ConfigurationError("an RTMP url needs a stream key", _abi.ERR_CONFIGURATION)
+                check(lib.bk_config_add_rtmp(cfg, url.encode(), key.encode() if isinstance(key, str) else bytes(key)))
+                self._destinations.append(_redacted(url))
+            if record is not None:
+                check(lib.bk_config_add_file(cfg, str(record).encode()))
+                self._destinations.append(str(record))
+            if not self._destinations:
+                raise ConfigurationError("no destination: give url and key, or record", _abi.ERR_CONFIGURATION)
+            self._session = lib.bk_session_new(cfg)
+            if not self._session:
+                raise MemoryError("bk_session_new")
+        finally:
+            lib.bk_config_free(cfg)  # wipes the config's copy of the key
+        if on_event is not None:
+            self._set_event_callback(on_event)
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def _set_event_callback(self, on_event: Callable[[Event], None]) -> None:
+        def trampoline(ev, _user):
+            e = ev.contents
+            try:
+                on_event(Event(_abi.EVENT_TYPES.get(e.type, str(e.type)),
+                               (e.message or b"").decode(errors="replace"), e.attempt, e.delay_seconds,
+                               e.reconnects))
+            except Exception:  # an exception must not unwind into the library's threads
+                traceback.print_exc(file=sys.stderr)
+
+        self._callback = _abi.EVENT_CALLBACK(trampoline)  # kept alive as long as the session
+        self._check(self._lib.bk_session_set_event_callback(self._session, self._callback, None))
+
+    def _handle(self):
+        if self._session is None:
+            raise StateError("session is closed", _abi.ERR_STATE)
+        return self._session
+
+    def _check(self, status: int) -> None:
+        if status != _abi.OK:
+            raise _error(status, self._lib.bk_session_last_error(self._session).decode(errors="replace"))
+
+    def memory_plan(self) -> str:
+        """The memory plan (opens the encoders if not yet done; connects nothing)."""
+        text = _abi.take_string(self._lib, self._lib.bk_session_memory_plan(self._handle()))
+        if text is None:
+            self._check(_abi.ERR_CONFIGURATION if self._lib.bk_session_last_error(self._session) else _abi.OK)
+        return text or ""
+
+    def start(self) -> "Session":
+        self._check(self._lib.bk_session_start(self._handle()))
+        return self
+
+    def finish(self) -> None:
+        """Flushes and closes every destination. Raises StreamingError if the stream had failed."""
+        if self._session is not None:
+            self._check(self._lib.bk_session_finish(self._session))
+
+    def close(self) -> None:
+        """Finishes (if running) and frees the session. Idempotent."""
+        if self._session is not None:
+            if self.state == "running":
+                self._lib.bk_session_finish(self._session)
+            self._final_stats = self.stats()
+            s, self._session = self._session, None
+            self._lib.bk_session_free(s)
+        self._callback = None
+
+    def __enter__(self) -> "Session":
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if exc_type is None:
+                self.finish()
+        finally:
+            self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    @property
+    def state(self) -> str:
+        return _abi.STATES.get(self._lib.bk_session_state(self._session), "failed") if self._session else "closed"
+
+    @property
+    def status(self) -> str:
+        return self._lib.bk_session_status(self._session).decode() if self._session else "closed"
+
+    def __repr__(self) -> str:
+        return f"<broadcastkit.Session {self._describe} -> {', '.join(self._destinations)} ({self.status})>"
+
+    # -- buffers -----------------------------------------------------------------------------
+
+    def _result(self, r: int) -> str:
+        if r == _abi.ACCEPTED:
+            return "accepted"
+        if r == _abi.NOT_RUNNING:
+            raise StateError(f"session is not running ({self.status})", _abi.ERR_STATE)
+        if r == _abi.INVALID_BUFFER:
+            raise FrameError("buffer rejected by the library (bad format or lane)")
+        if r == _abi.DROPPED_MALFORMED:
+            raise FrameError("buffer rejected by the library as malformed (counted as a 'malformed' drop)")
+        return self._lib.bk_drop_reason_name(r).decode()
+
+    def send_video(self, frame, pts_ns: Optional[int] = None, format: str = "BGRx") -> str:
+        """Sends one frame; returns "accepted" or the drop reason ("encoder_busy"...).
+
+        Packed formats (BGRx, BGRA, RGBA, RGBx): a uint8 array of shape (H, W, 4) whose rows may be
+        padded (stride >= W*4, e.g. a slice of a wider buffer) but whose pixels are contiguous.
+        NV12: (y, uv) with y (H, W) and uv (ceil(H/2), 2*ceil(W/2)) uint8, or one (H + ceil(H/2), W)
+        array. I420: (y, u, v), or one C-contiguous (H + ceil(H/2), W) array holding Y, U, V back
+        to back. Raises FrameError for anything else; the stream is not affected."""
+        if format not in _abi.PIXEL_FORMATS:
+            raise FrameError(f"pixel format {format!r} not one of {', '.join(_abi.PIXEL_FORMATS)}")
+        planes = _video_planes(frame, format)
+        f = _abi.VideoFrame()
+        f.width, f.height = planes.width, planes.height
+        f.format = _abi.PIXEL_FORMATS[format]
+        for i, (addr, stride, size) in enumerate(planes.planes):
+            f.planes[i], f.strides[i], f.plane_sizes[i] = addr, stride, size
+        f.pts_ns = self._lib.bk_now_ns() if pts_ns is None else int(pts_ns)
+        r = self._lib.bk_session_process_video(self._handle(), ctypes.byref(f))
+        del planes  # the arrays stay referenced until the library returned
+        return self._result(r)
+
+    def send_audio(self, samples, pts_ns: Optional[int] = None, lane: str = "app", sample_rate: int = 48000) -> str:
+        """Sends interleaved PCM: a C-contiguous int16 or float32 array of shape (N,) (mono) or
+        (N, channels) with 1 or 2 channels, at 44100 or 48000 Hz, on lane "app" or "mic"."""
+        if lane not in _abi.LANES:
+            raise FrameError(f"audio lane {lane!r} not 'app' or 'mic'")
+        a = samples if isinstance(samples, np.ndarray) else np.asarray(samples)
+        if a.dtype == np.int16:
+            fmt = _abi.SAMPLE_S16
+        elif a.dtype == np.float32:
+            fmt = _abi.SAMPLE_F32
+        else:
+            raise FrameError(f"audio dtype {a.dtype} not int16 or float32")
+        if a.ndim == 1:
+            channels = 1
+        elif a.ndim == 2 and a.shape[1] in (1, 2):
+            channels = a.shape[1]
+        else:
+            raise FrameError(f"audio shape {a.shape} not (N,) or (N, 1|2)")
+        if not a.flags.c_contiguous:
+            raise FrameError("audio must be C-contiguous (interleaved); use np.ascontiguousarray")
+        if not 1 <= a.shape[0] <= 22050:
+            raise FrameError(f"audio buffer of {a.shape[0]} frames outside 1..22050")
+        if sample_rate not in (44100, 48000):
+            raise FrameError(f"sample rate {sample_rate} not 44100 or 48000")
+        b = _abi.AudioBuffer()
+        b.format, b.channels, b.sample_rate, b.frame_count = fmt, channels, sample_rate, a.shape[0]
+        b.data, b.data_size = a.ctypes.data, a.nbytes
+        b.pts_ns = self._lib.bk_now_ns() if pts_ns is None else int(pts_ns)
+        r = self._lib.bk_session_process_audio(self._handle(), _abi.LANES[lane], ctypes.byref(b))
+        return self._result(r)
+
+    # -- stats -------------------------------------------------------------------------------
+
+    def stats(self) -> dict:
+        """Counters as a dict (keys as the CLI's --stats-json: video_frames_sent, drops{...}, ...).
+        After close(), the last snapshot taken before the session was freed."""
+        if self._session is None:
+            return dict(self._final_stats or {})
+        text = _abi.take_string(self._lib, self._lib.bk_session_stats_json(self._handle()))
+        return json.loads(text) if text else {}
+
+
+@dataclass
+class _Planes:
+    width: int
+    height: int
+    planes: list  # (address, stride, readable bytes)
+    keep: tuple   # the arrays, alive for the call
+
+
+def _u8(a, what: str) -> np.ndarray:
+    arr = a if isinstance(a, np.ndarray) else np.asarray(a)
+    if arr.dtype != np.uint8:
+        raise FrameError(f"{what}: dtype {arr.dtype}, expected uint8")
+    if any(s <= 0 for s in arr.strides):
+        raise FrameError(f"{what}: strides {arr.strides} must be positive (use np.ascontiguousarray)")
+    return arr
+
+
+def _plane2d(a, what: str, rows: int, row_bytes: int) -> tuple:
+    arr = _u8(a, what)
+    if arr.ndim != 2 or arr.shape[0] != rows or arr.shape[1] != row_bytes:
+        raise FrameError(f"{what}: shape {arr.shape}, expected ({rows}, {row_bytes})")
+    if arr.strides[1] != 1:
+        raise FrameError(f"{what}: bytes within a row must be contiguous (strides {arr.strides})")
+    return (arr.ctypes.data, arr.strides[0], arr.strides[0] * (rows - 1) + row_bytes), arr
+
+
+def _check_size(w: int, h: int) -> None:
+    if not (1 <= w <= 8192 and 1 <= h <= 8192):
+        raise FrameError(f"frame size {w}x{h} outside 1..8192")
+
+
+def _video_planes(frame, fmt: str) -> _Planes:
+    if fmt in ("BGRA", "BGRx", "RGBA", "RGBx"):
+        arr = _u8(frame, f"{fmt} frame")
+        if arr.ndim != 3 or arr.shape[2] != 4:
+            raise FrameError(f"{fmt} frame: shape {arr.shape}, expected (height, width, 4)")
+        h, w = arr.shape[0], arr.shape[1]
+        _check_size(w, h)
+        if arr.strides[2] != 1 or arr.strides[1] != 4:
+            raise FrameError(f"{fmt} frame: pixels must be contiguous within a row (strides {arr.strides})")
+        return _Planes(w, h, [(arr.ctypes.data, arr.strides[0], arr.strides[0] * (h - 1) + w * 4)], (arr,))
+    # Planar 4:2:0.
+    if isinstance(frame, (tuple, list)):
+        y = _u8(frame[0], f"{fmt} Y plane")
+        if y.ndim != 2:
+            raise FrameError(f"{fmt} Y plane: shape {y.shape}, expected (height, width)")
+        h, w = y.shape
+        _check_size(w, h)
+        ch, cw = (h + 1) // 2, (w + 1) // 2
+        want = 2 if fmt == "NV12" else 3
+        if len(frame) != want:
+            raise FrameError(f"{fmt}: {len(frame)} planes given, expected {want}")
+        py, ky = _plane2d(y, f"{fmt} Y plane", h, w)
+        if fmt == "NV12":
+            puv, kuv = _plane2d(frame[1], "NV12 UV plane", ch, cw * 2)
+            return _Planes(w, h, [py, puv], (ky, kuv))
+        pu, ku = _plane2d(frame[1], "I420 U plane", ch, cw)
+        pv, kv = _plane2d(frame[2], "I420 V plane", ch, cw)
+        return _Planes(w, h, [py, pu, pv], (ky, ku, kv))
+    arr = _u8(frame, f"{fmt} frame")
+    if arr.ndim != 2 or not arr.flags.c_contiguous:
+        raise FrameError(f"{fmt} frame: expected a C-contiguous (height + height/2, width) array or a tuple of planes")
+    w = arr.shape[1]
+    h = arr.shape[0] * 2 // 3
+    ch, cw = (h + 1) // 2, (w + 1) // 2
+    if h < 1 or h + ch != arr.shape[0]:
+        raise FrameError(f"{fmt} frame: shape {arr.shape} is not (height + ceil(height/2), width)")
+    _check_size(w, h)
+    base = arr.ctypes.data
+    if fmt == "NV12":
+        if w % 2:
+            raise FrameError("NV12 in one array needs an even width (use a (y, uv) tuple)")
+        return _Planes(w, h, [(base, w, w * h), (base + w * h, w, w * ch)], (arr,))
+    if w % 2:
+        raise FrameError("I420 in one array needs an even width (use a (y, u, v) tuple)")
+    u = base + w * h
+    v = u + cw * ch
+    return _Planes(w, h, [(base, w, w * h), (u, cw, cw * ch), (v, cw, cw * ch)], (arr,))
