@@ -51,12 +51,12 @@ struct RTMPChunkWriterTests {
         #expect(bytes[12 + 4096 + 1 + 4096] == 0xC4)
         var joined = Array(bytes[12..<12 + 4096])
         joined += bytes[12 + 4097..<12 + 4097 + 4096]
-        joined += bytes[12 + 4097 + 4097...]
+        joined += bytes[(12 + 4097 + 4097)...]
         #expect(joined == payload)
         // Exactly one chunk's worth needs no continuation header.
         let exact = Self.encode(&w, timestamp: 1, payload: [UInt8](repeating: 9, count: 4096))
         #expect(exact.count == 8 + 4096)
-        #expect(exact.prefix(8) == hex("44 000001 001000 09")[...])
+        #expect(Array(exact.prefix(8)) == hex("44 000001 001000 09"))
     }
 
     @Test func extendedTimestampInHeaderAndEveryContinuation() {
