@@ -129,13 +129,19 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
         acknowledgedBytes = 0
         announcedWindow = 0
 
+        // GnuTLS and the trust store first: a machine without GnuTLS learns it before any connect.
+        let verifier = url.scheme == .rtmps ? try loadVerifier() : nil
         let s = try RTMPSocket.connect(host: url.host, port: url.port, timeoutSeconds: connectTimeoutSeconds,
                                        displayName: displayName)
         socket = s
         // From here a stop can cut a handshake that crawls over a stalled link.
         socketForAbort.store(s.fd, ordering: .releasing)
         do {
-            if url.scheme == .rtmps { try startVerifiedTLS(s, host: url.host) }
+            if let verifier {
+                // Verified before any RTMP byte (see `TLSVerifier`).
+                try s.startTLS(verifier: verifier, host: url.host, timeoutMs: connectTimeoutSeconds * 1000,
+                               displayName: displayName)
+            }
             try handshake(s)
             try connectAndPublish(s, url: url)
             try confirmPublishSurvives(s)
@@ -193,14 +199,12 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
 
     // MARK: - Opening
 
-    /// Runs and verifies the TLS handshake before any RTMP byte (see `TLSVerifier`).
-    private func startVerifiedTLS(_ s: RTMPSocket, host: String) throws(TransportError) {
-        let verifier: TLSVerifier
-        if let existing = tlsVerifier { verifier = existing } else {
-            verifier = try TLSVerifier(extraCAFile: caFile)
-            tlsVerifier = verifier
-        }
-        try s.startTLS(verifier: verifier, host: host, timeoutMs: connectTimeoutSeconds * 1000, displayName: displayName)
+    /// The verifier (GnuTLS loaded, trust store read) made on the first `rtmps` open, kept for reconnects.
+    private func loadVerifier() throws(TransportError) -> TLSVerifier {
+        if let existing = tlsVerifier { return existing }
+        let verifier = try TLSVerifier(extraCAFile: caFile)
+        tlsVerifier = verifier
+        return verifier
     }
 
     private func handshake(_ s: RTMPSocket) throws(TransportError) {
@@ -224,7 +228,7 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
             writer.setChunkSize(Int(Self.outChunkSize))
             try sendCommand(s, containsKey: false) { RTMPCommand.connect(app: url.app, tcUrl: url.tcUrl, into: $0) }
         }
-        try awaitReply("connect") { (reply) throws(TransportError) -> Bool? in
+        _ = try awaitReply("connect") { (reply) throws(TransportError) -> Bool? in
             guard reply.transaction == RTMPCommand.connectTransaction else { return nil }
             if reply.name == "_result" { return true }
             if reply.name == "_error" { throw refusal("server refused connect to app '\(url.app)'", reply) }
@@ -255,7 +259,7 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
             try sendCommand(s, streamID: created, containsKey: true) { RTMPCommand.publish(key: key, into: $0) }
         }
         streamID = created
-        try awaitReply("publish") { (reply) throws(TransportError) -> Bool? in
+        _ = try awaitReply("publish") { (reply) throws(TransportError) -> Bool? in
             if reply.name == "onStatus", reply.code == "NetStream.Publish.Start" { return true }
             if reply.name == "_error", reply.transaction == RTMPCommand.publishTransaction {
                 throw refusal("server refused publish", reply)
@@ -304,15 +308,13 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
         let deadline = MediaTime.now() + Int64(timeoutMs) * 1_000_000
         var answer: T?
         while true {
+            guard let s = socket else { throw .connectFailed("\(displayName): not connected") }
             // Bytes already received may hold the reply (several messages often arrive together).
-            do {
-                try consume(s: socket, count: 0) { (reply) throws(TransportError) in
-                    if answer == nil { answer = try handle(reply) }
-                }
+            try consume(s: s, count: 0) { (reply) throws(TransportError) in
+                if answer == nil { answer = try handle(reply) }
             }
             if let answer { return answer }
             let remainingMs = (deadline - MediaTime.now()) / 1_000_000
-            guard let s = socket else { throw .connectFailed("\(displayName): not connected") }
             if remainingMs <= 0 {
                 if s.peerStillOpen {
                     throw .connectFailed("\(displayName): no reply to \(step) within \(connectTimeoutSeconds) s")
@@ -335,8 +337,7 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
     }
 
     /// `consume` with the socket's failures reported as `open` reports them.
-    private func consume(s: RTMPSocket?, count: Int, _ onReply: (RTMPCommand.Reply) throws(TransportError) -> Void) throws(TransportError) {
-        guard let s else { return }
+    private func consume(s: RTMPSocket, count: Int, _ onReply: (RTMPCommand.Reply) throws(TransportError) -> Void) throws(TransportError) {
         do { try consume(s, count: count, onReply) } catch let error as TransportError {
             throw error
         } catch let failure as RTMPSocket.Failure {
