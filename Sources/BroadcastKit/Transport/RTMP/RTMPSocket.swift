@@ -84,7 +84,7 @@ package final class RTMPSocket {
             }
             switch outcome {
             case .bytes(let n): done += n
-            case .wouldBlock: try wait(for: Int16(POLLOUT), timeoutMs: timeoutMs)
+            case .wouldBlock: try waitWritable(timeoutMs: timeoutMs)
             case .closed: throw .closed
             case .failed(let reason): throw .failed(reason)
             }
@@ -141,6 +141,35 @@ package final class RTMPSocket {
     private var closed = false
 
     // MARK: - Internals
+
+    /// Waits until the kernel takes more bytes. A link that drains however slowly is not dead:
+    /// POLLOUT only comes once a third of the send buffer is free, which at a few kbit/s takes
+    /// minutes, so every second the queue in the kernel is checked and any shrinking counts as
+    /// progress (as a blocking send with SO_SNDTIMEO would return its partial count). Only
+    /// `timeoutMs` without a byte leaving is `.timedOut`.
+    private func waitWritable(timeoutMs: Int32) throws(Failure) {
+        var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        let queuedAtStart = queuedBytes()
+        var waitedMs: Int32 = 0
+        while true {
+            let slice = min(1000, max(1, timeoutMs - waitedMs))
+            let ready = poll(&pfd, 1, slice)
+            if ready > 0 { return }
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw .failed(SystemError.describe())
+            }
+            if queuedBytes() < queuedAtStart { return }
+            waitedMs += slice
+            if waitedMs >= timeoutMs { throw .timedOut }
+        }
+    }
+
+    /// Bytes in the kernel's send queue not yet acknowledged by the peer (SIOCOUTQ).
+    private func queuedBytes() -> Int32 {
+        var queued: Int32 = 0
+        return ioctl(fd, UInt(TIOCOUTQ), &queued) == 0 ? queued : Int32.max
+    }
 
     private func wait(for events: Int16, timeoutMs: Int32) throws(Failure) {
         var pfd = pollfd(fd: fd, events: events, revents: 0)
