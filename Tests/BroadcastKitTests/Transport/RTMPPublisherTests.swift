@@ -172,6 +172,26 @@ import Testing
         #expect(allocations == 0, "\(allocations) heap allocations in 1100 writes")
     }
 
+    /// A second publisher of a live stream name gets NetStream.Publish.BadName from nginx-rtmp:
+    /// a refusal, reported with the status code and without the key.
+    @Test func badNameStatusIsRejected() throws {
+        let nginx = try NginxFixture(port: NginxFixture.freePort(offset: 6))
+        defer { nginx.stop(); nginx.removeFiles() }
+        let first = RTMPPublisher(url: "rtmp://127.0.0.1:\(nginx.port)/live", streamKey: Self.key)
+        try first.open()
+        defer { first.close() }
+        let second = RTMPPublisher(url: "rtmp://127.0.0.1:\(nginx.port)/live", streamKey: Self.key)
+        do {
+            try second.open()
+            Issue.record("a second publish of the same name was accepted")
+        } catch let error as TransportError {
+            guard case .publishRejected(let message) = error else { Issue.record("wrong error: \(error)"); return }
+            #expect(message.contains("NetStream.Publish.BadName"))
+            #expect(!message.contains("SECRET"))
+        }
+        second.close()
+    }
+
     @Test func invalidURLIsConnectFailed() {
         let publisher = RTMPPublisher(url: "http://example.com/live", streamKey: Self.key)
         #expect(throws: TransportError.connectFailed(RTMPURLError.unsupportedScheme("http").description)) {
