@@ -16,8 +16,6 @@ let package = Package(
         .systemLibrary(name: "CX264", providers: [.apt(["libx264-dev"])]),
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CVoAACEnc", pkgConfig: "vo-aacenc", providers: [.apt(["libvo-aacenc-dev"])]),
-        .systemLibrary(name: "CRTMP", pkgConfig: "librtmp", providers: [.apt(["librtmp-dev"])]),
-        .systemLibrary(name: "CGnuTLS", pkgConfig: "gnutls", providers: [.apt(["libgnutls28-dev"])]),
         .systemLibrary(name: "CYUV", providers: [.apt(["libyuv-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
@@ -31,13 +29,16 @@ let package = Package(
         .target(name: "CX264Shim", dependencies: ["CX264"]),
         .target(name: "COpusShim", dependencies: ["COpus"]),
         .target(name: "CLinuxProcess"),
+        // GnuTLS for rtmps:// only: dlopen()ed on first use, never linked (its headers, from
+        // libgnutls28-dev, only declare), so rtmp:// processes do not map it.
+        .target(name: "CGnuTLSShim"),
         // The synthetic PipeWire screen for tests and benchmarks; the shipped binary does not link it.
         .target(name: "CPipeWireTestScreen",
                 cSettings: [.headerSearchPath("system/pipewire-0.3"), .headerSearchPath("system/spa-0.2")],
                 linkerSettings: [.linkedLibrary("pipewire-0.3")]),
         .target(
             name: "BroadcastKit",
-            dependencies: ["CX264", "CX264Shim", "COpus", "COpusShim", "CVoAACEnc", "CRTMP", "CGnuTLS", "CYUV", "CSoxr",
+            dependencies: ["CX264", "CX264Shim", "COpus", "COpusShim", "CVoAACEnc", "CGnuTLSShim", "CYUV", "CSoxr",
                            "CLinuxProcess"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),

@@ -6,7 +6,7 @@ import CBroadcastKitABI
 
 enum ABIInfo {
     static let versionNumber = "0.1.0"
-    static let version: StaticString = "0.1.0 (BroadcastKit; x264, vo-aacenc, libopus, librtmp, libyuv)"
+    static let version: StaticString = "0.1.0 (BroadcastKit; x264, vo-aacenc, libopus, libyuv; native RTMP)"
 }
 
 @_cdecl("bk_version")

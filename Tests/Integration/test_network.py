@@ -266,7 +266,7 @@ class RTMPSTests(BroadcastTestCase):
         self.track_file(self.nginx.error_log)
         log = self.nginx.error_log.read_text(errors="replace")
         self.assertNotIn("publish:", log, "nginx-rtmp must not see a publish command")
-        # librtmp / GnuTLS print nothing of their own.
+        # GnuTLS prints nothing of its own.
         for noise in ("gnutls", "TLS_Connect", "RTMP_", "ERROR:"):
             self.assertNotIn(noise, r.stderr, r.describe())
 

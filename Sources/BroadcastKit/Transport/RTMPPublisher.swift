@@ -1,43 +1,25 @@
-import CRTMP
-import CGnuTLS
 import Glibc
 import Synchronization
 
-/// librtmp's log output is process-global: send it to /dev/null once, before the first
-/// connection, so nothing (least of all the stream key in its URL dumps) reaches stderr.
-private let librtmpLoggingSilenced: Bool = {
-    RTMP_LogSetLevel(RTMP_LOGCRIT)
-    if let devNull = fopen("/dev/null", "w") { RTMP_LogSetOutput(devNull) }
-    return true
-}()
-
-/// librtmp writes with plain send(): a peer that hangs up would raise SIGPIPE and kill the
-/// process. If nobody installed a SIGPIPE handler, ignore it so the write fails with EPIPE.
-private let brokenPipeSignalIgnored: Bool = {
-    var current = sigaction()
-    _ = sigaction(SIGPIPE, nil, &current)
-    if current.__sigaction_handler.sa_handler == nil { _ = signal(SIGPIPE, SIG_IGN) }
-    return true
-}()
-
-/// A `TagSink` that publishes FLV tags to an RTMP/RTMPS server through librtmp.
+/// A `TagSink` that publishes FLV tags to an RTMP/RTMPS server, speaking RTMP itself.
 ///
-/// `open` connects (TCP with a real connect timeout; for `rtmps://` a verified TLS session,
-/// see below; then the RTMP handshake), publishes, and raises the outgoing chunk size to 4096. `write` copies each tag body into one
-/// preallocated packet buffer (with librtmp's header headroom) and sends it as one RTMP
-/// message with an absolute timestamp. About once a second it drains whatever the server
-/// sent (acks, pings, status) without blocking.
+/// `open` connects (TCP with a real connect timeout; for `rtmps://` first a verified TLS
+/// session, see `TLSVerifier`), runs the plain handshake, announces a 4096-byte chunk size, then
+/// connect → releaseStream, FCPublish, createStream → publish(key, "live"), and watches the
+/// connection for `rejectionGraceMilliseconds` (nginx-rtmp's access rules confirm a publish and
+/// then hang up). `write` chunks each tag body into one preallocated output buffer as one RTMP
+/// message (audio 8, video 9, data 18) with its absolute timestamp and sends it in one call. About
+/// once a second it reads whatever the server sent, without blocking: acknowledgements owed, pings
+/// answered, status. `close` sends FCUnpublish + deleteStream, then closes.
 ///
-/// RTMPS: Debian's librtmp does its own GnuTLS handshake and verifies nothing, so it would hand
-/// the key to any man in the middle. The publisher takes the TLS layer over instead of checking
-/// after the fact: right after the TCP connect, `TLSVerifier` runs the handshake (with SNI),
-/// verifies the chain against the system trust store plus `caFile`, and the host name; only a
-/// verified session is installed as librtmp's `m_sb.sb_ssl` (librtmp then reads/writes through
-/// it and deinits it in RTMP_Close), with the SSL feature bit cleared so RTMP_Connect1 does not
-/// start a second, unverified handshake. A refused server gets no RTMP byte at all.
+/// Refusals: a `_error` reply, an error-level onStatus (NetStream.Publish.BadName, ...), or the
+/// server closing the connection after the handshake and before the grace period ends is
+/// `publishRejected` (never retried); a server that stays connected but silent is
+/// `connectFailed` (a network fault, retried). Messages carry `displayName` and never the key;
+/// the key's bytes are zeroed from our buffers once sent.
 ///
-/// `open`/`write`/`close` come from the destination's single sender thread; `bytesSent` and
-/// `lastWriteMonotonicNs` may be read from any thread.
+/// `open`/`write`/`close` come from the destination's single sender thread; `bytesSent`,
+/// `lastWriteMonotonicNs` and `abortPendingIO` may be used from any thread.
 package final class RTMPPublisher: TagSink, @unchecked Sendable {
     /// The destination with the key replaced by "****".
     package let displayName: String
@@ -48,21 +30,22 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
     /// CLOCK_MONOTONIC nanoseconds when the last byte of the last tag was written (0 before any).
     package var lastWriteMonotonicNs: UInt64 { lastWrite.load(ordering: .relaxed) }
 
-    /// Outgoing RTMP chunk size after publishing starts (librtmp's default is 128).
+    /// Outgoing RTMP chunk size, announced with Set Chunk Size before connect (the default is 128).
     package static let outChunkSize: Int32 = 4096
-    static let headroom = Int(RTMP_MAX_HEADER_SIZE)
-    static let initialPacketCapacity = 512 << 10
-    /// Chunk stream ids. librtmp uses 2 for protocol control and 3 for its commands
-    /// (connect/publish/FCUnpublish/deleteStream). Script data shares 4 with video, as
-    /// librtmp's own RTMP_Write does for all media, keeping it off the command stream whose
-    /// header-compression state librtmp manages itself.
-    static let controlChannel: Int32 = 0x02
-    static let videoChannel: Int32 = 0x04
-    static let audioChannel: Int32 = 0x05
-    static let scriptChannel: Int32 = 0x04
+    /// The output buffer grows (rarely) past this for a larger tag; a 720p keyframe fits.
+    static let initialOutputCapacity = 512 << 10
+    static let commandCapacity = 4096
+    static let receiveCapacity = 16 << 10
+    /// Chunk stream ids: protocol control, commands, then one per media type so each keeps its
+    /// own header compression.
+    static let controlChannel: UInt8 = 2
+    static let commandChannel: UInt8 = 3
+    static let videoChannel: UInt8 = 4
+    static let audioChannel: UInt8 = 5
+    static let scriptChannel: UInt8 = 6
     static let drainIntervalNs: UInt64 = 1_000_000_000
-    /// SO_SNDBUF (the kernel doubles it): ~128 KB in flight, about 0.4 s at 2.5 Mbit/s.
-    static let socketSendBufferBytes: Int32 = 64 << 10
+    /// How long `close` may spend on FCUnpublish + deleteStream (a stop has 2 s in all).
+    static let goodbyeTimeoutMs: Int32 = 300
     /// How long `open` watches the connection after NetStream.Publish.Start: nginx-rtmp's
     /// access rules (and some ingests for a bad key) confirm the publish, then hang up.
     package var rejectionGraceMilliseconds = 250
@@ -70,26 +53,39 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
     package let caFile: String?
     /// Loaded on the first `rtmps` open and kept for reconnects.
     private var tlsVerifier: TLSVerifier?
-    private var usesTLS = false
 
     private let url: RTMPURL?
     private let urlError: RTMPURLError?
-    private var rtmp: UnsafeMutablePointer<RTMP>?
+    private var socket: RTMPSocket?
     /// The connected socket, readable from the thread that stops the session.
     private let socketForAbort = Atomic<Int32>(-1)
-    /// The URL handed to RTMP_SetupURL: librtmp keeps pointers into it until RTMP_Close.
-    private var urlCString: UnsafeMutablePointer<CChar>?
-    private var urlCStringLength = 0
-    private var packetBuffer: UnsafeMutableRawPointer
-    private var packetCapacity: Int
+    /// The message stream publish was sent on; 0 while not publishing.
+    private var streamID: UInt32 = 0
+    private var writer = RTMPChunkWriter()
+    private var reader = RTMPChunkReader()
+    /// Chunked bytes of the message being sent (and the handshake packets).
+    private var output: UnsafeMutableRawPointer
+    private var outputCapacity: Int
+    /// AMF0 / control payloads before chunking.
+    private let command: UnsafeMutableRawPointer
+    private let receiveBuffer: UnsafeMutableRawPointer
+    /// The server's Window Acknowledgement Size (0: none asked) and what we acknowledged.
+    private var serverWindow: UInt32 = 0
+    private var acknowledgedBytes: UInt64 = 0
+    /// The window we last announced in answer to Set Peer Bandwidth.
+    private var announcedWindow: UInt32 = 0
     private var lastDrainNs: UInt64 = 0
     private let sent = Atomic<Int>(0)
     private let lastWrite = Atomic<UInt64>(0)
 
+    private var timeoutMs: Int32 { Int32(connectTimeoutSeconds * 1000) }
+    /// A write that makes no progress this long is a dead link.
+    private var sendTimeoutMs: Int32 { Int32(max(10, connectTimeoutSeconds * 2) * 1000) }
+
     /// - Parameters:
     ///   - url: `rtmp://host[:port]/app[/key]` or `rtmps://...`.
     ///   - streamKey: appended after the URL's path; empty when `url` already holds the key.
-    ///   - connectTimeoutSeconds: TCP connect timeout, TLS handshake timeout and socket receive timeout.
+    ///   - connectTimeoutSeconds: TCP connect timeout, TLS handshake timeout and the wait for each server reply.
     ///   - caFile: for `rtmps://`, a PEM file of extra CAs to trust besides the system store.
     ///
     /// A malformed URL is reported by `open()` as `connectFailed` with a redaction-safe reason;
@@ -107,297 +103,422 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
             self.displayName = "rtmp (invalid URL)"
         }
         self.connectTimeoutSeconds = max(1, connectTimeoutSeconds)
-        packetCapacity = Self.initialPacketCapacity
-        packetBuffer = .allocate(byteCount: packetCapacity, alignment: 16)
+        outputCapacity = Self.initialOutputCapacity
+        output = .allocate(byteCount: outputCapacity, alignment: 16)
+        command = .allocate(byteCount: Self.commandCapacity, alignment: 16)
+        receiveBuffer = .allocate(byteCount: Self.receiveCapacity, alignment: 16)
     }
 
     deinit {
         close()
-        packetBuffer.deallocate()
+        output.deallocate()
+        command.deallocate()
+        receiveBuffer.deallocate()
     }
 
     package func open() throws {
         close()
-        _ = librtmpLoggingSilenced
-        _ = brokenPipeSignalIgnored
         guard let url else {
             throw TransportError.connectFailed(urlError?.description ?? "invalid RTMP URL")
         }
         sent.store(0, ordering: .relaxed)
         lastWrite.store(0, ordering: .relaxed)
+        writer.reset()
+        reader = RTMPChunkReader()
+        serverWindow = 0
+        acknowledgedBytes = 0
+        announcedWindow = 0
 
-        guard let r = RTMP_Alloc() else { throw TransportError.connectFailed("\(displayName): out of memory") }
-        rtmp = r
-        RTMP_Init(r)
-        let full = url.fullURL
-        let length = full.utf8.count
-        let copy = UnsafeMutablePointer<CChar>.allocate(capacity: length + 1)
-        full.withCString { copy.initialize(from: $0, count: length + 1) }
-        urlCString = copy
-        urlCStringLength = length + 1
-        if RTMP_SetupURL(r, copy) == 0 {
-            close()
-            throw TransportError.connectFailed("\(displayName): librtmp could not parse the URL")
-        }
-        RTMP_EnableWrite(r)
-        r.pointee.Link.timeout = Int32(connectTimeoutSeconds)
-
-        let fd: Int32
-        do { fd = try connectSocket(host: url.host, port: url.port) } catch {
-            close()
+        // GnuTLS and the trust store first: a machine without GnuTLS learns it before any connect.
+        let verifier = url.scheme == .rtmps ? try loadVerifier() : nil
+        let s = try RTMPSocket.connect(host: url.host, port: url.port, timeoutSeconds: connectTimeoutSeconds,
+                                       displayName: displayName)
+        socket = s
+        // From here a stop can cut a handshake that crawls over a stalled link.
+        socketForAbort.store(s.fd, ordering: .releasing)
+        do {
+            if let verifier {
+                // Verified before any RTMP byte (see `TLSVerifier`).
+                try s.startTLS(verifier: verifier, host: url.host, timeoutMs: connectTimeoutSeconds * 1000,
+                               displayName: displayName)
+            }
+            try handshake(s)
+            try connectAndPublish(s, url: url)
+            try confirmPublishSurvives(s)
+        } catch {
+            abandon()
             throw error
         }
-        r.pointee.m_sb.sb_socket = fd
-        r.pointee.m_bSendCounter = 1
-        // From here a stop can cut a handshake that crawls over a stalled link.
-        socketForAbort.store(fd, ordering: .releasing)
-        if url.scheme == .rtmps {
-            do { try startVerifiedTLS(r, fd: fd, host: url.host) } catch {
-                close()
-                throw error
-            }
-        }
-        if RTMP_Connect1(r, nil) == 0 {
-            close()
-            throw TransportError.connectFailed("\(displayName): RTMP handshake or connect command failed")
-        }
-        if RTMP_ConnectStream(r, 0) == 0 || RTMP_IsConnected(r) == 0 {
-            // A refusal is the server hanging up or librtmp closing on an error status; a socket
-            // that is still open just never answered in time (a stalled link): a network fault.
-            let stillOpen = RTMP_IsConnected(r) != 0 && Self.peerStillOpen(RTMP_Socket(r))
-            close()
-            if stillOpen {
-                throw TransportError.connectFailed("\(displayName): no reply to publish within \(connectTimeoutSeconds) s")
-            }
-            throw TransportError.publishRejected("\(displayName): server refused publish or closed the connection")
-        }
-        try confirmPublishSurvives(r)
-        try sendSetChunkSize(r)
         lastDrainNs = UInt64(MediaTime.now())
     }
 
     package func write(_ tag: FLVTag) throws {
-        guard let r = rtmp, RTMP_IsConnected(r) != 0 else {
+        guard let s = socket, streamID != 0 else {
             throw TransportError.writeFailed("\(displayName): not connected")
         }
         let size = tag.body.count
-        if size + Self.headroom > packetCapacity { grow(to: size + Self.headroom) }
-        let body = packetBuffer + Self.headroom
-        if let source = tag.body.baseAddress, size > 0 { body.copyMemory(from: source, byteCount: size) }
-
-        var packet = RTMPPacket()
-        packet.m_headerType = UInt8(RTMP_PACKET_SIZE_LARGE)
-        packet.m_packetType = tag.type.rawValue // FLV tag types equal RTMP message types 8/9/18
-        packet.m_hasAbsTimestamp = 1
+        let needed = RTMPChunkWriter.maxEncodedSize(payloadCount: size, chunkSize: writer.chunkSize)
+        if needed > outputCapacity { grow(to: needed) }
+        let channel: UInt8
         switch tag.type {
-        case .video: packet.m_nChannel = Self.videoChannel
-        case .audio: packet.m_nChannel = Self.audioChannel
-        case .scriptData: packet.m_nChannel = Self.scriptChannel
+        case .video: channel = Self.videoChannel
+        case .audio: channel = Self.audioChannel
+        case .scriptData: channel = Self.scriptChannel
         }
-        packet.m_nTimeStamp = tag.timestampMs
-        packet.m_nInfoField2 = r.pointee.m_stream_id
-        packet.m_nBodySize = UInt32(size)
-        packet.m_body = body.assumingMemoryBound(to: CChar.self)
-        if RTMP_SendPacket(r, &packet, 0) == 0 {
-            let reason = SystemError.describe()
-            throw TransportError.writeFailed("\(displayName): send failed: \(reason)")
+        // FLV tag types equal RTMP message types 8/9/18; a script body already starts with
+        // "@setDataFrame" "onMetaData" (StreamMetadata).
+        guard let count = writer.encode(chunkStreamID: channel, messageType: tag.type.rawValue, messageStreamID: streamID,
+                                        timestamp: tag.timestampMs, payload: tag.body,
+                                        into: UnsafeMutableRawBufferPointer(start: output, count: outputCapacity)) else {
+            throw TransportError.writeFailed("\(displayName): a \(size)-byte tag is too large for RTMP")
+        }
+        do { try s.send(output, count: count, timeoutMs: sendTimeoutMs) } catch {
+            throw TransportError.writeFailed("\(displayName): send failed: \(Self.describe(error))")
         }
         let now = UInt64(MediaTime.now())
         sent.add(size, ordering: .relaxed)
         lastWrite.store(now, ordering: .relaxed)
         if now &- lastDrainNs >= Self.drainIntervalNs {
             lastDrainNs = now
-            try drainIncoming(r)
+            try drainIncoming(s)
         }
     }
 
     /// Shuts the socket down so a write blocked on a stalled link returns at once (the stop
     /// deadline has passed). The fd itself stays open until `close()` on the sender thread.
     package func abortPendingIO() {
-        let fd = socketForAbort.load(ordering: .acquiring)
-        if fd >= 0 { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+        RTMPSocket.shutdownNow(socketForAbort.load(ordering: .acquiring))
     }
 
     package func close() {
         socketForAbort.store(-1, ordering: .releasing)
-        if let r = rtmp {
-            if usesTLS && r.pointee.m_sb.sb_socket >= 0 {
-                // librtmp ends TLS with gnutls_bye(SHUT_RDWR), which waits for the server's
-                // close_notify: bound that wait so a stop stays within its 2 s.
-                var rcv = timeval(tv_sec: 0, tv_usec: 300_000)
-                _ = setsockopt(r.pointee.m_sb.sb_socket, SOL_SOCKET, SO_RCVTIMEO, &rcv, socklen_t(MemoryLayout<timeval>.size))
+        guard let s = socket else { return }
+        if streamID != 0 { sendGoodbye(s, key: url?.streamKey ?? "") }
+        abandon()
+    }
+
+    // MARK: - Opening
+
+    /// The verifier (GnuTLS loaded, trust store read) made on the first `rtmps` open, kept for reconnects.
+    private func loadVerifier() throws(TransportError) -> TLSVerifier {
+        if let existing = tlsVerifier { return existing }
+        let verifier = try TLSVerifier(extraCAFile: caFile)
+        tlsVerifier = verifier
+        return verifier
+    }
+
+    private func handshake(_ s: RTMPSocket) throws(TransportError) {
+        do { try RTMPHandshake.perform(on: s, scratch: output, timeoutMs: timeoutMs) } catch {
+            switch error {
+            case .wrongVersion(let v):
+                throw .connectFailed("\(displayName): not an RTMP server (handshake version \(v))")
+            case .io(.timedOut):
+                throw .connectFailed("\(displayName): RTMP handshake: no reply within \(connectTimeoutSeconds) s")
+            case .io(let failure):
+                throw .connectFailed("\(displayName): RTMP handshake failed: \(Self.describe(failure))")
             }
-            RTMP_Close(r) // sends FCUnpublish + deleteStream when publishing
-            RTMP_Free(r)
-            rtmp = nil
-            usesTLS = false
-        }
-        if let copy = urlCString {
-            // It holds the stream key: wipe before returning it to malloc.
-            memset(copy, 0, urlCStringLength)
-            copy.deallocate()
-            urlCString = nil
-            urlCStringLength = 0
         }
     }
 
-    // MARK: - Internals
-
-    /// TCP connect with a deadline (librtmp's own connect blocks for the OS default, minutes).
-    private func connectSocket(host: String, port: Int) throws -> Int32 {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>? = nil
-        let rc = getaddrinfo(host, String(port), &hints, &list)
-        if rc != 0 {
-            throw TransportError.connectFailed("\(displayName): cannot resolve host: \(String(cString: gai_strerror(rc)))")
+    /// Set Chunk Size, connect, releaseStream + FCPublish + createStream, publish; each reply awaited.
+    private func connectAndPublish(_ s: RTMPSocket, url: RTMPURL) throws(TransportError) {
+        let key = url.streamKey ?? ""
+        try openingSend(s) { () throws(RTMPSocket.Failure) in
+            try sendControl(s, type: RTMPMessageType.setChunkSize, value: UInt32(Self.outChunkSize))
+            writer.setChunkSize(Int(Self.outChunkSize))
+            try sendCommand(s, containsKey: false) { RTMPCommand.connect(app: url.app, tcUrl: url.tcUrl, into: $0) }
         }
-        defer { freeaddrinfo(list) }
-        var lastReason = "no address"
-        var entry = list
-        while let ai = entry {
-            entry = ai.pointee.ai_next
-            let fd = socket(ai.pointee.ai_family,
-                            Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            if fd < 0 { lastReason = SystemError.describe(); continue }
-            if let reason = finishConnect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) {
-                lastReason = reason
-                _ = Glibc.close(fd)
-                continue
+        _ = try awaitReply("connect") { (reply) throws(TransportError) -> Bool? in
+            guard reply.transaction == RTMPCommand.connectTransaction else { return nil }
+            if reply.name == "_result" { return true }
+            if reply.name == "_error" { throw refusal("server refused connect to app '\(url.app)'", reply) }
+            return nil
+        }
+
+        try openingSend(s) { () throws(RTMPSocket.Failure) in
+            try sendCommand(s, containsKey: true) {
+                RTMPCommand.streamNameCommand("releaseStream", transaction: RTMPCommand.releaseStreamTransaction, key: key, into: $0)
             }
-            configure(fd)
-            return fd
+            try sendCommand(s, containsKey: true) {
+                RTMPCommand.streamNameCommand("FCPublish", transaction: RTMPCommand.fcPublishTransaction, key: key, into: $0)
+            }
+            try sendCommand(s, containsKey: false) { RTMPCommand.createStream(into: $0) }
         }
-        throw TransportError.connectFailed("\(displayName): \(lastReason)")
-    }
-
-    /// Runs and verifies the TLS handshake, then gives the session to librtmp (see the type's doc).
-    private func startVerifiedTLS(_ r: UnsafeMutablePointer<RTMP>, fd: Int32, host: String) throws(TransportError) {
-        let verifier: TLSVerifier
-        if let existing = tlsVerifier { verifier = existing } else {
-            verifier = try TLSVerifier(extraCAFile: caFile)
-            tlsVerifier = verifier
+        // releaseStream/FCPublish replies (nginx sends none, others _result or _error) do not matter.
+        let created: UInt32 = try awaitReply("createStream") { (reply) throws(TransportError) -> UInt32? in
+            guard reply.transaction == RTMPCommand.createStreamTransaction else { return nil }
+            if reply.name == "_error" { throw refusal("server refused createStream", reply) }
+            guard reply.name == "_result" else { return nil }
+            guard let id = reply.arguments.last?.number, id >= 1, id <= Double(UInt32.max) else {
+                throw .connectFailed("\(displayName): createStream answered without a stream id")
+            }
+            return UInt32(id)
         }
-        let session = try verifier.handshake(fd: fd, host: host, timeoutMs: connectTimeoutSeconds * 1000,
-                                             displayName: displayName)
-        r.pointee.m_sb.sb_ssl = UnsafeMutableRawPointer(session)
-        r.pointee.Link.protocol &= ~Int32(RTMP_FEATURE_SSL)
-        usesTLS = true
-    }
 
-    /// Returns nil on success, else the reason.
-    private func finishConnect(_ fd: Int32, _ addr: UnsafeMutablePointer<sockaddr>?, _ len: socklen_t) -> String? {
-        if Glibc.connect(fd, addr, len) == 0 { return nil }
-        guard errno == EINPROGRESS else { return SystemError.describe() }
-        var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-        let ready = poll(&pfd, 1, Int32(connectTimeoutSeconds * 1000))
-        if ready == 0 { return "connect timed out after \(connectTimeoutSeconds) s" }
-        if ready < 0 { return SystemError.describe() }
-        var soError: Int32 = 0
-        var soLen = socklen_t(MemoryLayout<Int32>.size)
-        if getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &soLen) != 0 { return SystemError.describe() }
-        if soError != 0 { return SystemError.describe(soError) }
-        return nil
-    }
-
-    /// Back to blocking with timeouts: receive = connect timeout (as librtmp does), send = at
-    /// least 10 s so a dead link surfaces as a write failure instead of a hung sender thread.
-    private func configure(_ fd: Int32) {
-        let flags = fcntl(fd, F_GETFL)
-        _ = fcntl(fd, F_SETFL, flags & ~O_NONBLOCK)
-        var rcv = timeval(tv_sec: connectTimeoutSeconds, tv_usec: 0)
-        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &rcv, socklen_t(MemoryLayout<timeval>.size))
-        var snd = timeval(tv_sec: max(10, connectTimeoutSeconds * 2), tv_usec: 0)
-        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &snd, socklen_t(MemoryLayout<timeval>.size))
-        var one: Int32 = 1
-        _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-        // A small kernel send buffer: otherwise Linux lets it grow to ~4 MB, a slow link hides
-        // there for seconds, and the send queue's drop policy and bitrate adaptation never see it.
-        var sndbuf: Int32 = Self.socketSendBufferBytes
-        _ = setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, socklen_t(MemoryLayout<Int32>.size))
+        try openingSend(s) { () throws(RTMPSocket.Failure) in
+            try sendCommand(s, streamID: created, containsKey: true) { RTMPCommand.publish(key: key, into: $0) }
+        }
+        streamID = created
+        _ = try awaitReply("publish") { (reply) throws(TransportError) -> Bool? in
+            if reply.name == "onStatus", reply.code == "NetStream.Publish.Start" { return true }
+            if reply.name == "_error", reply.transaction == RTMPCommand.publishTransaction {
+                throw refusal("server refused publish", reply)
+            }
+            return nil // error-level statuses are refusals in `handleIncoming`
+        }
     }
 
     /// Reads server messages for `rejectionGraceMilliseconds`; a hang-up in that window
     /// means the publish was refused after all.
-    private func confirmPublishSurvives(_ r: UnsafeMutablePointer<RTMP>) throws {
-        let deadline = UInt64(MediaTime.now()) + UInt64(max(0, rejectionGraceMilliseconds)) * 1_000_000
+    private func confirmPublishSurvives(_ s: RTMPSocket) throws(TransportError) {
+        let deadline = MediaTime.now() + Int64(max(0, rejectionGraceMilliseconds)) * 1_000_000
         while true {
-            let now = UInt64(MediaTime.now())
-            if now >= deadline { return }
-            if r.pointee.m_sb.sb_size <= 0 {
-                var pfd = pollfd(fd: RTMP_Socket(r), events: Int16(POLLIN), revents: 0)
-                let waitMs = Int32((deadline - now) / 1_000_000) + 1
-                if poll(&pfd, 1, waitMs) <= 0 { continue }
-            }
-            var packet = RTMPPacket()
-            let ok = RTMP_ReadPacket(r, &packet) != 0
-            if ok && packet.m_nBytesRead == packet.m_nBodySize && packet.m_body != nil {
-                _ = RTMP_ClientPacket(r, &packet)
-                RTMPPacket_Free(&packet)
-            }
-            if !ok || RTMP_IsConnected(r) == 0 {
-                close()
-                throw TransportError.publishRejected("\(displayName): server closed the connection right after publish")
+            let remainingMs = (deadline - MediaTime.now()) / 1_000_000
+            if remainingMs <= 0 { return }
+            do {
+                let n = try s.receive(into: receiveBuffer, capacity: Self.receiveCapacity, timeoutMs: Int32(remainingMs) + 1)
+                if n > 0 { try consume(s, count: n) { _ in } }
+            } catch let failure as RTMPSocket.Failure {
+                if failure == .closed {
+                    throw .publishRejected("\(displayName): server closed the connection right after publish")
+                }
+                throw .connectFailed("\(displayName): \(Self.describe(failure))")
+            } catch let error as TransportError {
+                throw error
+            } catch {
+                throw .connectFailed("\(displayName): \(error)")
             }
         }
     }
 
-    /// True when the peer has not closed `fd` (no EOF pending, no error).
-    private static func peerStillOpen(_ fd: Int32) -> Bool {
-        guard fd >= 0 else { return false }
-        var byte: UInt8 = 0
-        let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
-        if n > 0 { return true }
-        if n == 0 { return false }
-        return errno == EAGAIN || errno == EWOULDBLOCK
+    /// Sends during `open`: a peer that hung up refused us; anything else is a network fault.
+    private func openingSend(_ s: RTMPSocket, _ body: () throws(RTMPSocket.Failure) -> Void) throws(TransportError) {
+        do { try body() } catch {
+            if error == .closed {
+                throw .publishRejected("\(displayName): server refused publish or closed the connection")
+            }
+            throw .connectFailed("\(displayName): sending to the server failed: \(Self.describe(error))")
+        }
     }
 
-    /// Protocol control message 1 (Set Chunk Size), then switch librtmp's writer to it.
-    private func sendSetChunkSize(_ r: UnsafeMutablePointer<RTMP>) throws {
-        let body = packetBuffer + Self.headroom
-        let size = UInt32(Self.outChunkSize)
-        body.storeBytes(of: size.bigEndian, as: UInt32.self)
-        var packet = RTMPPacket()
-        packet.m_headerType = UInt8(RTMP_PACKET_SIZE_LARGE)
-        packet.m_packetType = UInt8(RTMP_PACKET_TYPE_CHUNK_SIZE)
-        packet.m_nChannel = Self.controlChannel
-        packet.m_nInfoField2 = 0
-        packet.m_nBodySize = 4
-        packet.m_body = body.assumingMemoryBound(to: CChar.self)
-        if RTMP_SendPacket(r, &packet, 0) == 0 {
-            let reason = SystemError.describe()
-            close()
-            throw TransportError.writeFailed("\(displayName): sending chunk size failed: \(reason)")
+    /// Reads server messages until `handle` returns a value, answering control messages on the
+    /// way. A hang-up is a refusal; silence with the connection still open, a network fault.
+    private func awaitReply<T>(_ step: String,
+                               _ handle: (RTMPCommand.Reply) throws(TransportError) -> T?) throws(TransportError) -> T {
+        let deadline = MediaTime.now() + Int64(timeoutMs) * 1_000_000
+        var answer: T?
+        while true {
+            guard let s = socket else { throw .connectFailed("\(displayName): not connected") }
+            // Bytes already received may hold the reply (several messages often arrive together).
+            try consume(s: s, count: 0) { (reply) throws(TransportError) in
+                if answer == nil { answer = try handle(reply) }
+            }
+            if let answer { return answer }
+            let remainingMs = (deadline - MediaTime.now()) / 1_000_000
+            if remainingMs <= 0 {
+                if s.peerStillOpen {
+                    throw .connectFailed("\(displayName): no reply to \(step) within \(connectTimeoutSeconds) s")
+                }
+                throw .publishRejected("\(displayName): server refused publish or closed the connection")
+            }
+            let n: Int
+            do { n = try s.receive(into: receiveBuffer, capacity: Self.receiveCapacity, timeoutMs: Int32(remainingMs)) } catch {
+                if error == .closed {
+                    throw .publishRejected("\(displayName): server refused publish or closed the connection")
+                }
+                throw .connectFailed("\(displayName): waiting for the \(step) reply: \(Self.describe(error))")
+            }
+            if n > 0 {
+                try consume(s: s, count: n) { (reply) throws(TransportError) in
+                    if answer == nil { answer = try handle(reply) }
+                }
+            }
         }
-        r.pointee.m_outChunkSize = Self.outChunkSize
     }
 
-    /// Handles whatever the server sent, without blocking: acks, pings, bandwidth, status.
-    private func drainIncoming(_ r: UnsafeMutablePointer<RTMP>) throws {
-        var pfd = pollfd(fd: RTMP_Socket(r), events: Int16(POLLIN), revents: 0)
-        var rounds = 0
-        while rounds < 64 && (r.pointee.m_sb.sb_size > 0 || poll(&pfd, 1, 0) > 0) {
-            rounds += 1
-            var packet = RTMPPacket()
-            if RTMP_ReadPacket(r, &packet) == 0 {
-                throw TransportError.writeFailed("\(displayName): server closed the connection")
-            }
-            if packet.m_nBytesRead == packet.m_nBodySize && packet.m_body != nil {
-                _ = RTMP_ClientPacket(r, &packet)
-                RTMPPacket_Free(&packet)
-            }
-            if RTMP_IsConnected(r) == 0 {
-                throw TransportError.writeFailed("\(displayName): server ended the stream")
-            }
-            pfd.revents = 0
+    /// `consume` with the socket's failures reported as `open` reports them.
+    private func consume(s: RTMPSocket, count: Int, _ onReply: (RTMPCommand.Reply) throws(TransportError) -> Void) throws(TransportError) {
+        do { try consume(s, count: count, onReply) } catch let error as TransportError {
+            throw error
+        } catch let failure as RTMPSocket.Failure {
+            if failure == .closed { throw .publishRejected("\(displayName): server refused publish or closed the connection") }
+            throw .connectFailed("\(displayName): \(Self.describe(failure))")
+        } catch {
+            throw .connectFailed("\(displayName): \(error)")
         }
+    }
+
+    /// A refusal naming the server's status code (with the key, should it echo it, redacted).
+    private func refusal(_ what: String, _ reply: RTMPCommand.Reply) -> TransportError {
+        let code = reply.code.map { " (\(redacted($0)))" } ?? ""
+        return .publishRejected("\(displayName): \(what)\(code)")
+    }
+
+    // MARK: - Streaming
+
+    /// Handles whatever the server sent, without blocking: acks owed, pings, bandwidth, status.
+    private func drainIncoming(_ s: RTMPSocket) throws {
+        for _ in 0..<64 {
+            let n: Int
+            do { n = try s.receive(into: receiveBuffer, capacity: Self.receiveCapacity, timeoutMs: 0) } catch {
+                if error == .closed { throw TransportError.writeFailed("\(displayName): server closed the connection") }
+                throw TransportError.writeFailed("\(displayName): \(Self.describe(error))")
+            }
+            if n == 0 { return }
+            do { try consume(s, count: n) { _ in } } catch let error as TransportError {
+                if case .publishRejected(let why) = error { throw TransportError.writeFailed(why) }
+                throw error
+            } catch {
+                throw TransportError.writeFailed("\(displayName): \(error)")
+            }
+        }
+    }
+
+    /// Feeds `count` received bytes (from `receiveBuffer`) to the reader, answers control
+    /// messages, hands command replies to `onReply`, and acknowledges as the window asks.
+    /// Throws `RTMPSocket.Failure` (answering failed), `TransportError` (refusal, bad stream).
+    private func consume(_ s: RTMPSocket, count: Int, _ onReply: (RTMPCommand.Reply) throws(TransportError) -> Void) throws {
+        if count > 0 {
+            reader.append(UnsafeRawBufferPointer(start: receiveBuffer, count: count))
+            memset(receiveBuffer, 0, count)
+        }
+        while true {
+            let message: RTMPMessage?
+            do { message = try reader.next() } catch {
+                throw TransportError.connectFailed("\(displayName): protocol error from server: \(error)")
+            }
+            guard let message else { break }
+            if let reply = try handleIncoming(s, message) {
+                if reply.name == "onStatus", reply.level == "error" {
+                    let code = reply.code.map { " (\(redacted($0)))" } ?? ""
+                    throw TransportError.publishRejected("\(displayName): server refused publish or ended the stream\(code)")
+                }
+                try onReply(reply)
+            }
+        }
+        if serverWindow > 0 && reader.totalBytes &- acknowledgedBytes >= UInt64(serverWindow) {
+            acknowledgedBytes = reader.totalBytes
+            try sendControl(s, type: RTMPMessageType.acknowledgement, value: UInt32(truncatingIfNeeded: reader.totalBytes))
+        }
+    }
+
+    /// Answers protocol control and user control messages; returns a decoded command, if any.
+    private func handleIncoming(_ s: RTMPSocket, _ message: RTMPMessage) throws(RTMPSocket.Failure) -> RTMPCommand.Reply? {
+        let p = message.payload
+        switch message.type {
+        case RTMPMessageType.windowAcknowledgementSize where p.count >= 4:
+            serverWindow = RTMPChunkReader.be32(p, 0)
+        case RTMPMessageType.setPeerBandwidth where p.count >= 4:
+            // Answer with our Window Acknowledgement Size when it changes (spec §5.4.5).
+            let window = RTMPChunkReader.be32(p, 0)
+            if window != announcedWindow {
+                announcedWindow = window
+                try sendControl(s, type: RTMPMessageType.windowAcknowledgementSize, value: window)
+            }
+        case RTMPMessageType.userControl where p.count >= 6:
+            let event = UInt16(p[0]) << 8 | UInt16(p[1])
+            if event == RTMPMessageType.pingRequest {
+                try sendPingResponse(s, timestamp: RTMPChunkReader.be32(p, 2))
+            }
+        case RTMPMessageType.commandAMF0:
+            return RTMPCommand.Reply(payload: p)
+        case 17 where !p.isEmpty: // AMF3 command: a format byte, then AMF0 values
+            return RTMPCommand.Reply(payload: Array(p.dropFirst()))
+        default:
+            break
+        }
+        return nil
+    }
+
+    // MARK: - Sending messages
+
+    /// A protocol control message with one 32-bit value (Set Chunk Size, Acknowledgement,
+    /// Window Acknowledgement Size) on chunk stream 2, message stream 0.
+    private func sendControl(_ s: RTMPSocket, type: UInt8, value: UInt32) throws(RTMPSocket.Failure) {
+        var w = ByteCursor(base: command)
+        w.put32(value)
+        try sendMessage(s, channel: Self.controlChannel, type: type, streamID: 0, count: w.offset)
+    }
+
+    private func sendPingResponse(_ s: RTMPSocket, timestamp: UInt32) throws(RTMPSocket.Failure) {
+        var w = ByteCursor(base: command)
+        w.put16(RTMPMessageType.pingResponse)
+        w.put32(timestamp)
+        try sendMessage(s, channel: Self.controlChannel, type: RTMPMessageType.userControl, streamID: 0, count: w.offset)
+    }
+
+    /// Encodes a command with `encode` into `command`, sends it, and zeroes both buffers when it
+    /// carried the key.
+    private func sendCommand(_ s: RTMPSocket, streamID: UInt32 = 0, containsKey: Bool,
+                             _ encode: (UnsafeMutableRawBufferPointer) -> Int?) throws(RTMPSocket.Failure) {
+        guard let count = encode(UnsafeMutableRawBufferPointer(start: command, count: Self.commandCapacity)) else {
+            throw .failed("command too large")
+        }
+        defer { if containsKey { memset(command, 0, count) } }
+        try sendMessage(s, channel: Self.commandChannel, type: RTMPMessageType.commandAMF0, streamID: streamID,
+                        count: count, containsKey: containsKey)
+    }
+
+    /// Chunks the first `count` bytes of `command` into `output` and sends them.
+    private func sendMessage(_ s: RTMPSocket, channel: UInt8, type: UInt8, streamID: UInt32, count: Int,
+                             containsKey: Bool = false) throws(RTMPSocket.Failure) {
+        guard let n = writer.encode(chunkStreamID: channel, messageType: type, messageStreamID: streamID, timestamp: 0,
+                                    payload: UnsafeRawBufferPointer(start: command, count: count),
+                                    into: UnsafeMutableRawBufferPointer(start: output, count: outputCapacity)) else {
+            throw .failed("message too large")
+        }
+        defer { if containsKey { memset(output, 0, n) } }
+        try s.send(output, count: n, timeoutMs: sendTimeoutMs)
+    }
+
+    /// FCUnpublish + deleteStream, best effort and bounded: the connection ends either way.
+    private func sendGoodbye(_ s: RTMPSocket, key: String) {
+        guard let first = RTMPCommand.streamNameCommand("FCUnpublish", transaction: 6, key: key,
+                                                        into: UnsafeMutableRawBufferPointer(start: command, count: Self.commandCapacity)),
+              let a = writer.encode(chunkStreamID: Self.commandChannel, messageType: RTMPMessageType.commandAMF0,
+                                    messageStreamID: 0, timestamp: 0,
+                                    payload: UnsafeRawBufferPointer(start: command, count: first),
+                                    into: UnsafeMutableRawBufferPointer(start: output, count: outputCapacity))
+        else { return }
+        memset(command, 0, first)
+        var total = a
+        if let second = RTMPCommand.deleteStream(streamID, into: UnsafeMutableRawBufferPointer(start: command, count: Self.commandCapacity)),
+           let b = writer.encode(chunkStreamID: Self.commandChannel, messageType: RTMPMessageType.commandAMF0,
+                                 messageStreamID: 0, timestamp: 0,
+                                 payload: UnsafeRawBufferPointer(start: command, count: second),
+                                 into: UnsafeMutableRawBufferPointer(start: output + a, count: outputCapacity - a)) {
+            total += b
+        }
+        try? s.send(output, count: total, timeoutMs: Self.goodbyeTimeoutMs)
+        memset(output, 0, total)
+    }
+
+    /// Closes without a goodbye (refused, failed or already said).
+    private func abandon() {
+        socketForAbort.store(-1, ordering: .releasing)
+        socket?.close()
+        socket = nil
+        streamID = 0
     }
 
     private func grow(to needed: Int) {
-        let capacity = max(needed, packetCapacity * 2)
-        packetBuffer.deallocate()
-        packetBuffer = .allocate(byteCount: capacity, alignment: 16)
-        packetCapacity = capacity
+        let capacity = max(needed, outputCapacity * 2)
+        output.deallocate()
+        output = .allocate(byteCount: capacity, alignment: 16)
+        outputCapacity = capacity
+    }
+
+    /// `text` with the stream key, should a server echo it, replaced by "****".
+    private func redacted(_ text: String) -> String {
+        guard let key = url?.streamKey, !key.isEmpty else { return text }
+        return text.replacing(key, with: "****")
+    }
+
+    private static func describe(_ failure: RTMPSocket.Failure) -> String {
+        switch failure {
+        case .closed: return "connection closed by the server"
+        case .timedOut: return "no progress for the send/receive timeout (stalled link)"
+        case .failed(let reason): return reason
+        }
     }
 }

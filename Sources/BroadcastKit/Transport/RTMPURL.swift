@@ -101,7 +101,10 @@ package struct RTMPURL: Sendable, Equatable {
         return "\(scheme.rawValue)://\(hostText)\(portText)/\(app)"
     }
 
-    /// The complete URL including the key, for librtmp only. Never log it.
+    /// The connect command's `tcUrl`: the URL up to the application, never the key.
+    package var tcUrl: String { base }
+
+    /// The complete URL including the key. Never log it.
     package var fullURL: String {
         guard let streamKey else { return base }
         return base + "/" + streamKey

@@ -1,4 +1,4 @@
-import CGnuTLS
+import CGnuTLSShim
 import Glibc
 
 /// The outcome of checking a server certificate chain.
@@ -14,12 +14,14 @@ package struct TLSVerification: Sendable, Equatable {
 /// Verifies RTMPS servers: the certificate chain against the system trust store (plus an
 /// optional extra CA file) and the certificate against the host name from the URL.
 ///
-/// Debian's librtmp runs its own GnuTLS handshake and never verifies anything. So
-/// `RTMPPublisher` takes the TLS layer over: `handshake` runs the client handshake on the
-/// already connected socket (with SNI), verifies the peer chain, and only then returns the
-/// session, which the publisher installs as librtmp's socket layer before librtmp writes its
-/// first RTMP byte. A refused server therefore never sees a single RTMP byte, let alone the
-/// `publish` command that carries the stream key.
+/// `RTMPPublisher` speaks RTMP itself; for `rtmps://` it asks `handshake` to run the TLS client
+/// handshake on the freshly connected socket (with SNI) and to verify the peer chain before
+/// a single RTMP byte is written. Only a verified session comes back (as a `TLSSession`), so a
+/// refused server never sees the RTMP handshake, let alone the `publish` command that carries
+/// the stream key.
+///
+/// GnuTLS is not linked: the first `TLSVerifier` loads it through `CGnuTLSShim` (dlopen), so a
+/// plain `rtmp://` process never maps it. Without the library, `init` throws one clear line.
 ///
 /// The trust list is loaded once (about 140 system CAs) and reused for every reconnect.
 /// Not thread-safe: used from one destination's sender thread.
@@ -36,34 +38,37 @@ package final class TLSVerifier: @unchecked Sendable {
     static let maxChainLength = 16
     static let serverAuthPurposeOID = "1.3.6.1.5.5.7.3.1"
 
-    /// Loads the system trust store and, when given, the PEM CAs in `extraCAFile`.
-    /// Throws `TransportError.tlsRejected` when the extra file holds no usable CA or no trust
-    /// anchor at all could be loaded.
+    /// Loads GnuTLS (once per process), the system trust store and, when given, the PEM CAs in
+    /// `extraCAFile`. Throws `TransportError.tlsRejected` when GnuTLS cannot be loaded, the extra
+    /// file holds no usable CA, or no trust anchor at all could be loaded.
     package init(extraCAFile: String? = nil) throws(TransportError) {
         self.extraCAFile = extraCAFile
+        guard bk_gnutls_load() != 0 else {
+            throw TransportError.tlsRejected(String(cString: bk_gnutls_load_error()))
+        }
         var list: gnutls_x509_trust_list_t?
-        guard gnutls_x509_trust_list_init(&list, 0) == 0, let list else {
+        guard bk_gnutls_x509_trust_list_init(&list, 0) == 0, let list else {
             throw TransportError.tlsRejected("cannot create a certificate trust list")
         }
         var count = 0
-        let system = gnutls_x509_trust_list_add_system_trust(list, 0, 0)
+        let system = bk_gnutls_x509_trust_list_add_system_trust(list, 0, 0)
         if system > 0 { count += Int(system) }
         if let extraCAFile {
-            let added = gnutls_x509_trust_list_add_trust_file(list, extraCAFile, nil, GNUTLS_X509_FMT_PEM, 0, 0)
+            let added = bk_gnutls_x509_trust_list_add_trust_file(list, extraCAFile, nil, GNUTLS_X509_FMT_PEM, 0, 0)
             if added <= 0 {
-                gnutls_x509_trust_list_deinit(list, 1)
-                let why = added < 0 ? String(cString: gnutls_strerror(added)) : "no certificate found"
+                bk_gnutls_x509_trust_list_deinit(list, 1)
+                let why = added < 0 ? String(cString: bk_gnutls_strerror(added)) : "no certificate found"
                 throw TransportError.tlsRejected("cannot load CA file \(extraCAFile): \(why)")
             }
             count += Int(added)
         }
         if count == 0 {
-            gnutls_x509_trust_list_deinit(list, 1)
+            bk_gnutls_x509_trust_list_deinit(list, 1)
             throw TransportError.tlsRejected("no trusted CA certificates (system store empty and no --ca-file)")
         }
         var creds: gnutls_certificate_credentials_t?
-        guard gnutls_certificate_allocate_credentials(&creds) == 0 else {
-            gnutls_x509_trust_list_deinit(list, 1)
+        guard bk_gnutls_certificate_allocate_credentials(&creds) == 0 else {
+            bk_gnutls_x509_trust_list_deinit(list, 1)
             throw TransportError.tlsRejected("cannot allocate TLS credentials")
         }
         trustList = list
@@ -72,43 +77,43 @@ package final class TLSVerifier: @unchecked Sendable {
     }
 
     deinit {
-        if let credentials { gnutls_certificate_free_credentials(credentials) }
-        if let trustList { gnutls_x509_trust_list_deinit(trustList, 1) }
+        if let credentials { bk_gnutls_certificate_free_credentials(credentials) }
+        if let trustList { bk_gnutls_x509_trust_list_deinit(trustList, 1) }
     }
 
     /// Runs the TLS client handshake on the connected blocking socket `fd` and verifies the
-    /// server for `host`. Returns the session (the caller owns it: `gnutls_deinit` it, or hand it
-    /// to librtmp, which deinits it in RTMP_Close).
+    /// server for `host`. Returns the verified session (it ends and frees itself on `close`).
     ///
     /// - Throws: `TransportError.connectFailed` when the handshake itself fails (a network
     ///   fault), `TransportError.tlsRejected` when the certificate is not trusted for `host`.
     ///   `displayName` (already redacted) prefixes the messages.
-    package func handshake(fd: Int32, host: String, timeoutMs: Int, displayName: String) throws(TransportError) -> OpaquePointer {
+    package func handshake(fd: Int32, host: String, timeoutMs: Int, displayName: String) throws(TransportError) -> TLSSession {
         var maybeSession: gnutls_session_t?
-        guard gnutls_init(&maybeSession, UInt32(GNUTLS_CLIENT)) == 0, let session = maybeSession else {
+        // GNUTLS_NO_SIGNAL: writes use MSG_NOSIGNAL, so a peer that hung up gives an error, not SIGPIPE.
+        guard bk_gnutls_init(&maybeSession, UInt32(GNUTLS_CLIENT) | UInt32(GNUTLS_NO_SIGNAL)) == 0, let session = maybeSession else {
             throw TransportError.connectFailed("\(displayName): cannot create a TLS session")
         }
         var ok = false
-        defer { if !ok { gnutls_deinit(session) } }
-        _ = gnutls_set_default_priority(session)
-        _ = gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(credentials))
+        defer { if !ok { bk_gnutls_deinit(session) } }
+        _ = bk_gnutls_set_default_priority(session)
+        _ = bk_gnutls_credentials_set(session, GNUTLS_CRD_CERTIFICATE, UnsafeMutableRawPointer(credentials))
         if !Self.isIPLiteral(host) {
             // SNI: ingests behind shared front ends pick the certificate by name.
-            _ = host.withCString { gnutls_server_name_set(session, GNUTLS_NAME_DNS, $0, strlen($0)) }
+            _ = host.withCString { bk_gnutls_server_name_set(session, GNUTLS_NAME_DNS, $0, strlen($0)) }
         }
-        gnutls_transport_set_int2(session, fd, fd)
-        gnutls_handshake_set_timeout(session, UInt32(max(1, timeoutMs)))
+        bk_gnutls_transport_set_int2(session, fd, fd)
+        bk_gnutls_handshake_set_timeout(session, UInt32(max(1, timeoutMs)))
         var rc: Int32
-        repeat { rc = gnutls_handshake(session) } while rc == GNUTLS_E_INTERRUPTED
+        repeat { rc = bk_gnutls_handshake(session) } while rc == GNUTLS_E_INTERRUPTED
         if rc < 0 {
-            let why = rc == GNUTLS_E_AGAIN || rc == GNUTLS_E_TIMEDOUT ? "timed out" : String(cString: gnutls_strerror(rc))
+            let why = rc == GNUTLS_E_AGAIN || rc == GNUTLS_E_TIMEDOUT ? "timed out" : String(cString: bk_gnutls_strerror(rc))
             throw TransportError.connectFailed("\(displayName): TLS handshake failed: \(why)")
         }
-        guard gnutls_certificate_type_get(session) == GNUTLS_CRT_X509 else {
+        guard bk_gnutls_certificate_type_get(session) == GNUTLS_CRT_X509 else {
             throw TransportError.tlsRejected("\(displayName): certificate refused (server did not send an X.509 certificate)")
         }
         var count: UInt32 = 0
-        guard let peers = gnutls_certificate_get_peers(session, &count), count > 0 else {
+        guard let peers = bk_gnutls_certificate_get_peers(session, &count), count > 0 else {
             throw TransportError.tlsRejected("\(displayName): certificate refused (server sent no certificate)")
         }
         let result = verify(chain: UnsafeBufferPointer(start: peers, count: Int(count)), format: GNUTLS_X509_FMT_DER, host: host)
@@ -116,7 +121,7 @@ package final class TLSVerifier: @unchecked Sendable {
             throw TransportError.tlsRejected("\(displayName): certificate refused for host \(host) (\(result.reason))")
         }
         ok = true
-        return session
+        return TLSSession(session: session)
     }
 
     /// Verifies a server certificate chain (leaf first, DER bytes) for `host`.
@@ -152,21 +157,21 @@ package final class TLSVerifier: @unchecked Sendable {
         guard let trustList else { return TLSVerification(status: UInt32(GNUTLS_CERT_INVALID.rawValue), reason: "no trust list") }
         var certs = [gnutls_x509_crt_t?](repeating: nil, count: Self.maxChainLength)
         var imported = 0
-        defer { for i in 0..<imported { gnutls_x509_crt_deinit(certs[i]) } }
+        defer { for i in 0..<imported { bk_gnutls_x509_crt_deinit(certs[i]) } }
         for datum in chain {
             if format == GNUTLS_X509_FMT_PEM {
                 var max = UInt32(Self.maxChainLength - imported)
                 let rc = withUnsafePointer(to: datum) { d in
-                    certs.withUnsafeMutableBufferPointer { gnutls_x509_crt_list_import($0.baseAddress! + imported, &max, d, format, 0) }
+                    certs.withUnsafeMutableBufferPointer { bk_gnutls_x509_crt_list_import($0.baseAddress! + imported, &max, d, format, 0) }
                 }
                 if rc < 0 { return Self.unreadable(rc) }
                 imported += Int(rc)
             } else {
                 guard imported < Self.maxChainLength else { break }
                 var crt: gnutls_x509_crt_t?
-                guard gnutls_x509_crt_init(&crt) == 0 else { return Self.unreadable(GNUTLS_E_MEMORY_ERROR) }
-                let rc = withUnsafePointer(to: datum) { gnutls_x509_crt_import(crt, $0, format) }
-                if rc < 0 { gnutls_x509_crt_deinit(crt); return Self.unreadable(rc) }
+                guard bk_gnutls_x509_crt_init(&crt) == 0 else { return Self.unreadable(GNUTLS_E_MEMORY_ERROR) }
+                let rc = withUnsafePointer(to: datum) { bk_gnutls_x509_crt_import(crt, $0, format) }
+                if rc < 0 { bk_gnutls_x509_crt_deinit(crt); return Self.unreadable(rc) }
                 certs[imported] = crt
                 imported += 1
             }
@@ -183,7 +188,7 @@ package final class TLSVerifier: @unchecked Sendable {
                                           data: UnsafeMutableRawPointer(mutating: oidC).assumingMemoryBound(to: UInt8.self), size: 0),
                 ]
                 return certs.withUnsafeMutableBufferPointer { list in
-                    gnutls_x509_trust_list_verify_crt2(trustList, list.baseAddress, UInt32(imported),
+                    bk_gnutls_x509_trust_list_verify_crt2(trustList, list.baseAddress, UInt32(imported),
                                                        &data, UInt32(data.count), 0, &status, nil)
                 }
             }
@@ -194,7 +199,7 @@ package final class TLSVerifier: @unchecked Sendable {
 
     private static func unreadable(_ rc: Int32) -> TLSVerification {
         TLSVerification(status: UInt32(GNUTLS_CERT_INVALID.rawValue),
-                        reason: "certificate could not be read: \(String(cString: gnutls_strerror(rc)))")
+                        reason: "certificate could not be read: \(String(cString: bk_gnutls_strerror(rc)))")
     }
 
     /// Plain words for the status bits, most useful first.

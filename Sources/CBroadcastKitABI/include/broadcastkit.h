@@ -50,7 +50,7 @@
  * SECRETS. bk_config_add_rtmp() copies the key; the config's copy is wiped (zeroed) when the
  * destinations are cleared or the config freed, so free the config right after bk_session_new().
  * The caller should wipe its own copy after bk_config_add_rtmp(). A session keeps the key while it
- * lives (it reconnects with it; the URL copy handed to librtmp is zeroed after each connect) and
+ * lives (it reconnects with it; the buffers that carried it to the socket are zeroed after each send) and
  * releases it in bk_session_free(). No message, event, stats field or log line contains it.
  */
 #ifndef BROADCASTKIT_H
@@ -147,7 +147,7 @@ typedef enum bk_state {
 /* ---------------------------------------------------------------------------------------------- */
 /* Library                                                                                        */
 
-/** "0.1.0 (BroadcastKit; x264, vo-aacenc, libopus, librtmp, libyuv)"; static, never free it. */
+/** "0.1.0 (BroadcastKit; x264, vo-aacenc, libopus, libyuv; native RTMP)"; static, never free it. */
 const char *bk_version(void);
 
 /** The library's BK_ABI_VERSION. */

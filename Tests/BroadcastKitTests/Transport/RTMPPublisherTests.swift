@@ -143,6 +143,55 @@ import Testing
         publisher.close()
     }
 
+    /// Steady-state writes (chunking, sending, the periodic drain) allocate nothing. Counted only
+    /// when tools/allocshim is preloaded (LD_PRELOAD=allocshim.so swift test --filter ...).
+    @Test func steadyStateWritesDoNotAllocate() throws {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "bk_alloc_count") else { return }
+        let count = unsafeBitCast(symbol, to: (@convention(c) () -> UInt64).self)
+        let nginx = try NginxFixture(port: NginxFixture.freePort(offset: 4))
+        defer { nginx.stop(); nginx.removeFiles() }
+        let publisher = RTMPPublisher(url: "rtmp://127.0.0.1:\(nginx.port)/live", streamKey: "alloc")
+        try publisher.open()
+        defer { publisher.close() }
+        let asc = hex("AF 00 12 10")
+        let video = [UInt8](repeating: 0x17, count: 9000) // spans three 4096-byte chunks
+        var audio = hex("AF 01") + [UInt8](repeating: 0x21, count: 300)
+        try asc.withUnsafeBytes { try publisher.write(FLVTag(type: .audio, timestampMs: 0, body: $0, isHeader: true)) }
+        func burst(_ range: Range<Int>) throws {
+            for i in range {
+                audio[2] = UInt8(truncatingIfNeeded: i)
+                try audio.withUnsafeBytes { try publisher.write(FLVTag(type: .audio, timestampMs: UInt32(i * 21), body: $0)) }
+                try video.withUnsafeBytes { try publisher.write(FLVTag(type: .video, timestampMs: UInt32(i * 33), body: $0)) }
+                if i % 20 == 0 { usleep(50_000) } // let the once-a-second drain run inside the window
+            }
+        }
+        try burst(0..<50)
+        let before = count()
+        try burst(50..<600)
+        let allocations = count() - before
+        #expect(allocations == 0, "\(allocations) heap allocations in 1100 writes")
+    }
+
+    /// A second publisher of a live stream name gets NetStream.Publish.BadName from nginx-rtmp:
+    /// a refusal, reported with the status code and without the key.
+    @Test func badNameStatusIsRejected() throws {
+        let nginx = try NginxFixture(port: NginxFixture.freePort(offset: 6))
+        defer { nginx.stop(); nginx.removeFiles() }
+        let first = RTMPPublisher(url: "rtmp://127.0.0.1:\(nginx.port)/live", streamKey: Self.key)
+        try first.open()
+        defer { first.close() }
+        let second = RTMPPublisher(url: "rtmp://127.0.0.1:\(nginx.port)/live", streamKey: Self.key)
+        do {
+            try second.open()
+            Issue.record("a second publish of the same name was accepted")
+        } catch let error as TransportError {
+            guard case .publishRejected(let message) = error else { Issue.record("wrong error: \(error)"); return }
+            #expect(message.contains("NetStream.Publish.BadName"))
+            #expect(!message.contains("SECRET"))
+        }
+        second.close()
+    }
+
     @Test func invalidURLIsConnectFailed() {
         let publisher = RTMPPublisher(url: "http://example.com/live", streamKey: Self.key)
         #expect(throws: TransportError.connectFailed(RTMPURLError.unsupportedScheme("http").description)) {

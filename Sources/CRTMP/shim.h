@@ -1,2 +1,0 @@
-#include <librtmp/rtmp.h>
-#include <librtmp/log.h>
