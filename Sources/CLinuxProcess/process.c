@@ -7,6 +7,8 @@
 
 int bk_set_malloc_arena_max(int arenas) { return mallopt(M_ARENA_MAX, arenas); }
 
+int bk_set_mmap_threshold(int bytes) { return mallopt(M_MMAP_THRESHOLD, bytes); }
+
 size_t bk_heap_in_use(void) { return mallinfo2().uordblks; }
 size_t bk_heap_mmapped(void) { return mallinfo2().hblkhd; }
 

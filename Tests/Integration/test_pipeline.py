@@ -20,17 +20,22 @@ class PipelineTests(BroadcastTestCase):
         cls.ingest.cleanup()
 
     def publish_test_source(self, seconds, extra=()):
+        """Streams the test source; returns (key, result, frames sent by the stats' accounting)."""
         key = support.new_key()
+        stats = self.track_file(self.tmp / f"stats-{support.secrets.token_hex(4)}.jsonl")
+        if "--stats-json" not in extra:
+            extra = [*extra, "--stats-json", str(stats)]
         r = self.run_broadcast(["--url", self.ingest.url, "--source", "test", "--res", "720p",
                                 "--duration", str(seconds), *extra],
                                env={"STREAM_KEY": key}, timeout=seconds + 60)
         self.assertEqual(r.returncode, 0, r.describe())
-        return key, r
+        sent = self.assertVideoAccounted(stats, produced=seconds * 30) if stats.exists() else None
+        return key, r, sent
 
     def test_h264_aac_720p30_pyav_and_ffprobe(self):
-        key, _ = self.publish_test_source(10)
+        key, _, sent = self.publish_test_source(10)
         rec = self.ingest.wait_recording(key)
-        self.assertRecordingOK(rec, expect_frames=300, tolerance=3, expect_width=1280,
+        self.assertRecordingOK(rec, expect_frames=sent, tolerance=3, expect_width=1280,
                                expect_height=720, expect_video_codec="h264",
                                expect_audio_codec="aac", expect_audio_seconds=10.0,
                                audio_tolerance_pct=2)
@@ -43,7 +48,7 @@ class PipelineTests(BroadcastTestCase):
         v, a = streams["video"], streams["audio"]
         self.assertEqual(v["codec_name"], "h264")
         self.assertEqual((v["width"], v["height"]), (1280, 720))
-        self.assertLessEqual(abs(int(v["nb_read_frames"]) - 300), 3, f"ffprobe video frames {v['nb_read_frames']}")
+        self.assertLessEqual(abs(int(v["nb_read_frames"]) - sent), 3, f"ffprobe video frames {v['nb_read_frames']}, sent {sent}")
         self.assertEqual(a["codec_name"], "aac")
         # AAC-LC frames are 1024 samples each.
         audio_s = int(a["nb_read_frames"]) * 1024 / int(a["sample_rate"])
@@ -55,9 +60,9 @@ class PipelineTests(BroadcastTestCase):
             self.assertEqual(bad, 0, f"ffprobe: {bad} non-increasing {kind} timestamps")
 
     def test_h264_opus_pyav(self):
-        key, _ = self.publish_test_source(10, ["--audio-codec", "opus"])
+        key, _, sent = self.publish_test_source(10, ["--audio-codec", "opus"])
         rec = self.ingest.wait_recording(key)
-        report = self.assertRecordingOK(rec, expect_frames=300, tolerance=3, expect_width=1280,
+        report = self.assertRecordingOK(rec, expect_frames=sent, tolerance=3, expect_width=1280,
                                         expect_height=720, expect_video_codec="h264",
                                         expect_audio_codec="opus", expect_audio_seconds=10.0,
                                         audio_tolerance_pct=2)
@@ -85,27 +90,29 @@ class PipelineTests(BroadcastTestCase):
 
     def test_record_alongside_rtmp(self):
         out = self.tmp / "local.flv"
-        key, _ = self.publish_test_source(5, ["--record", str(out)])
+        key, _, sent = self.publish_test_source(5, ["--record", str(out)])
         for path in (out, self.ingest.wait_recording(key)):
             with self.subTest(file=path.name if path == out else "nginx recording"):
-                self.assertRecordingOK(path, expect_frames=150, tolerance=3, expect_width=1280,
+                self.assertRecordingOK(path, expect_frames=sent, tolerance=3, expect_width=1280,
                                        expect_height=720, expect_video_codec="h264",
                                        expect_audio_codec="aac", expect_audio_seconds=5.0,
                                        audio_tolerance_pct=2)
 
     def test_record_only_no_publish(self):
         out = self.tmp / "only.flv"
+        stats = self.track_file(self.tmp / "only.jsonl")
         r = self.run_broadcast(["--no-publish", "--record", str(out), "--source", "test",
-                                "--res", "720p", "--duration", "5"], timeout=60)
+                                "--res", "720p", "--duration", "5", "--stats-json", str(stats)], timeout=60)
         self.assertEqual(r.returncode, 0, r.describe())
-        self.assertRecordingOK(out, expect_frames=150, tolerance=3, expect_width=1280,
+        sent = self.assertVideoAccounted(stats, produced=150)
+        self.assertRecordingOK(out, expect_frames=sent, tolerance=3, expect_width=1280,
                                expect_height=720, expect_video_codec="h264",
                                expect_audio_codec="aac", expect_audio_seconds=5.0,
                                audio_tolerance_pct=2)
 
     def test_stats_json(self):
         stats = self.track_file(self.tmp / "stats.jsonl")
-        self.publish_test_source(4, ["--stats-json", str(stats)])
+        self.publish_test_source(4, ["--stats-json", str(stats)])  # its own stats path: accounting below
         self.assertTrue(stats.exists(), "no stats file written")
         lines = [line for line in stats.read_text().splitlines() if line.strip()]
         self.assertGreaterEqual(len(lines), 3, f"expected ~1 line/s for 4 s, got {len(lines)}")

@@ -5,6 +5,10 @@
 
 /// Limits glibc malloc arenas; each idle arena otherwise holds up to 64 MB of address space and some RSS.
 int bk_set_malloc_arena_max(int arenas);
+/// Fixes glibc's mmap threshold at `bytes` (mallopt M_MMAP_THRESHOLD), which also turns off its
+/// dynamic raising: otherwise one freed large block lifts the threshold to its size and every later
+/// allocation of that size stays in an arena, where freed pages linger resident.
+int bk_set_mmap_threshold(int bytes);
 /// Returns glibc's in-use heap bytes (mallinfo2.uordblks) for allocation accounting.
 size_t bk_heap_in_use(void);
 /// Returns the bytes glibc malloc holds in mmapped blocks (mallinfo2.hblkhd): large allocations,
