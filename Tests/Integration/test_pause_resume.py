@@ -47,7 +47,7 @@ class PauseResumeTest(BroadcastTestCase):
         self.addCleanup(ingest.cleanup)
         key = new_key()
         stats = self.track_file(self.tmp / "stats.jsonl")
-        args = ["--url", ingest.url, "--source", "test", "--res", "720p", "--fps", "30",
+        args = ["--url", ingest.url, "--source", "test", "--test-pattern", "static", "--res", "720p", "--fps", "30",
                 "--duration", str(SECONDS), "--test-audio-skew-ppm", "300",
                 "--test-jitter-ms", "15", "--test-mic-delay-ms", "700",
                 "--test-gap-at", str(GAP_AT), "--test-gap-ms", str(GAP_S * 1000),
