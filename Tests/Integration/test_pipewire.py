@@ -150,7 +150,9 @@ class PipeWireCaptureTest(BroadcastTestCase):
         self.assertEqual(r["sizes"], [size])
         self.assertEqual(r["out_of_order"], 0)
         self.assertGreaterEqual(r["coverage"], 0.95, r)
-        self.assertGreaterEqual(r["video_frames"], 0.95 * 30 * (seconds - 1), r)
+        # Real time on a loaded 2-core machine: x264 may fall behind and the lane drops (and counts)
+        # frames; a broken capture path delivers far fewer than this.
+        self.assertGreaterEqual(r["video_frames"], 0.85 * 30 * (seconds - 1), r)
         self.assertGreater(r["tones"]["1000"], 100, f"app tone missing: {r['tones']}")
         self.assertGreater(r["tones"]["660"], 100, f"mic tone missing: {r['tones']}")
 
@@ -164,24 +166,16 @@ class PipeWireCaptureTest(BroadcastTestCase):
 
     def test_memory_3840x2160_desktop_streams_at_1080p(self) -> None:
         r = self.measured("3840x2160", "1080p", 30)
-        if r["exit"] == 2 and "capture source buffers" in r["stderr"]:
-            # The CLI still plans 2 x output-size BGRx capture buffers (15.8 MB at 1080p) instead
-            # of the source's plannedResidentBytes (0.7 MB). 64M minus that over-count leads the
-            # budget ladder to the same x264 settings (ultrafast, 1 pending frame) as the true plan
-            # would at 50M, so the measurement below is the one that run will have.
-            print("\nthe CLI's memory plan over-counts capture; measuring with --memory-budget 64M", file=sys.stderr)
-            r = self.measured("3840x2160", "1080p", 30, extra=["--memory-budget", "64M"])
         self.assertEqual(r["exit"], 0, r["stderr"])
         self.assertEqual(r["sizes"], ["1920x1080"])
         self.assertEqual(r["out_of_order"], 0)
         self.assertIn("3840x2160", r["producer_format"])
-        # 1080p ultrafast on 2 shared cores drops some frames as encoder_busy (1 pending frame).
+        # 1080p with 1 pending frame on 2 shared cores drops some frames as encoder_busy (counted).
         self.assertGreaterEqual(r["video_frames"], 0.7 * 30 * 29, r)
         # The 2 x 33 MB shared buffers stay out of our RSS: only stripes are resident.
         self.assertLess(r["at_max_rss_mib"].get("RssShmem", 99), 2.0, r)
-        # The rest is the 1080p pipeline itself, the same with a 1920x1080 desktop (53.7 MiB
-        # measured); the 48 MiB target needs a smaller x264 working set, not capture changes.
-        self.assertLess(r["vmhwm_mib"], 56.0, r)
+        # The hard limit: the default 50 MB budget (50 MiB here is the budget's own unit, MB = MiB).
+        self.assertLess(r["vmhwm_mib"], 50.0, r)
 
     def test_memory_producer_insisting_on_8_buffers_costs_no_more_than_2(self) -> None:
         two = self.measured("2560x1440", "720p", 20, buffers=2)
