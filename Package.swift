@@ -22,9 +22,11 @@ let package = Package(
         // C glue for PipeWire/SPA, whose POD builder API is macro-only. No pkgConfig module for PipeWire: its
         // -D_REENTRANT is a flag SwiftPM refuses. Only these C targets see PipeWire's headers, through the
         // system/ links in their folders; Swift code sees only the shims' own small headers.
+        // Not linked to libpipewire: it is dlopen()ed on first use (pw_dl.h), so a run that captures
+        // nothing never maps it.
         .target(name: "CPipeWireShim",
                 cSettings: [.headerSearchPath("system/pipewire-0.3"), .headerSearchPath("system/spa-0.2")],
-                linkerSettings: [.linkedLibrary("pipewire-0.3")]),
+                linkerSettings: [.linkedLibrary("dl")]),
         // One small C shim per concern, for APIs Swift cannot call directly (macros, varargs).
         .target(name: "CX264Shim", dependencies: ["CX264"]),
         .target(name: "COpusShim", dependencies: ["COpus"]),
