@@ -18,7 +18,6 @@ let package = Package(
         .systemLibrary(name: "CGnuTLS", pkgConfig: "gnutls", providers: [.apt(["libgnutls28-dev"])]),
         .systemLibrary(name: "CYUV", providers: [.apt(["libyuv-dev"])]),
         .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
-        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // C glue for PipeWire/SPA, whose POD builder API is macro-only. No pkgConfig module for PipeWire: its
         // -D_REENTRANT is a flag SwiftPM refuses. Only these C targets see PipeWire's headers, through the
         // system/ links in their folders; Swift code sees only the shims' own small headers.
@@ -31,6 +30,8 @@ let package = Package(
         .target(name: "CX264Shim", dependencies: ["CX264"]),
         .target(name: "COpusShim", dependencies: ["COpus"]),
         .target(name: "CLinuxProcess"),
+        // sd-bus for the ScreenCast portal, libsystemd dlopen()ed on first use (not linked).
+        .target(name: "CSDBusShim", linkerSettings: [.linkedLibrary("dl")]),
         // The synthetic PipeWire screen for tests and benchmarks; the shipped binary does not link it.
         .target(name: "CPipeWireTestScreen",
                 cSettings: [.headerSearchPath("system/pipewire-0.3"), .headerSearchPath("system/spa-0.2")],
@@ -43,7 +44,7 @@ let package = Package(
         ),
         .target(
             name: "BroadcastCapture",
-            dependencies: ["BroadcastKit", "CPipeWireShim", "CSystemd"],
+            dependencies: ["BroadcastKit", "CPipeWireShim", "CSDBusShim"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The CLI's parsing, configuration building, sources and reporting; `broadcast` is its thin driver.
