@@ -17,7 +17,6 @@ let package = Package(
         .systemLibrary(name: "CRTMP", pkgConfig: "librtmp", providers: [.apt(["librtmp-dev"])]),
         .systemLibrary(name: "CGnuTLS", pkgConfig: "gnutls", providers: [.apt(["libgnutls28-dev"])]),
         .systemLibrary(name: "CYUV", providers: [.apt(["libyuv-dev"])]),
-        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
         // C glue for PipeWire/SPA, whose POD builder API is macro-only. No pkgConfig module for PipeWire: its
         // -D_REENTRANT is a flag SwiftPM refuses. Only these C targets see PipeWire's headers, through the
         // system/ links in their folders; Swift code sees only the shims' own small headers.
@@ -32,13 +31,15 @@ let package = Package(
         .target(name: "CLinuxProcess"),
         // sd-bus for the ScreenCast portal, libsystemd dlopen()ed on first use (not linked).
         .target(name: "CSDBusShim", linkerSettings: [.linkedLibrary("dl")]),
+        // libsoxr for the 44.1 kHz resampler, dlopen()ed when the first one is needed (not linked).
+        .target(name: "CSoxrShim", linkerSettings: [.linkedLibrary("dl")]),
         // The synthetic PipeWire screen for tests and benchmarks; the shipped binary does not link it.
         .target(name: "CPipeWireTestScreen",
                 cSettings: [.headerSearchPath("system/pipewire-0.3"), .headerSearchPath("system/spa-0.2")],
                 linkerSettings: [.linkedLibrary("pipewire-0.3")]),
         .target(
             name: "BroadcastKit",
-            dependencies: ["CX264", "CX264Shim", "COpus", "COpusShim", "CVoAACEnc", "CRTMP", "CGnuTLS", "CYUV", "CSoxr",
+            dependencies: ["CX264", "CX264Shim", "COpus", "COpusShim", "CVoAACEnc", "CRTMP", "CGnuTLS", "CYUV", "CSoxrShim",
                            "CLinuxProcess"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
