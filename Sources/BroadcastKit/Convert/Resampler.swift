@@ -19,11 +19,12 @@ package final class Resampler: @unchecked Sendable {
     private let out: UnsafeMutablePointer<Float>
     package let maxOutputFrames: Int
 
-    /// What one lane's resampler may hold once active, for the memory plan: its output storage,
-    /// soxr's medium-quality 44.1 -> 48 kHz state, and half the resident pages of libsoxr + libgomp
-    /// (loaded once per process; each of the two audio lanes reserves half). Measured by
-    /// `ResamplerTests.activationFitsTheReservation`.
-    package static let reservedBytes = AudioBuffer.maxFrames * 2 * 4 * 2 + 256 << 10
+    /// What one lane's resampler may hold once active, for the memory plan: its output storage and
+    /// soxr's medium-quality 44.1 -> 48 kHz state (the 353 KB reserved before the load was lazy),
+    /// plus half of what loading libsoxr + libgomp costs once per process (each of the two audio
+    /// lanes reserves half). Measured on the release build, 720p Y4M + 44.1 kHz PCM on one lane
+    /// against the same run at 48 kHz: VmHWM +1.07 to +1.32 MB, of which RssFile +0.72 MB.
+    package static let reservedBytes = AudioBuffer.maxFrames * 2 * 4 * 2 + 512 << 10
 
     package init(inputRate: Int, outputRate: Int = 48_000, maxInputFrames: Int = AudioBuffer.maxFrames) throws(BroadcastError) {
         guard inputRate > 0, outputRate > 0 else {
