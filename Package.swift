@@ -17,14 +17,14 @@ let package = Package(
         .systemLibrary(name: "COpus", pkgConfig: "opus", providers: [.apt(["libopus-dev"])]),
         .systemLibrary(name: "CVoAACEnc", pkgConfig: "vo-aacenc", providers: [.apt(["libvo-aacenc-dev"])]),
         .systemLibrary(name: "CYUV", providers: [.apt(["libyuv-dev"])]),
-        .systemLibrary(name: "CSoxr", pkgConfig: "soxr", providers: [.apt(["libsoxr-dev"])]),
-        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // C glue for PipeWire/SPA, whose POD builder API is macro-only. No pkgConfig module for PipeWire: its
         // -D_REENTRANT is a flag SwiftPM refuses. Only these C targets see PipeWire's headers, through the
         // system/ links in their folders; Swift code sees only the shims' own small headers.
+        // Not linked to libpipewire: it is dlopen()ed on first use (pw_dl.h), so a run that captures
+        // nothing never maps it.
         .target(name: "CPipeWireShim",
                 cSettings: [.headerSearchPath("system/pipewire-0.3"), .headerSearchPath("system/spa-0.2")],
-                linkerSettings: [.linkedLibrary("pipewire-0.3")]),
+                linkerSettings: [.linkedLibrary("dl")]),
         // One small C shim per concern, for APIs Swift cannot call directly (macros, varargs).
         .target(name: "CX264Shim", dependencies: ["CX264"]),
         .target(name: "COpusShim", dependencies: ["COpus"]),
@@ -32,19 +32,23 @@ let package = Package(
         // GnuTLS for rtmps:// only: dlopen()ed on first use, never linked (its headers, from
         // libgnutls28-dev, only declare), so rtmp:// processes do not map it.
         .target(name: "CGnuTLSShim"),
+        // sd-bus for the ScreenCast portal, libsystemd dlopen()ed on first use (not linked).
+        .target(name: "CSDBusShim", linkerSettings: [.linkedLibrary("dl")]),
+        // libsoxr for the 44.1 kHz resampler, dlopen()ed when the first one is needed (not linked).
+        .target(name: "CSoxrShim", linkerSettings: [.linkedLibrary("dl")]),
         // The synthetic PipeWire screen for tests and benchmarks; the shipped binary does not link it.
         .target(name: "CPipeWireTestScreen",
                 cSettings: [.headerSearchPath("system/pipewire-0.3"), .headerSearchPath("system/spa-0.2")],
                 linkerSettings: [.linkedLibrary("pipewire-0.3")]),
         .target(
             name: "BroadcastKit",
-            dependencies: ["CX264", "CX264Shim", "COpus", "COpusShim", "CVoAACEnc", "CGnuTLSShim", "CYUV", "CSoxr",
+            dependencies: ["CX264", "CX264Shim", "COpus", "COpusShim", "CVoAACEnc", "CGnuTLSShim", "CYUV", "CSoxrShim",
                            "CLinuxProcess"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
             name: "BroadcastCapture",
-            dependencies: ["BroadcastKit", "CPipeWireShim", "CSystemd"],
+            dependencies: ["BroadcastKit", "CPipeWireShim", "CSDBusShim"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         // The C ABI: broadcastkit.h (types and declarations, installed as is) and its Swift implementation

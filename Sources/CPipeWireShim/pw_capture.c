@@ -16,6 +16,7 @@
 #include <spa/pod/builder.h>
 #include <spa/utils/result.h>
 #include <pipewire/impl-module.h>
+#include "pw_dl.h" /* last: routes pw_* calls through the loaded library */
 
 /* Audio slices handed out at most this long (AudioBuffer.maxFrames is 22050). */
 #define BK_PW_MAX_AUDIO_FRAMES 4096
@@ -472,7 +473,7 @@ static struct pw_context *new_capture_context(struct pw_thread_loop *loop)
 
 bk_pw_capture *bk_pw_capture_open(const bk_pw_capture_config *config, char *err, size_t err_len)
 {
-    bk_pw_ensure_init();
+    if (bk_pw_ensure_init(err, err_len) < 0) return NULL;
     struct bk_pw_capture *c = calloc(1, sizeof(*c));
     if (c == NULL) { snprintf(err, err_len, "out of memory"); return NULL; }
     c->config = *config;

@@ -1,13 +1,7 @@
 #include "pw_common.h"
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-
-static pthread_once_t init_once = PTHREAD_ONCE_INIT;
-static void do_init(void) { pw_init(NULL, NULL); }
-
-void bk_pw_ensure_init(void) { pthread_once(&init_once, do_init); }
 
 void bk_pw_describe_connect_error(int err, char *out, size_t out_len)
 {

@@ -6,8 +6,9 @@
 #include <time.h>
 #include <pipewire/pipewire.h>
 
-/* pw_init once per process, from any thread. */
-void bk_pw_ensure_init(void);
+/* Loads libpipewire (pw_dl.h) and calls pw_init, once per process, from any thread.
+ * 0, or -1 with err filled ("no PipeWire library: ...") when the library cannot be loaded. */
+int bk_pw_ensure_init(char *err, size_t err_len);
 
 static inline int64_t bk_pw_monotonic_ns(void)
 {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <spa/utils/result.h>
+#include "pw_dl.h" /* last: routes pw_* calls through the loaded library */
 
 struct list_state {
     struct pw_main_loop *loop;
@@ -59,7 +60,7 @@ static const struct pw_core_events list_core_events = {
 
 int bk_pw_list_nodes(int remote_fd, bk_pw_node_cb cb, void *ctx, char *err, size_t err_len)
 {
-    bk_pw_ensure_init();
+    if (bk_pw_ensure_init(err, err_len) < 0) return -ENOENT;
     struct list_state s = { .cb = cb, .ctx = ctx };
     int result = 0;
     s.loop = pw_main_loop_new(NULL);

@@ -107,7 +107,7 @@ final class PipeWireStream: @unchecked Sendable {
         }
         guard let opened else {
             let text = PipeWireNodes.cString(message)
-            let error = CaptureError(text.hasPrefix("no PipeWire daemon") ? .unavailable : .io, text)
+            let error = CaptureError(text.hasPrefix("no PipeWire") ? .unavailable : .io, text)
             end(error)
             throw error
         }

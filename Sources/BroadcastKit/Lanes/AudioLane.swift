@@ -43,10 +43,11 @@ package final class AudioLane: @unchecked Sendable {
 
     deinit { storage.deallocate() }
 
-    var reservedBytes: Int { ring.capacity * 4 + (resampler == nil ? 0 : AudioBuffer.maxFrames * 2 * 4 * 2) }
+    var reservedBytes: Int { ring.capacity * 4 + (resampler == nil ? 0 : Resampler.reservedBytes) }
     var clockState: AudioClock { cond.withLock { clock } }
 
-    /// Creates the 44.1 kHz resampler up front, so the first 44.1 kHz buffer does not allocate.
+    /// Creates the 44.1 kHz resampler's storage up front; libsoxr itself is loaded on the lane's
+    /// first 44.1 kHz buffer (see `Resampler`), so 48 kHz-only sessions never map it.
     func prepareResampler() throws(BroadcastError) {
         if resampler == nil { resampler = try Resampler(inputRate: 44_100) }
     }
@@ -110,9 +111,15 @@ package final class AudioLane: @unchecked Sendable {
             var samples = UnsafeBufferPointer(start: UnsafePointer(storage + e.offset), count: e.frames * 2)
             var ts = e.timelineNs
             if e.rate != 48_000, let r = resampler {
-                samples = r.process(samples.baseAddress!, frames: e.frames)
-                // Output lags input by the resampler's delay.
-                ts -= Int64(r.delayFrames * 1e9 / 48_000)
+                if let out = r.process(samples.baseAddress!, frames: e.frames) {
+                    samples = out
+                    // Output lags input by the resampler's delay.
+                    ts -= Int64(r.delayFrames * 1e9 / 48_000)
+                } else {
+                    // libsoxr could not be loaded: the buffer is dropped, as before with no resampler.
+                    samples = UnsafeBufferPointer(start: nil, count: 0)
+                    stats.countDrop(.malformed)
+                }
             }
             if samples.count > 0 {
                 let position = cond.withLock { clock.place(timelineNs: ts, frames: samples.count / 2) }

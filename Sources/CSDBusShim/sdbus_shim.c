@@ -1,0 +1,176 @@
+/* sd-bus through a table of function pointers resolved from libsystemd.so.0 on first use. */
+#include "CSDBusShim.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <systemd/sd-bus.h>
+
+#define BK_SD_LIBRARY "libsystemd.so.0"
+
+_Static_assert(sizeof(bk_sd_bus_error) == sizeof(sd_bus_error), "bk_sd_bus_error must match sd_bus_error");
+_Static_assert(offsetof(bk_sd_bus_error, name) == offsetof(sd_bus_error, name), "sd_bus_error.name");
+_Static_assert(offsetof(bk_sd_bus_error, message) == offsetof(sd_bus_error, message), "sd_bus_error.message");
+_Static_assert(offsetof(bk_sd_bus_error, _need_free) == offsetof(sd_bus_error, _need_free), "sd_bus_error._need_free");
+
+#define BK_SD_FUNCTIONS(X) \
+    X(sd_bus_open_user) X(sd_bus_flush_close_unref) X(sd_bus_get_unique_name) X(sd_bus_call) \
+    X(sd_bus_process) X(sd_bus_wait) X(sd_bus_match_signal) X(sd_bus_slot_unref) X(sd_bus_error_free) \
+    X(sd_bus_message_new_method_call) X(sd_bus_message_ref) X(sd_bus_message_unref) \
+    X(sd_bus_message_append_basic) X(sd_bus_message_open_container) X(sd_bus_message_close_container) \
+    X(sd_bus_message_read_basic) X(sd_bus_message_skip) X(sd_bus_message_enter_container) \
+    X(sd_bus_message_exit_container) X(sd_bus_message_peek_type)
+
+static struct {
+#define BK_SD_MEMBER(name) __typeof__(name) *name;
+    BK_SD_FUNCTIONS(BK_SD_MEMBER)
+#undef BK_SD_MEMBER
+} api;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static int loaded;
+static char load_error[300];
+
+static void load(void)
+{
+    void *h = dlopen(BK_SD_LIBRARY, RTLD_NOW | RTLD_LOCAL); /* never closed */
+    if (h == NULL) {
+        const char *why = dlerror();
+        snprintf(load_error, sizeof(load_error),
+                 "cannot load %s for D-Bus (%s); the screen-cast portal needs it (Debian: apt install libsystemd0)",
+                 BK_SD_LIBRARY, why ? why : "not found");
+        return;
+    }
+#define BK_SD_RESOLVE(name) \
+    if ((api.name = (__typeof__(api.name))dlsym(h, #name)) == NULL) { \
+        snprintf(load_error, sizeof(load_error), "%s has no %s (systemd 240 or newer is needed)", BK_SD_LIBRARY, #name); \
+        return; \
+    }
+    BK_SD_FUNCTIONS(BK_SD_RESOLVE)
+#undef BK_SD_RESOLVE
+    loaded = 1;
+}
+
+static int ready(void)
+{
+    pthread_once(&load_once, load);
+    return loaded;
+}
+
+const char *bk_sd_bus_load(void) { return ready() ? NULL : load_error; }
+
+/* Our opaque types are sd-bus's own objects under another name. */
+#define BUS(b) ((sd_bus *)(void *)(b))
+#define MSG(m) ((sd_bus_message *)(void *)(m))
+#define MSGP(m) ((sd_bus_message **)(void *)(m))
+#define ERR(e) ((sd_bus_error *)(void *)(e))
+
+int bk_sd_bus_open_user(bk_sd_bus **ret)
+{
+    return ready() ? api.sd_bus_open_user((sd_bus **)(void *)ret) : -ELIBACC;
+}
+
+bk_sd_bus *bk_sd_bus_flush_close_unref(bk_sd_bus *bus)
+{
+    return ready() ? (bk_sd_bus *)(void *)api.sd_bus_flush_close_unref(BUS(bus)) : NULL;
+}
+
+int bk_sd_bus_get_unique_name(bk_sd_bus *bus, const char **unique)
+{
+    return ready() ? api.sd_bus_get_unique_name(BUS(bus), unique) : -ELIBACC;
+}
+
+int bk_sd_bus_call(bk_sd_bus *bus, bk_sd_bus_message *m, uint64_t usec, bk_sd_bus_error *ret_error,
+                   bk_sd_bus_message **reply)
+{
+    return ready() ? api.sd_bus_call(BUS(bus), MSG(m), usec, ERR(ret_error), MSGP(reply)) : -ELIBACC;
+}
+
+int bk_sd_bus_process(bk_sd_bus *bus, bk_sd_bus_message **r)
+{
+    return ready() ? api.sd_bus_process(BUS(bus), MSGP(r)) : -ELIBACC;
+}
+
+int bk_sd_bus_wait(bk_sd_bus *bus, uint64_t timeout_usec)
+{
+    return ready() ? api.sd_bus_wait(BUS(bus), timeout_usec) : -ELIBACC;
+}
+
+int bk_sd_bus_match_signal(bk_sd_bus *bus, bk_sd_bus_slot **ret, const char *sender, const char *path,
+                           const char *interface, const char *member, bk_sd_bus_message_handler_t callback,
+                           void *userdata)
+{
+    /* The handler's parameters are the same pointers under our names. */
+    return ready() ? api.sd_bus_match_signal(BUS(bus), (sd_bus_slot **)(void *)ret, sender, path, interface, member,
+                                             (sd_bus_message_handler_t)(void *)callback, userdata)
+                   : -ELIBACC;
+}
+
+bk_sd_bus_slot *bk_sd_bus_slot_unref(bk_sd_bus_slot *slot)
+{
+    return ready() ? (bk_sd_bus_slot *)(void *)api.sd_bus_slot_unref((sd_bus_slot *)(void *)slot) : NULL;
+}
+
+void bk_sd_bus_error_free(bk_sd_bus_error *e)
+{
+    if (ready()) api.sd_bus_error_free(ERR(e));
+}
+
+int bk_sd_bus_message_new_method_call(bk_sd_bus *bus, bk_sd_bus_message **m, const char *destination,
+                                      const char *path, const char *interface, const char *member)
+{
+    return ready() ? api.sd_bus_message_new_method_call(BUS(bus), MSGP(m), destination, path, interface, member)
+                   : -ELIBACC;
+}
+
+bk_sd_bus_message *bk_sd_bus_message_ref(bk_sd_bus_message *m)
+{
+    return ready() ? (bk_sd_bus_message *)(void *)api.sd_bus_message_ref(MSG(m)) : NULL;
+}
+
+bk_sd_bus_message *bk_sd_bus_message_unref(bk_sd_bus_message *m)
+{
+    return ready() ? (bk_sd_bus_message *)(void *)api.sd_bus_message_unref(MSG(m)) : NULL;
+}
+
+int bk_sd_bus_message_append_basic(bk_sd_bus_message *m, char type, const void *p)
+{
+    return ready() ? api.sd_bus_message_append_basic(MSG(m), type, p) : -ELIBACC;
+}
+
+int bk_sd_bus_message_open_container(bk_sd_bus_message *m, char type, const char *contents)
+{
+    return ready() ? api.sd_bus_message_open_container(MSG(m), type, contents) : -ELIBACC;
+}
+
+int bk_sd_bus_message_close_container(bk_sd_bus_message *m)
+{
+    return ready() ? api.sd_bus_message_close_container(MSG(m)) : -ELIBACC;
+}
+
+int bk_sd_bus_message_read_basic(bk_sd_bus_message *m, char type, void *p)
+{
+    return ready() ? api.sd_bus_message_read_basic(MSG(m), type, p) : -ELIBACC;
+}
+
+int bk_sd_bus_message_skip(bk_sd_bus_message *m, const char *types)
+{
+    return ready() ? api.sd_bus_message_skip(MSG(m), types) : -ELIBACC;
+}
+
+int bk_sd_bus_message_enter_container(bk_sd_bus_message *m, char type, const char *contents)
+{
+    return ready() ? api.sd_bus_message_enter_container(MSG(m), type, contents) : -ELIBACC;
+}
+
+int bk_sd_bus_message_exit_container(bk_sd_bus_message *m)
+{
+    return ready() ? api.sd_bus_message_exit_container(MSG(m)) : -ELIBACC;
+}
+
+int bk_sd_bus_message_peek_type(bk_sd_bus_message *m, char *type, const char **contents)
+{
+    return ready() ? api.sd_bus_message_peek_type(MSG(m), type, contents) : -ELIBACC;
+}
