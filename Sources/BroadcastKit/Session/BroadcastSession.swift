@@ -133,6 +133,15 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         let deadline = MediaTime.now() + timeoutNs
         pipeline?.drainLanes()
         housekeeper?.stop()
+        // A run that ends while its primary is still reconnecting lost the stream from the moment
+        // the link went down: that is a failure (exit 4), never a clean stop.
+        if let primary = pipeline?.destinations.primary, primary.state == .reconnecting {
+            let why = primary.error?.description ?? "connection lost"
+            let message = "\(primary.sink.displayName): still reconnecting when the run ended (\(why));"
+                + " what was sent after the connection was lost did not reach the server"
+            failureValue.withLock { if $0 == nil { $0 = .streaming(message) } }
+            onEvent?(.failed(message))
+        }
         for d in pipeline?.destinations.all ?? [] { d.finish(deadlineNs: deadline) }
         reportFailures()
         stateValue.store(State.finished.rawValue, ordering: .releasing)
