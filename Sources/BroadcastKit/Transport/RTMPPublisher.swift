@@ -351,6 +351,7 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
     /// A refusal naming the server's status code (with the key, should it echo it, redacted).
     private func refusal(_ what: String, _ reply: RTMPCommand.Reply) -> TransportError {
         let code = reply.code.map { " (\(redacted($0)))" } ?? ""
+        if reply.code == "NetStream.Publish.BadName" { return .streamNameInUse("\(displayName): \(what)\(code)") }
         return .publishRejected("\(displayName): \(what)\(code)")
     }
 
@@ -390,8 +391,7 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
             guard let message else { break }
             if let reply = try handleIncoming(s, message) {
                 if reply.name == "onStatus", reply.level == "error" {
-                    let code = reply.code.map { " (\(redacted($0)))" } ?? ""
-                    throw TransportError.publishRejected("\(displayName): server refused publish or ended the stream\(code)")
+                    throw refusal("server refused publish or ended the stream", reply)
                 }
                 try onReply(reply)
             }

@@ -31,6 +31,10 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     case publishRejected(String)
     /// TLS verification failed (exit 3).
     case tlsRejected(String)
+    /// The server still holds a publisher for this stream name (`NetStream.Publish.BadName`). At
+    /// start it fails the start (exit 3); after a lost connection it is our own old session, which
+    /// the server drops when it times out, so reconnecting retries it instead of giving up.
+    case streamNameInUse(String)
     /// A write failed after publishing started.
     case writeFailed(String)
     /// A file could not be opened or written.
@@ -49,6 +53,7 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
         case .connectFailed(let s): return "could not connect: \(s)"
         case .publishRejected(let s): return "stream key or app rejected by server: \(s)"
         case .tlsRejected(let s): return "TLS verification failed: \(s)"
+        case .streamNameInUse(let s): return "the server is still publishing this stream name (an old session?): \(s)"
         case .writeFailed(let s): return "write failed: \(s)"
         case .fileError(let s): return "file error: \(s)"
         }
