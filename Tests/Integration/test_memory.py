@@ -120,7 +120,7 @@ class StalledTransportTest(BroadcastTestCase):
             stats = Path(tmp) / "stats.jsonl"
             r = self.run_broadcast(["--url", f"rtmp://127.0.0.1:{port}/live", "--key", new_key(), "--res", "720p",
                                     "--duration", "40", "--quiet", "--stats-json", stats,
-                                    "--reconnect-attempts", "1"], timeout=120)
+                                    "--reconnect-attempts", "0"], timeout=120)  # retry forever: the process must keep its bounds and keep reporting
             lines = [json.loads(l) for l in stats.read_text().splitlines()]
         live = [l for l in lines if l["state"] != "finished"]
         # The sender may give up on the dead link (send timeout, then the one reconnect fails):
