@@ -30,8 +30,8 @@ final class PipeWireStream: @unchecked Sendable {
     private var sink: SampleBufferSink?
     private var handle: OpaquePointer?
 
-    private let lock: UnsafeMutablePointer<pthread_mutex_t>
-    private let cond: UnsafeMutablePointer<pthread_cond_t>
+    /// Guards `handle`, `started`, `finished` and `failure`; its condition wakes `waitUntilFinished`.
+    private let cond = ConditionLock()
     private var finished = false
     private var failure: CaptureError?
     private var started = false
@@ -56,29 +56,18 @@ final class PipeWireStream: @unchecked Sendable {
         videoWidth = Int32(videoSize?.width ?? 0)
         videoHeight = Int32(videoSize?.height ?? 0)
         self.durationNs = durationSeconds.map { Int64($0 * 1e9) }
-        lock = .allocate(capacity: 1)
-        cond = .allocate(capacity: 1)
-        pthread_mutex_init(lock, nil)
-        var attr = pthread_condattr_t()
-        pthread_condattr_init(&attr)
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
-        pthread_cond_init(cond, &attr)
-        pthread_condattr_destroy(&attr)
     }
 
     deinit {
         if let handle { bk_pw_capture_close(handle) }
-        pthread_cond_destroy(cond)
-        pthread_mutex_destroy(lock)
-        cond.deallocate()
-        lock.deallocate()
     }
 
     func start(into sink: SampleBufferSink) throws(CaptureError) {
-        pthread_mutex_lock(lock)
-        let again = started
-        started = true
-        pthread_mutex_unlock(lock)
+        let again = cond.withLock {
+            let was = started
+            started = true
+            return was
+        }
         if again { throw CaptureError(.badInput, "PipeWire \(streamName): a source starts only once") }
         self.sink = sink
         if let durationNs { endAt.store(MediaTime.now() + durationNs, ordering: .relaxed) }
@@ -111,17 +100,16 @@ final class PipeWireStream: @unchecked Sendable {
             end(error)
             throw error
         }
-        pthread_mutex_lock(lock)
-        handle = opened
-        pthread_mutex_unlock(lock)
+        cond.withLock { handle = opened }
     }
 
     /// Disconnects and joins the stream thread; idempotent.
     func stop() {
-        pthread_mutex_lock(lock)
-        let h = handle
-        handle = nil
-        pthread_mutex_unlock(lock)
+        let h: OpaquePointer? = cond.withLock {
+            let h = handle
+            handle = nil
+            return h
+        }
         if let h { bk_pw_capture_close(h) }
         end(nil)
     }
@@ -138,28 +126,20 @@ final class PipeWireStream: @unchecked Sendable {
                 return true
             }
         }
-        pthread_mutex_lock(lock)
-        defer { pthread_mutex_unlock(lock) }
         if timeoutNanoseconds < 0 {
-            while !finished { pthread_cond_wait(cond, lock) }
-            return true
+            return cond.withLock {
+                while !finished { cond.wait() }
+                return true
+            }
         }
-        let deadline = MediaTime.now() + timeoutNanoseconds
-        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-        while !finished {
-            if pthread_cond_timedwait(cond, lock, &ts) == ETIMEDOUT { return finished }
-        }
-        return true
+        return waitUntilFinished(untilDeadline: MediaTime.now() + timeoutNanoseconds)
     }
 
     private func waitUntilFinished(untilDeadline deadline: Int64) -> Bool {
-        pthread_mutex_lock(lock)
-        defer { pthread_mutex_unlock(lock) }
-        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-        while !finished {
-            if pthread_cond_timedwait(cond, lock, &ts) == ETIMEDOUT { return finished }
+        cond.withLock {
+            while !finished && MediaTime.now() < deadline { cond.wait(untilNs: deadline) }
+            return finished
         }
-        return true
     }
 
     /// True once a `duration` run is over: buffers after that are not delivered.
@@ -168,18 +148,14 @@ final class PipeWireStream: @unchecked Sendable {
         return end != 0 && MediaTime.now() >= end
     }
 
-    var error: CaptureError? {
-        pthread_mutex_lock(lock)
-        defer { pthread_mutex_unlock(lock) }
-        return failure
-    }
+    var error: CaptureError? { cond.withLock { failure } }
 
     private func end(_ error: CaptureError?) {
-        pthread_mutex_lock(lock)
-        if failure == nil, let error { failure = error }
-        finished = true
-        pthread_cond_broadcast(cond)
-        pthread_mutex_unlock(lock)
+        cond.withLock {
+            if failure == nil, let error { failure = error }
+            finished = true
+            cond.broadcast()
+        }
     }
 
     // MARK: stream thread
