@@ -217,8 +217,13 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
         v = b1080["peak_rss_bytes"]["max"] / MB
         preset = "see memory plan below"
         plan = ((r.get("levers") or {}).get("memory_plans") or {}).get("1080p", "")
+        # The plan's "x264 configuration" line names what the budget chose (the first line only the request).
+        chosen = next((l.split("x264 configuration", 1)[1].strip() for l in plan.splitlines()
+                       if "x264 configuration" in l), "")
         first = plan.splitlines()[0] if plan else ""
-        if "x264 " in first:
+        if chosen:
+            preset = chosen
+        elif "x264 " in first:
             preset = first.split("x264 ")[1].split(",")[0]
         w(f"| Peak RSS 1080p30, default 50M budget (issue 3) | ≤ 48 MB, never 50 MB | "
           f"{fmt(b1080['peak_rss_bytes'], MB, 1, ' MB')}, x264 {preset} | {status(v <= 48, f'max {v:.1f} MB')} |")
