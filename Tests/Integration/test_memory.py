@@ -2,7 +2,8 @@
 
 - No heap allocation on the per-frame path: malloc/calloc/realloc/memalign calls counted by an
   LD_PRELOAD shim (tools/allocshim) over 600 frames after warm-up, with video, both audio lanes
-  (one at 44.1 kHz through the resampler), the mixer, AAC, FLV and the send queue all running.
+  (one at 44.1 kHz through the resampler), the mixer, AAC, FLV and the send queue all running;
+  and again with input larger than the output, so every frame goes through the scaler.
 - An impossible plan is refused with exit 2 and the plan; a tight one picks a leaner x264 configuration.
 - A real 720p stream stays inside the default 50 MB budget (peak RSS from /proc via --stats-json).
 """
@@ -22,15 +23,29 @@ SHIM_SRC = REPO_ROOT / "tools" / "allocshim" / "allocshim.c"
 
 
 class AllocationTest(unittest.TestCase):
-    def test_steady_state_makes_no_heap_allocations(self):
+    def pipeline(self, *extra: str) -> subprocess.CompletedProcess:
         self.assertTrue(BENCH_BIN.exists(), f"{BENCH_BIN} not built (scripts/build)")
         with tempfile.TemporaryDirectory() as tmp:
             shim = Path(tmp) / "allocshim.so"
             subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(SHIM_SRC)], check=True)
-            out = subprocess.run([str(BENCH_BIN), "pipeline", "--res", "640x360", "--frames", "600",
-                                  "--warmup", "120", "--audio"],
-                                 env={"LD_PRELOAD": str(shim), "PATH": "/usr/bin:/bin"},
-                                 capture_output=True, text=True, timeout=300)
+            return subprocess.run([str(BENCH_BIN), "pipeline", "--res", "640x360", "--frames", "600",
+                                   "--warmup", "120", "--audio", *extra],
+                                  env={"LD_PRELOAD": str(shim), "PATH": "/usr/bin:/bin"},
+                                  capture_output=True, text=True, timeout=300)
+
+    def test_scaled_input_makes_no_heap_allocations(self):
+        # A capture larger than the output, at a ratio with no exact fast path (1.6x), goes
+        # through the striped scaler on every frame.
+        out = self.pipeline("--src-res", "1024x576")
+        self.assertEqual(out.returncode, 0, out.stderr)
+        r = json.loads(out.stdout.strip().splitlines()[-1])
+        self.assertEqual((r["src_width"], r["src_height"]), (1024, 576), r)
+        self.assertGreater(r["startup_allocations"], 100, r)
+        self.assertGreaterEqual(r["frames_encoded"], 700, r)
+        self.assertLessEqual(r["allocations_per_frame"], 0.05, r)
+
+    def test_steady_state_makes_no_heap_allocations(self):
+        out = self.pipeline()
         self.assertEqual(out.returncode, 0, out.stderr)
         r = json.loads(out.stdout.strip().splitlines()[-1])
         # The shim must be live (start-up allocates), or a zero below would prove nothing.

@@ -10,10 +10,10 @@ import CYUV
 /// frame whose pages may be released (`VideoFrame.sourcePagesReleasable`, a PipeWire memfd) keeps
 /// only a stripe or two resident: each consumed stripe is dropped with `MADV_DONTNEED`.
 /// - Same size: converted stripe by stripe straight into the destination.
-/// - Other sizes: each stripe of output rows is scaled with `ARGBScaleClip` (which reads only
-///   the source rows that output stripe needs, and gives exactly the full-frame result) into a
-///   small ARGB stripe, then converted to I420. Planar input is first expanded to ARGB for just
-///   those source rows, in a fixed row buffer.
+/// - Other sizes: each stripe of output rows is scaled bilinearly by `ARGBStripeScaler` (which
+///   reads only the source rows that output stripe needs) into a small ARGB stripe, then
+///   converted to I420. Planar input is first expanded to ARGB for just those source rows, in a
+///   fixed row buffer.
 ///
 /// Every buffer is allocated once, at init, for the fixed output size and the largest input
 /// (8192 px wide): a size change mid-stream (a rotated device) allocates nothing.
@@ -26,7 +26,8 @@ package final class FrameConverter: @unchecked Sendable {
     package static let sourceStripeBytes = 256 << 10
     /// Output rows scaled per stripe, at most (even: I420 chroma rows pair up).
     static let maxOutputStripeRows = 16
-    /// Source rows either side of the computed span a bilinear/box filter may also read.
+    /// Source rows beyond the computed span a stripe may also hold (the bilinear filter's
+    /// second row and the even alignment of planar chroma).
     static let filterMarginRows = 2
     /// Widest source the converter accepts (as `VideoFrame.validate`).
     static let maxSourceWidth = 8192
@@ -43,10 +44,11 @@ package final class FrameConverter: @unchecked Sendable {
     private let outStripeStride: Int
     /// Planar input expanded to ARGB, only the source rows one output stripe reads.
     private let rowBuffer: UnsafeMutableRawBufferPointer
+    private let scaler: ARGBStripeScaler
 
     /// Scratch bytes this converter allocated (virtual; only the rows actually used become
     /// resident), for the memory plan.
-    package var scratchBytes: Int { outStripe.count + rowBuffer.count }
+    package var scratchBytes: Int { outStripe.count + rowBuffer.count + scaler.scratchBytes }
 
     package init(outputWidth: Int, outputHeight: Int) {
         self.outputWidth = outputWidth
@@ -55,6 +57,7 @@ package final class FrameConverter: @unchecked Sendable {
         outStripe = .allocate(byteCount: outStripeStride * Self.maxOutputStripeRows, alignment: 64)
         rowBuffer = .allocate(byteCount: Self.sourceStripeBytes + (2 * Self.filterMarginRows + 4) * Self.maxSourceWidth * 4,
                               alignment: 64)
+        scaler = ARGBStripeScaler(maxSourceWidth: Self.maxSourceWidth, maxOutputWidth: outputWidth)
     }
 
     deinit {
@@ -133,13 +136,9 @@ package final class FrameConverter: @unchecked Sendable {
 
     // MARK: scaled
 
-    /// Source rows (luma) that output rows `y0..<y1` of a `srcH -> dstH` scale may read:
-    /// libyuv samples row y*srcH/dstH (+/- half a step) and the one below; the margin covers
-    /// its rounding and the box/bilinear neighbours.
+    /// Source rows (luma) that output rows `y0..<y1` of a `srcH -> dstH` scale read.
     static func sourceRows(outputRows y0: Int, _ y1: Int, srcH: Int, dstH: Int) -> Range<Int> {
-        let lo = max(0, y0 * srcH / dstH - filterMarginRows)
-        let hi = min(srcH, (y1 * srcH + dstH - 1) / dstH + filterMarginRows)
-        return lo..<max(lo, hi)
+        ARGBStripeScaler.sourceRows(outputRows: y0, y1, srcH: srcH, dstH: dstH)
     }
 
     private func convertScaled(_ f: VideoFrame, into d: I420Frame, release: inout SourceRelease) {
@@ -163,9 +162,8 @@ package final class FrameConverter: @unchecked Sendable {
         while y0 < d.height {
             let n = min(k, d.height - y0)
             let rows = Self.sourceRows(outputRows: y0, y0 + n, srcH: f.height, dstH: d.height)
-            // libyuv addresses the source from its top-left corner and the destination from the
-            // full picture's; these bases are only offset so that the rows it touches land in
-            // our buffers (it reads only `rows` and writes only the clip rectangle).
+            // The scaler addresses the source from its top-left corner; for planar input the base
+            // is only offset so that the rows it reads (`rows`) land in the row buffer.
             let srcBase: UnsafePointer<UInt8>
             if packed {
                 srcBase = f.plane(0)!.assumingMemoryBound(to: UInt8.self)
@@ -174,10 +172,8 @@ package final class FrameConverter: @unchecked Sendable {
                 expandPlanarRows(f, first: first, count: rows.upperBound - first)
                 srcBase = UnsafePointer(bitPattern: Int(bitPattern: rowBuffer.baseAddress!) - first * srcStride)!
             }
-            let dstBase = UnsafeMutablePointer<UInt8>(bitPattern: Int(bitPattern: stripe) - y0 * outStripeStride)!
-            ARGBScaleClip(srcBase, Int32(srcStride), Int32(f.width), Int32(f.height),
-                          dstBase, Int32(outStripeStride), Int32(d.width), Int32(d.height),
-                          0, Int32(y0), Int32(d.width), Int32(n), kFilterBilinear)
+            scaler.scale(src: srcBase, srcStride: srcStride, srcW: f.width, srcH: f.height,
+                         dst: stripe, dstStride: outStripeStride, dstW: d.width, dstH: d.height, y0: y0, count: n)
             let dy = d.y + y0 * d.strideY, du = d.u + (y0 / 2) * d.strideUV, dv = d.v + (y0 / 2) * d.strideUV
             let sY = Int32(d.strideY), sUV = Int32(d.strideUV)
             if f.format == .rgba || f.format == .rgbx {

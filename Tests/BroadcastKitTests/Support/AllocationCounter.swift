@@ -1,0 +1,24 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Heap allocation counts from tools/allocshim, which `scripts/test` preloads into `swift test`.
+/// The per-thread count is the one to assert on: other suites run in parallel in the same
+/// process and allocate, so process-wide heap figures move under any test that reads them.
+/// Tests that need it are `.enabled(if: AllocationCounter.isLoaded)`: run bare, they show as
+/// skipped, and scripts/test fails on a skip that is not on Tests/skip-allowlist.txt.
+enum AllocationCounter {
+    private typealias Counter = @convention(c) () -> UInt64
+    private static let threadCounter: Counter? = lookup("bk_alloc_count_thread")
+
+    private static func lookup(_ name: String) -> Counter? {
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), name) else { return nil }
+        return unsafeBitCast(symbol, to: Counter.self)
+    }
+
+    /// True when the shim is preloaded.
+    static var isLoaded: Bool { threadCounter != nil }
+
+    /// Allocation calls made so far by the calling thread.
+    static func thisThread() -> UInt64 { threadCounter?() ?? 0 }
+}
