@@ -6,7 +6,8 @@ pw-test-screen at --size (and --buffers), a private nginx-rtmp ingest, runs broa
 --source screen-node with app audio + mic for --seconds, and samples /proc/PID/status every
 0.5 s. VmHWM is read by us because shared capture buffers are charged to the producer's cgroup,
 not to broadcast's. Prints one JSON object: vmhwm, the Rss split (anon/file/shmem) at the
-largest sample, CPU seconds, frames produced and the recording path.
+largest sample, the memory plan of the same arguments (plan_mb, per line in MB), CPU seconds,
+frames produced and the recording path.
 
   tools/pw_memory_run.py --size 2560x1440 --res 720p --seconds 30 [--buffers 8] [--bin DIR]
 """
@@ -45,6 +46,26 @@ def cpu_seconds(pid: int) -> float:
         return 0.0
 
 
+def parse_plan(text: str) -> dict[str, float]:
+    """`--print-memory-plan` lines "  name   12.3 MB ..." -> {name: MB} (total: the first figure)."""
+    plan: dict[str, float] = {}
+    for line in text.splitlines():
+        parts = line.strip().rsplit("  ", 1)
+        if not line.startswith("  ") or len(parts) != 2:
+            continue
+        name, value = parts[0].strip(), parts[1].strip()
+        figure = value.split()
+        if len(figure) >= 2 and figure[1] == "MB":
+            try:
+                plan[name] = float(figure[0])
+            except ValueError:
+                pass
+    for line in text.splitlines():
+        if line.strip().startswith("total"):
+            plan["total"] = float(line.split()[1])
+    return plan
+
+
 def wait_node(name: str, env: dict, timeout: float = 10) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -80,6 +101,10 @@ def run(size: str, res: str, seconds: int, buffers: int | None, bindir: Path, en
         args = [str(broadcast or bindir / "broadcast"), "--url", ingest.url, "--key", key, "--source", "screen-node",
                 "--screen-node", name, "--app-audio", "app-sink", "--mic", "test-mic", "--res", res,
                 "--duration", str(seconds), "--stats-json", str(stats), "--quiet"] + (extra or [])
+        # The plan for the same run, printed once the producer's node is up (bytes per line).
+        plan_out = subprocess.run(args + ["--print-memory-plan"], env=env, stdin=subprocess.DEVNULL,
+                                  capture_output=True, text=True, timeout=60)
+        plan = parse_plan(plan_out.stdout)
         bc = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
         best: dict[str, int] = {}
@@ -113,6 +138,7 @@ def run(size: str, res: str, seconds: int, buffers: int | None, bindir: Path, en
             "exit": bc.returncode, "vmhwm_mib": mib(last.get("VmHWM", 0)),
             "stats_peak_rss_mib": round(peak_stats / 2**20, 1),
             "at_max_rss_mib": {k: mib(v) for k, v in best.items()},
+            "plan_mb": plan, "plan_exit": plan_out.returncode,
             "cpu_s": round(cpu, 1), "produced": produced, "producer_format": size_line, "recording": str(rec),
             "stderr": err.strip()[-600:],
         }

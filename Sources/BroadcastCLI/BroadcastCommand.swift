@@ -82,6 +82,8 @@ public enum BroadcastCommand {
                 return fail(error.kind == .denied ? .connect : .usage, error.message)
             }
         }
+        // Start-up is over: the code it touched need not stay resident for the whole run.
+        ProcessTuning.releaseStartupPages()
         return StreamLoop(session: session, sources: built.sources, reporter: reporter,
                           duration: options.duration, quiet: options.quiet).run()
     }

@@ -163,6 +163,17 @@ class PipeWireCaptureTest(BroadcastTestCase):
         self.assertLess(r["vmhwm_mib"], 50.0, r)
         # What the frames keep resident of the 2 x 14.7 MB shared buffers: a few stripes.
         self.assertLess(r["at_max_rss_mib"].get("RssShmem", 99), 2.0, r)
+        self.assertPlanBounds(r)
+
+    def assertPlanBounds(self, r: dict) -> None:
+        """The plan printed for the same arguments holds what the run used: its capture line
+        covers the shared buffers resident at the peak, and its total (without the headroom)
+        covers VmHWM. MB in the plan are MiB (the budget's unit)."""
+        plan = r["plan_mb"]
+        self.assertEqual(r["plan_exit"], 0, r)
+        self.assertIn("capture source buffers", plan, plan)
+        self.assertLessEqual(r["at_max_rss_mib"].get("RssShmem", 99), plan["capture source buffers"], r)
+        self.assertLessEqual(r["vmhwm_mib"], plan["total"], r)
 
     def test_memory_3840x2160_desktop_streams_at_1080p(self) -> None:
         r = self.measured("3840x2160", "1080p", 30)
@@ -176,6 +187,7 @@ class PipeWireCaptureTest(BroadcastTestCase):
         self.assertLess(r["at_max_rss_mib"].get("RssShmem", 99), 2.0, r)
         # The hard limit: the default 50 MB budget (50 MiB here is the budget's own unit, MB = MiB).
         self.assertLess(r["vmhwm_mib"], 50.0, r)
+        self.assertPlanBounds(r)
 
     def test_memory_producer_insisting_on_8_buffers_costs_no_more_than_2(self) -> None:
         two = self.measured("2560x1440", "720p", 20, buffers=2)

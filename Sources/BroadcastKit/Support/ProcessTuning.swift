@@ -44,4 +44,29 @@ public enum ProcessTuning {
         if getenv("BROADCAST_ALLOW_THP") == nil { thpOff = bk_disable_transparent_huge_pages() == 0 }
         return Applied(mallocArenas: arenas, transparentHugePagesOff: thpOff, mmapThresholdBytes: threshold)
     }
+
+    /// Drops the clean pages of the binary's and libraries' code and read-only data from the
+    /// resident set, once start-up is over (the session is live and its sources started).
+    /// Start-up touches megabytes of code that never runs again (argument parsing, the Swift
+    /// runtime's first conformance scans, the loader's symbol tables, the kernel's 64 KB
+    /// fault-around); steady-state code faults back in from the page cache. Pages written since
+    /// mapping (relocated data) are never dropped. It changes RSS and VmHWM, not a cgroup's
+    /// page-cache charge.
+    ///
+    /// Only a process that owns its address space should call this: the `broadcast` CLI does,
+    /// the library never does it on an embedder's behalf. `BROADCAST_KEEP_STARTUP_PAGES=1` turns
+    /// it off (`scripts/bench` measures the lever with it). Returns the bytes released, or nil.
+    @discardableResult
+    public static func releaseStartupPages() -> Int? {
+        releaseStartupPages(unlessSet: "BROADCAST_KEEP_STARTUP_PAGES")
+    }
+
+    /// `releaseStartupPages()` with the switch's name as a parameter (tests pass one that is
+    /// always set: setenv is not safe while other threads read the environment).
+    @discardableResult
+    package static func releaseStartupPages(unlessSet variable: String) -> Int? {
+        if getenv(variable) != nil { return nil }
+        let released = bk_release_clean_file_pages()
+        return released < 0 ? nil : released
+    }
 }

@@ -18,6 +18,12 @@ size_t bk_heap_mmapped(void);
 /// madvises its large frame buffers for huge pages, which rounds each up to 2 MB resident;
 /// with THP off they cost only the pages really touched. Returns 0 on success.
 int bk_disable_transparent_huge_pages(void);
+/// Drops from this process's resident set the pages of private, read-only file mappings that
+/// are clean copies of their file (code and read-only data of the binary and its libraries),
+/// with madvise(MADV_DONTNEED): pages touched only while starting up stop counting, and the
+/// ones still in use fault back in from the page cache. Mappings with written (COW) pages,
+/// such as relocated RELRO data, are left alone. Returns the bytes released, or -1.
+long bk_release_clean_file_pages(void);
 /// Names the calling thread (visible in top -H and perf); names are cut to 15 bytes.
 void bk_set_thread_name(const char *name);
 #endif
