@@ -38,13 +38,13 @@ struct StreamLoop {
             if now >= nextReport {
                 nextReport += 1_000_000_000
                 let snap = session.stats.snapshot()
-                reporter.report(snap, state: session.statusText, reconnects: snap.reconnects, latency: session.videoLatencyMs)
+                reporter.report(snap, state: session.statusText, latency: session.videoLatencyMs)
             }
         }
         for source in sources { source.stop() }
         session.finish()
         let finalStats = session.stats.snapshot()
-        reporter.report(finalStats, state: "finished", reconnects: finalStats.reconnects, latency: session.videoLatencyMs)
+        reporter.report(finalStats, state: "finished", latency: session.videoLatencyMs)
         reporter.endStatusLine()
         if exitCode == .success, let f = session.failure {
             exitCode = ExitCode(rawValue: f.exitCode) ?? .streaming

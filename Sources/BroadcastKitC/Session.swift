@@ -39,6 +39,9 @@ final class SessionBox: @unchecked Sendable {
     private let errorText = Mutex<Int>(0)
     /// What `finish` returned, so a second call answers the same.
     var finishStatus: bk_status?
+    /// When the box was made, and the snapshot of the last stats JSON: its rates start there.
+    let createdNs = MediaTime.now()
+    let previousStats = Mutex<StatsSnapshot?>(nil)
 
     init(configuration: BroadcastConfiguration) {
         session = BroadcastSession(configuration: configuration)

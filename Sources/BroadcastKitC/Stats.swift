@@ -84,32 +84,16 @@ public func _bkSessionGetStats(_ p: OpaquePointer?, _ out: UnsafeMutablePointer<
     return BK_OK
 }
 
-private func number(_ d: Double) -> String {
-    guard d.isFinite else { return "null" }
-    let scaled = (d * 10).rounded() / 10
-    return "\(scaled)"
-}
-
 @_cdecl("bk_session_stats_json")
 public func _bkSessionStatsJSON(_ p: OpaquePointer?) -> UnsafeMutablePointer<CChar>? {
     guard let box = sessionBox(p) else { return nil }
-    let s = fillStats(box)
-    var drops = ""
-    withUnsafeBytes(of: s.drops) { raw in
-        let d = raw.bindMemory(to: Int64.self)
-        for (i, r) in DropReason.allCases.enumerated() where i < Int(BK_DROP_REASON_COUNT) {
-            drops += (i == 0 ? "" : ",") + "\"\(r.rawValue)\":\(d[i])"
-        }
+    let snapshot = box.session.stats.snapshot()
+    // Rates are over the interval since the previous call (or since the box was made).
+    let previous = box.previousStats.withLock { prev in
+        defer { prev = snapshot }
+        return prev
     }
-    let json = "{\"state\":\"\(box.session.statusText)\",\"monotonic_ns\":\(s.monotonic_ns),"
-        + "\"video_frames_in\":\(s.video_frames_in),\"video_frames_encoded\":\(s.video_frames_encoded),"
-        + "\"video_frames_sent\":\(s.video_frames_sent),\"audio_frames_sent\":\(s.audio_frames_sent),"
-        + "\"video_bytes_sent\":\(s.video_bytes_sent),\"audio_bytes_sent\":\(s.audio_bytes_sent),"
-        + "\"bytes_sent\":\(s.bytes_sent),\"drops\":{\(drops)},\"total_drops\":\(s.total_drops),"
-        + "\"queue_bytes\":\(s.queue_bytes),\"queue_ms\":\(s.queue_ms),\"rss_bytes\":\(s.rss_bytes),"
-        + "\"peak_rss_bytes\":\(s.peak_rss_bytes),\"target_video_kbps\":\(s.target_video_kbps),"
-        + "\"reconnects\":\(s.reconnects),\"late_tags_clamped\":\(s.late_tags_clamped),"
-        + "\"latency_p50_ms\":\(s.latency_p50_ms < 0 ? "null" : number(s.latency_p50_ms)),"
-        + "\"latency_p99_ms\":\(s.latency_p99_ms < 0 ? "null" : number(s.latency_p99_ms))}"
-    return strdup(json)
+    let report = StatsReport(snapshot, previous: previous, startNs: box.createdNs, state: box.session.statusText,
+                             latencyMs: box.session.videoLatencyMs)
+    return strdup(report.json)
 }

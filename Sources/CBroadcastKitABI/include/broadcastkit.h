@@ -345,8 +345,10 @@ typedef struct bk_stats {
 /** Fills *out (out->struct_size must be set; smaller sizes get a prefix). Safe from any thread. */
 bk_status bk_session_get_stats(const bk_session *session, bk_stats *out);
 
-/** The stats as one JSON object (keys as the CLI's --stats-json: "state", "video_frames_sent",
- *  "drops": {"encoder_busy": n, ...}, "queue_ms", "rss_bytes", ...). Free with bk_string_free. */
+/** The stats as one JSON object, the same object as each line of the CLI's --stats-json
+ *  ("time_s", "state", "fps", "kbps", "video_frames_sent", "drops": {"encoder_busy": n, ...},
+ *  "queue_ms", "rss_bytes", ...). Rates (fps, kbps) are over the interval since the previous call
+ *  on this session, or since bk_session_new for the first. Free with bk_string_free. */
 char *bk_session_stats_json(const bk_session *session);
 
 /** The name of a drop reason as in the JSON ("encoder_busy"...), or "" (static). */

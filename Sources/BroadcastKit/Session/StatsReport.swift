@@ -1,0 +1,69 @@
+/// One stats report as JSON: the object of each `--stats-json` line, of the C ABI's
+/// `bk_session_stats_json` and of the control socket's `stats`. One writer, so every consumer
+/// sees the same keys; rates (fps, kbps) are over the interval since the previous report.
+package struct StatsReport {
+    package var snapshot: StatsSnapshot
+    /// Seconds since the run started.
+    package var timeSeconds: Double
+    package var state: String
+    package var fps: Double
+    package var kbps: Double
+    package var videoKbps: Double
+    package var audioKbps: Double
+    package var rssBytes: Int
+    package var peakRssBytes: Int
+    package var latencyMs: (p50: Double, p99: Double)?
+
+    /// A report of `snapshot`, with rates against `previous` (or since `startNs` for the first).
+    package init(_ snapshot: StatsSnapshot, previous: StatsSnapshot?, startNs: Int64, state: String,
+                 latencyMs: (p50: Double, p99: Double)?,
+                 rssBytes: Int = ProcessMemory.residentBytes(), peakRssBytes: Int = ProcessMemory.peakResidentBytes()) {
+        self.snapshot = snapshot
+        self.state = state
+        self.latencyMs = latencyMs
+        self.rssBytes = rssBytes
+        self.peakRssBytes = peakRssBytes
+        timeSeconds = Double(snapshot.monotonicNs - startNs) / 1e9
+        let dt = previous.map { Double(snapshot.monotonicNs - $0.monotonicNs) / 1e9 } ?? timeSeconds
+        func rate(_ now: Int, _ before: Int?) -> Double { dt > 0 ? Double(now - (before ?? 0)) / dt : 0 }
+        fps = rate(snapshot.videoFramesSent, previous?.videoFramesSent)
+        kbps = rate(snapshot.bytesSent, previous?.bytesSent) * 8 / 1000
+        videoKbps = rate(snapshot.videoBytesSent, previous?.videoBytesSent) * 8 / 1000
+        audioKbps = rate(snapshot.audioBytesSent, previous?.audioBytesSent) * 8 / 1000
+    }
+
+    /// The report as one JSON object, no trailing newline. `state` is one of the session's fixed
+    /// status words, so it needs no escaping.
+    package var json: String {
+        let s = snapshot
+        var drops = ""
+        for (i, r) in DropReason.allCases.enumerated() {
+            drops += (i == 0 ? "" : ",") + "\"\(r.rawValue)\":\(s.drops(r))"
+        }
+        return "{\"time_s\":\(fixed(timeSeconds, 3)),\"state\":\"\(state)\",\"monotonic_ns\":\(s.monotonicNs),"
+            + "\"fps\":\(fixed(fps, 2)),\"kbps\":\(fixed(kbps, 1)),"
+            + "\"video_kbps\":\(fixed(videoKbps, 1)),\"audio_kbps\":\(fixed(audioKbps, 1)),"
+            + "\"video_frames_in\":\(s.videoFramesIn),\"video_frames_encoded\":\(s.videoFramesEncoded),"
+            + "\"video_frames_sent\":\(s.videoFramesSent),\"audio_frames_sent\":\(s.audioFramesSent),"
+            + "\"video_bytes_sent\":\(s.videoBytesSent),\"audio_bytes_sent\":\(s.audioBytesSent),"
+            + "\"bytes_sent\":\(s.bytesSent),\"drops\":{\(drops)},\"total_drops\":\(s.totalDrops),"
+            + "\"queue_bytes\":\(s.queueBytes),\"queue_ms\":\(s.queueMs),"
+            + "\"rss_bytes\":\(rssBytes),\"peak_rss_bytes\":\(peakRssBytes),"
+            + "\"target_video_kbps\":\(s.targetVideoKbps),\"reconnects\":\(s.reconnects),"
+            + "\"late_tags_clamped\":\(s.lateTagsClamped),\"video_pts_corrections\":\(s.videoPtsCorrections),"
+            + "\"latency_p50_ms\":\(latencyMs.map { fixed($0.p50, 1) } ?? "null"),"
+            + "\"latency_p99_ms\":\(latencyMs.map { fixed($0.p99, 1) } ?? "null")}"
+    }
+}
+
+/// `v` with a fixed number of decimals, without Foundation ("0" for NaN and infinities).
+package func fixed(_ v: Double, _ decimals: Int) -> String {
+    guard v.isFinite else { return "0" }
+    var scale = 1.0
+    for _ in 0..<decimals { scale *= 10 }
+    let n = Int((abs(v) * scale).rounded())
+    let whole = n / Int(scale), frac = n % Int(scale)
+    var f = String(frac)
+    while f.count < decimals { f = "0" + f }
+    return (v < 0 && n != 0 ? "-" : "") + String(whole) + (decimals > 0 ? "." + f : "")
+}
