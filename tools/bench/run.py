@@ -14,6 +14,9 @@ keeps what it measured):
             at 480p/720p/1080p under the default 50M budget (+ the memory plans)
   avsync    issue 4 acceptance: 3 concurrent test-source pushes (plain, impaired, impaired
             Opus), analysed from the nginx recordings with scripts/avsync
+  capture   PipeWire screen capture (pw-test-screen desktops 1280x720, 2560x1440, 3840x2160, and
+            a producer insisting on 8 buffers) with desktop + mic audio, through tools/pw_memory_run.py:
+            VmHWM read from /proc (shared buffers count), the Rss split, the plan of the same run
   quality   quality under the default budget: 720p/1080p pushes of a moving Y4M (testsrc2 +
             life), the x264 configuration the memory plan chose, peak RSS, PSNR of the nginx
             recording (frames matched by timestamp) next to ffmpeg -preset veryfast offline
@@ -408,6 +411,7 @@ class Bench:
             ("dynamic_stdlib", "dynamic Swift stdlib", ["--res", "720p"], {}, "dyn"),
             ("thp_on", "THP left on (BROADCAST_ALLOW_THP=1)", ["--res", "720p"], {"BROADCAST_ALLOW_THP": "1"}, None),
             ("arenas_default", "glibc default arenas (BROADCAST_MALLOC_ARENA_MAX=0)", ["--res", "720p"], {"BROADCAST_MALLOC_ARENA_MAX": "0"}, None),
+            ("startup_pages_kept", "start-up pages kept resident (BROADCAST_KEEP_STARTUP_PAGES=1)", ["--res", "720p"], {"BROADCAST_KEEP_STARTUP_PAGES": "1"}, None),
             ("threads_1", "--x264-threads 1", ["--res", "720p", "--x264-threads", "1"], {}, None),
             ("preset_ultrafast", "--preset ultrafast", ["--res", "720p", "--preset", "ultrafast"], {}, None),
             ("preset_superfast", "--preset superfast", ["--res", "720p", "--preset", "superfast"], {}, None),
@@ -505,6 +509,55 @@ class Bench:
             ff.unlink(missing_ok=True)
             y4m.unlink(missing_ok=True)
 
+    def capture(self) -> None:
+        sys.path.insert(0, str(REPO / "tools"))
+        import pw_memory_run  # noqa: E402  (tools/ is not a package)
+        secs = min(self.a.rt_seconds, 30)
+        state = self.work / "pipewire"
+        up = subprocess.run([str(REPO / "scripts/pipewire-up"), "--no-screen", "--state", str(state)],
+                            capture_output=True, text=True)
+        if up.returncode != 0:
+            log(f"capture: scripts/pipewire-up failed: {up.stderr[-300:]}")
+            self.results["capture"] = {"error": up.stderr[-300:]}
+            return
+        env = dict(os.environ)
+        for line in up.stdout.splitlines():
+            m = re.match(r"export (\w+)=(.*)", line.strip())
+            if m:
+                env[m.group(1)] = m.group(2).strip("'\"")
+        cases = [("1280x720", "720p", None), ("2560x1440", "720p", None), ("2560x1440", "720p", 8),
+                 ("3840x2160", "1080p", None)]
+        out = {}
+        try:
+            for size, res, buffers in cases:
+                name = f"{size}-{res}" + (f"-{buffers}buf" if buffers else "")
+                runs = []
+                for i in range(max(1, min(self.a.runs, 2))):
+                    r = pw_memory_run.run(size, res, int(secs), buffers, Path(self.a.bin_dir), env, self.work / "capture")
+                    r.pop("recording", None)
+                    runs.append(r)
+                    log(f"capture {name} run {i}: VmHWM {r['vmhwm_mib']} MiB, plan {r.get('plan_mb', {}).get('total')}, "
+                        f"cpu {r['cpu_s']} s, exit {r['exit']}")
+                ok = [r for r in runs if r["exit"] == 0]
+                out[name] = {
+                    "size": size, "res": res, "buffers": buffers or "default", "seconds": secs,
+                    "vmhwm_mib": summary([r["vmhwm_mib"] for r in ok]),
+                    "anon_mib": summary([r["at_max_rss_mib"].get("RssAnon") for r in ok]),
+                    "file_mib": summary([r["at_max_rss_mib"].get("RssFile") for r in ok]),
+                    "shmem_mib": summary([r["at_max_rss_mib"].get("RssShmem") for r in ok]),
+                    "plan_total_mb": (ok[0]["plan_mb"].get("total") if ok else None),
+                    "plan_capture_mb": (ok[0]["plan_mb"].get("capture source buffers") if ok else None),
+                    "cpu_percent": summary([100 * r["cpu_s"] / secs for r in ok]),
+                    "produced": [r["produced"] for r in runs], "exits": [r["exit"] for r in runs],
+                    "producer_format": runs[0]["producer_format"] if runs else "",
+                    "command": f"tools/pw_memory_run.py --size {size} --res {res} --seconds {int(secs)}"
+                               + (f" --buffers {buffers}" if buffers else ""),
+                }
+                self.results["capture"] = out
+                self.save()
+        finally:
+            subprocess.run([str(REPO / "scripts/pipewire-down"), "--state", str(state)], capture_output=True)
+
     def avsync(self) -> None:
         secs = self.a.avsync_seconds
         impair = ["--test-audio-skew-ppm", "300", "--test-jitter-ms", "15", "--test-mic-delay-ms", "700",
@@ -574,7 +627,7 @@ def main() -> int:
     ap.add_argument("--scale-seconds", type=float, default=12)
     ap.add_argument("--lever-seconds", type=float, default=12)
     ap.add_argument("--avsync-seconds", type=float, default=600)
-    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,avsync,quality")
+    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,capture,avsync,quality")
     ap.add_argument("--quick", action="store_true", help="smoke test: 1 run each, short real-time runs")
     a = ap.parse_args()
     if a.quick:
@@ -595,7 +648,7 @@ def main() -> int:
     sections = a.sections.split(",")
     b.ingest_start()
     try:
-        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "avsync", "quality"):
+        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "capture", "avsync", "quality"):
             if s in sections:
                 log(f"section {s}")
                 t0 = time.time()
