@@ -169,7 +169,7 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
     rt = r.get("realtime") or {}
     lv = ((r.get("levers") or {}).get("cases")) or {}
     av = ((r.get("avsync") or {}).get("cases")) or {}
-    w("## Targets (issues 7, 3, 4) and where we stand")
+    w("## Targets (issues 7, 3, 4, 11) and where we stand")
     w("")
     w("| Measure | Target | Measured | Status |")
     w("|---|---|---|---|")
@@ -229,6 +229,15 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
             preset = first.split("x264 ")[1].split(",")[0]
         w(f"| Peak RSS 1080p30, default 50M budget (issue 3) | ≤ 48 MB, never 50 MB | "
           f"{fmt(b1080['peak_rss_bytes'], MB, 1, ' MB')}, x264 {preset} | {status(v <= 48, f'max {v:.1f} MB')} |")
+    for res, e in (r.get("quality") or {}).items():
+        o, f = e.get("ours_psnr") or {}, e.get("ffmpeg_psnr") or {}
+        if o and f:
+            d = o["mse_psnr_avg"] - f["mse_psnr_avg"]
+            peak = e.get("ours_peak_rss_bytes")
+            w(f"| PSNR under the default budget, {res}, vs ffmpeg veryfast (issue 11) | within 0.35 dB | "
+              f"{d:+.2f} dB ({e.get('encoder_choice') or '?'}, {num(peak / MIB if peak else None, 1, ' MiB')}, "
+              f"{(e.get('ours_drops') or {}).get('encoder_busy', '?')} encoder_busy drops) | "
+              f"{status(d >= -0.35, f'by {-0.35 - d:.2f} dB')} |")
     cap = {k: v for k, v in (r.get("capture") or {}).items() if isinstance(v, dict)}
     for name, target in (("1280x720-720p", 40), ("2560x1440-720p", 40), ("3840x2160-1080p", 48)):
         e = cap.get(name)

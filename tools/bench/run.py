@@ -323,7 +323,11 @@ class Bench:
     def realtime(self) -> None:
         secs = self.a.rt_seconds
         configs = [("480p", 30), ("720p", 30), ("1080p", 30), ("720p", 60)]
-        out = {}
+        if self.a.rt_configs:
+            wanted = self.a.rt_configs.split(",")
+            configs = [c for c in configs if f"{c[0]}{c[1]}" in wanted]
+        # A run of some configurations keeps the others' earlier numbers.
+        out = dict(self.results.get("realtime") or {}) if self.a.rt_configs else {}
         for res, fps in configs:
             name = f"{res}{fps}"
             y4m, pcm = self.make_inputs(res, fps, secs)
@@ -622,6 +626,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--rt-runs", type=int, default=3)
     ap.add_argument("--rt-seconds", type=float, default=60)
+    ap.add_argument("--rt-configs", default="", help="realtime configurations to run, e.g. 720p30 (default: all)")
     ap.add_argument("--frames", type=int, default=600)
     ap.add_argument("--warmup", type=int, default=120)
     ap.add_argument("--scale-seconds", type=float, default=12)
