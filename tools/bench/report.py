@@ -362,7 +362,7 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
     # ---- scale ----------------------------------------------------------------------------------
     sc = r.get("scale") or {}
     if sc.get("by_count"):
-        w("## 3. Scale: concurrent sessions in one process")
+        w("## 3. Scale: concurrent sessions in one process, and separate processes")
         w("")
         w(f"`{sc['command']}`, {cfg.get('runs', '?')} runs each: N test-source sessions at 360p30 (800 kbps, AAC), each "
           "publishing to the local nginx-rtmp. CPU % over the measurement window (after all sessions started); RSS "
@@ -374,9 +374,31 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
             w(f"| {n} | {fmt(e['cpu_percent'])} | {fmt(e['cpu_percent_per_session'])} | {fmt(e['rss_bytes'], MB)} | "
               f"{fmt(e['rss_per_session_bytes'], MB)} | {fmt(e['peak_rss_bytes'], MB)} | {e.get('drops')} |")
         w("")
+        bp = sc.get("by_processes") or {}
+        if bp:
+            w(f"The same streams as separate processes (`{sc.get('process_command')}`), started together, each "
+              "measured on its own (CPU time and VmHWM from `wait4` and `/usr/bin/time`):")
+            w("")
+            w("| processes | CPU % total | CPU % per stream | peak RSS per stream MB | exits |")
+            w("|---|---|---|---|---|")
+            for n, e in bp.items():
+                w(f"| {n} | {fmt(e['cpu_percent_total'])} | {fmt(e['cpu_percent_per_stream'])} | "
+                  f"{fmt(e['peak_rss_per_stream_bytes'], MB)} | {e.get('exits')} |")
+            w("")
         if "scale.png" in made:
             w("![scale](docs/bench/scale.png)")
             w("")
+
+    fl_md = fleet(r)
+    if fl_md:
+        w("## Fleet math (also in docs/scaling.md)")
+        w("")
+        w("One stream's CPU (real-time section, 720p30 etc. from Y4M at veryfast) and peak RSS (levers section, "
+          "default budget) turned into streams per core and per GiB; the 64 MiB column is the pod limit of "
+          "`deploy/kubernetes` (a 50 MB budget from the cgroup). See docs/scaling.md for the method.")
+        w("")
+        w(fl_md)
+        w("")
 
     # ---- levers ---------------------------------------------------------------------------------
     if lv or r.get("trivial"):
@@ -558,6 +580,46 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
     return "\n".join(L)
 
 
+def fleet(r: dict) -> str:
+    """Streams per core and per GB at 480p/720p/1080p from this run's measurements: CPU % of one
+    stream from the real-time section (Y4M input, veryfast, like a real source) and peak RSS from
+    the levers section (test source, default budget). Empty when either is missing."""
+    rt = r.get("realtime") or {}
+    lv = ((r.get("levers") or {}).get("cases")) or {}
+    rows = []
+    for res, lever in (("480p", "res_480p"), ("720p", "baseline"), ("1080p", "res_1080p")):
+        e, l = rt.get(f"{res}30"), lv.get(lever)
+        cpu = med(e["ours_cpu_percent"]) if e else None
+        rss = med(l["peak_rss_bytes"]) if l else None
+        if cpu is None or rss is None:
+            continue
+        rows.append((res, cpu, rss / MIB))
+    if not rows:
+        return ""
+    L = ["| output (30 fps) | CPU % of one core per stream | streams per core (CPU) | peak RSS per stream MiB | "
+         "streams per GiB (VmHWM) | streams per GiB at a 64 MiB pod limit | bound by |",
+         "|---|---|---|---|---|---|---|"]
+    for res, cpu, rss in rows:
+        per_core, per_gib, per_pod = 100.0 / cpu, 1024.0 / rss, 1024.0 / 64
+        by_memory = per_pod * 4   # streams per core that a 4 GiB-per-core node's memory allows
+        L.append(f"| {res} | {cpu:.1f} | {per_core:.1f} | {rss:.1f} | {per_gib:.0f} | {per_pod:.0f} | "
+                 f"{'CPU' if per_core < by_memory else 'memory'}: {per_core:.1f} per core by CPU, "
+                 f"{by_memory:.0f} per core by memory at 4 GiB per core |")
+    return "\n".join(L)
+
+
+def write_between_markers(path: Path, block: str) -> None:
+    """Replaces the text between <!-- fleet:begin --> and <!-- fleet:end --> in `path`."""
+    if not path.exists() or not block:
+        return
+    text = path.read_text()
+    a, b = "<!-- fleet:begin -->", "<!-- fleet:end -->"
+    if a in text and b in text:
+        head, rest = text.split(a, 1)
+        tail = rest.split(b, 1)[1]
+        path.write_text(head + a + "\n" + block + "\n" + b + tail)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--results", default=str(REPO / "docs/bench/results.json"))
@@ -573,6 +635,8 @@ def main() -> int:
     except ValueError:
         rel = a.results
     Path(a.out).write_text(report(r, made, rel))
+    if Path(a.out).resolve() == (REPO / "BENCHMARKS.md").resolve():
+        write_between_markers(REPO / "docs/scaling.md", fleet(r))
     print(f"wrote {a.out} and {len(made)} charts in {outdir}", file=sys.stderr)
     return 0
 

@@ -9,7 +9,8 @@ keeps what it measured):
             at 480p/720p/1080p, plus allocations per frame under tools/allocshim
   realtime  real-time pushes to a private nginx-rtmp, ours and ffmpeg on identical Y4M + PCM
             input files, same x264/AAC settings; CPU from wait4 rusage, peak RSS = ru_maxrss
-  scale     bk-bench sessions: 1, 2, 4 live 360p30 sessions in one process
+  scale     bk-bench sessions: 1, 2, 4, 8 live 360p30 sessions in one process; then 1, 2, 4
+            broadcast processes at once, one 360p30 stream each
   levers    720p30 test-source pushes varying one process-level lever at a time; peak RSS
             at 480p/720p/1080p under the default 50M budget (+ the memory plans)
   avsync    issue 4 acceptance: 3 concurrent test-source pushes (plain, impaired, impaired
@@ -380,7 +381,7 @@ class Bench:
 
     def scale(self) -> None:
         out = {}
-        for n in (1, 2, 4):
+        for n in (1, 2, 4, 8):
             runs = []
             for i in range(self.a.runs):
                 r = run_measured([self.bkbench, "sessions", "--count", str(n), "--res", "360p",
@@ -405,6 +406,35 @@ class Bench:
             log(f"scale {n}: cpu/session {out[str(n)]['cpu_percent_per_session']['median']}")
         self.results["scale"] = {"seconds": self.a.scale_seconds, "by_count": out,
                                  "command": f"bk-bench sessions --count N --res 360p --seconds {self.a.scale_seconds} --url URL"}
+        self.save()
+        # The same streams as separate processes (how a fleet runs them: one pod or unit each):
+        # N `broadcast` processes started together, each measured on its own.
+        procs = {}
+        secs = self.a.scale_seconds
+        for n in (1, 2, 4):
+            per_run = []
+            for i in range(self.a.runs):
+                with tempfile.TemporaryDirectory() as tmp:
+                    import concurrent.futures as cf
+                    def one(k: int) -> dict:
+                        return self.broadcast_run(f"proc-{n}-{i}-{k}", ["--source", "test", "--res", "360p", "--fps", "30",
+                                                                         "--duration", str(secs)])
+                    with cf.ThreadPoolExecutor(max_workers=n) as ex:
+                        rs = list(ex.map(one, range(n)))
+                per_run.append(rs)
+                self.clear_recordings()
+            ok = [[r for r in rs if r["rc"] == 0] for rs in per_run]
+            procs[str(n)] = {
+                "count": n,
+                "cpu_percent_total": summary([sum(r["cpu_percent"] for r in rs) for rs in ok if rs]),
+                "cpu_percent_per_stream": summary([r["cpu_percent"] for rs in ok for r in rs]),
+                "peak_rss_per_stream_bytes": summary([r["maxrss_bytes"] for rs in ok for r in rs]),
+                "drops": [[(r["stats"] or {}).get("drops") for r in rs] for rs in per_run],
+                "exits": [[r["rc"] for r in rs] for rs in per_run],
+            }
+            log(f"scale {n} processes: cpu/stream {procs[str(n)]['cpu_percent_per_stream']['median']}")
+        self.results["scale"]["by_processes"] = procs
+        self.results["scale"]["process_command"] = f"broadcast --source test --res 360p --fps 30 --duration {secs} (N at once)"
         self.save()
 
     def levers(self) -> None:
