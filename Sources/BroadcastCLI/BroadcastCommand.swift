@@ -19,6 +19,7 @@ public enum BroadcastCommand {
         }
         if options.help { print(Usage.text); return .success }
         if options.version { print(Usage.version); return .success }
+        if let path = options.checkHeartbeat { return HeartbeatCheck.run(path: path, maxAge: options.maxAge) }
         if options.listSources {
             do { print(try PipeWireCapture.listSources()); return .success } catch { return fail(.usage, error.message) }
         }
@@ -73,6 +74,14 @@ public enum BroadcastCommand {
             return fail(.usage, "\(error)")
         }
 
+        var heartbeat: Heartbeat?
+        if let path = options.heartbeatPath {
+            do { heartbeat = try Heartbeat(path: path) } catch {
+                session.finish()
+                return fail(.usage, "\(error)")
+            }
+        }
+
         for source in built.sources {
             do {
                 try source.start(into: session)
@@ -84,7 +93,7 @@ public enum BroadcastCommand {
         }
         // Start-up is over: the code it touched need not stay resident for the whole run.
         ProcessTuning.releaseStartupPages()
-        return StreamLoop(session: session, sources: built.sources, reporter: reporter,
+        return StreamLoop(session: session, sources: built.sources, reporter: reporter, heartbeat: heartbeat,
                           duration: options.duration, quiet: options.quiet).run()
     }
 

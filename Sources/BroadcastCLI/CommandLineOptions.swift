@@ -48,6 +48,11 @@ public struct CommandLineOptions: Sendable {
     public var publish = true
     /// `--stats-json`: one JSON object per second goes here.
     public var statsJSON: String?
+    /// `--heartbeat`: bumped once a second while the stream makes progress.
+    public var heartbeatPath: String?
+    /// `--check-heartbeat`: only check that file's age (with `--max-age`, default 10 s) and exit.
+    public var checkHeartbeat: String?
+    public var maxAge = 10.0
     /// `--memory-budget` in bytes; nil: the default, lowered to the cgroup limit (`MemoryBudget.resolve`).
     public var memoryBudget: Int?
     /// `--print-memory-plan`.
@@ -142,6 +147,9 @@ public struct CommandLineOptions: Sendable {
             case "--record-min-free": o.recordMinFree = try s.bytes()
             case "--no-publish": try s.flag(); o.publish = false
             case "--stats-json": o.statsJSON = try s.value()
+            case "--heartbeat": o.heartbeatPath = try s.value()
+            case "--check-heartbeat": o.checkHeartbeat = try s.value()
+            case "--max-age": o.maxAge = try s.double(0.1...86_400)
             case "--memory-budget": o.memoryBudget = try s.bytes()
             case "--print-memory-plan": try s.flag(); o.printMemoryPlan = true
             case "--preset":

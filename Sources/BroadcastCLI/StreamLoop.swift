@@ -10,6 +10,7 @@ struct StreamLoop {
     let session: BroadcastSession
     let sources: [CaptureSource]
     let reporter: StatsReporter
+    let heartbeat: Heartbeat?
     let duration: Double?
     let quiet: Bool
 
@@ -39,6 +40,7 @@ struct StreamLoop {
                 nextReport += 1_000_000_000
                 let snap = session.stats.snapshot()
                 reporter.report(snap, state: session.statusText, latency: session.videoLatencyMs)
+                heartbeat?.beat(snap, state: session.statusText)
             }
         }
         for source in sources { source.stop() }

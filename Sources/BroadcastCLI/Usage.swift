@@ -43,6 +43,9 @@ public enum Usage {
     Running
       --duration SECONDS     stop cleanly after this long
       --stats-json PATH      one JSON object per second (fps, kbps, drops, queue, RSS)
+      --heartbeat PATH       bump PATH's mtime each second while the stream makes progress
+      --check-heartbeat PATH only check PATH: exit 0 if fresh, else 1 (a liveness probe)
+      --max-age S            with --check-heartbeat: how old PATH may be          (default 10)
       --memory-budget SIZE   hard memory budget: 50M, 512K, 1G, bytes      (default 50M)
       --print-memory-plan    print the memory plan for these settings and exit
       --quiet                no status line or notices
@@ -56,6 +59,7 @@ public enum Usage {
 
     Exit codes
       0  clean stop (duration reached, end of input, SIGINT or SIGTERM)
+      1  --check-heartbeat: the heartbeat file is missing or too old
       2  bad usage or configuration (flags, values, input format, memory plan)
       3  could not connect or publish (unreachable, key or app rejected, TLS, portal denied)
       4  failure while streaming
