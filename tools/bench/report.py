@@ -350,6 +350,12 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
               f"{fmt(e['ours_peak_rss_bytes'], MB)} | {fmt(e['ffmpeg_peak_rss_bytes'], MB)} | {num(e.get('rss_ratio'), 2)} | "
               f"{fmt(e['ours_latency_p50_ms'])} | {fmt(e['ours_latency_p99_ms'])} | {total} |")
         w("")
+        remeasured = [f"{n} at {e['measured']['commit']} ({e['measured']['finished']}, {e['measured']['runs']} × "
+                      f"{e['measured']['seconds']:.0f} s)" for n, e in rt.items() if e.get("measured")]
+        if remeasured:
+            w("Re-measured alone (`--rt-configs`): " + "; ".join(remeasured) + ". The other rows are from the "
+              "section's earlier full run, whose figures a configuration's own re-run does not change.")
+            w("")
         w("Ratios are ours ÷ ffmpeg of the medians (CPU ratio from CPU seconds). ffmpeg has no capture-to-socket "
           "figure. Exit codes — ours: " + ", ".join(f"{n} {e.get('ours_rc')}" for n, e in rt.items())
           + "; ffmpeg: " + ", ".join(f"{n} {e.get('ffmpeg_rc')}" for n, e in rt.items()) + ".")

@@ -372,6 +372,9 @@ class Bench:
             }
             oc, fc = e["ours_cpu_s"]["median"], e["ffmpeg_cpu_s"]["median"]
             orr, frr = e["ours_peak_rss_bytes"]["median"], e["ffmpeg_peak_rss_bytes"]["median"]
+            e["measured"] = {"finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+                             "commit": sh("git -C " + str(REPO) + " rev-parse --short HEAD"),
+                             "runs": self.a.rt_runs, "seconds": secs}
             e["cpu_ratio"] = oc / fc if oc and fc else None
             e["rss_ratio"] = orr / frr if orr and frr else None
             out[name] = e
