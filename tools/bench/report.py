@@ -485,10 +485,11 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
     # ---- avsync ---------------------------------------------------------------------------------
     if av:
         a = r["avsync"]
-        w("## 5. A/V sync (issue 4 acceptance)")
+        w("## 5. A/V sync (issues 4 and 12)")
         w("")
-        w(f"Three {a['seconds'] / 60:.0f}-minute test-source pushes at 720p30, **run concurrently with each other** "
-          "(after all CPU benchmarks) to the local nginx-rtmp, which records each publish; each recording is "
+        how = ("**run one after another** (`--avsync-sequential`: other engineers' builds shared the machine, "
+               "lowered to nice 15)" if a.get("sequential") else "**run concurrently with each other** (after all CPU benchmarks)")
+        w(f"Three {a['seconds'] / 60:.0f}-minute test-source pushes at 720p30, {how} to the local nginx-rtmp, which records each publish; each recording is "
           "analysed with `scripts/avsync REC.flv --json --plot docs/bench/avsync-X.png` (flash frames vs 1 kHz "
           "beep onsets, decoded with PyAV). Load average at the start of these runs: "
           f"`{a.get('loadavg_start', '?')}`, at the end: `{a.get('loadavg_end', '?')}`; `encoder_busy` drops mean "

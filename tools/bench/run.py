@@ -616,8 +616,12 @@ class Bench:
             env = dict(os.environ, STREAM_KEY=key)
             procs[slug] = (subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                             stderr=subprocess.PIPE), cmd, label, tol, stats)
+            if self.a.avsync_sequential:
+                log(f"avsync {slug}: one run of {secs} s")
+                procs[slug][0].wait(timeout=secs + 120)
         load0 = sh("cat /proc/loadavg")
-        log(f"avsync: 3 concurrent runs of {secs} s")
+        if not self.a.avsync_sequential:
+            log(f"avsync: 3 concurrent runs of {secs} s")
         out = {}
         for slug, (p, cmd, label, tol, stats) in procs.items():
             err = p.communicate(timeout=secs + 120)[1].decode(errors="replace")
@@ -645,7 +649,8 @@ class Bench:
             out[slug]["recording_bytes"] = rec.stat().st_size if rec.exists() else None
             s = j.get("summary", {})
             log(f"avsync {slug}: max|off| {s.get('max_abs_ms')} drift {s.get('drift_ms_per_hour')} ok={j.get('ok')}")
-        self.results["avsync"] = {"seconds": secs, "cases": out, "loadavg_start": load0, "loadavg_end": load1}
+        self.results["avsync"] = {"seconds": secs, "cases": out, "loadavg_start": load0, "loadavg_end": load1,
+                                  "sequential": bool(self.a.avsync_sequential)}
         self.save()
         self.clear_recordings()
 
@@ -665,6 +670,8 @@ def main() -> int:
     ap.add_argument("--scale-seconds", type=float, default=12)
     ap.add_argument("--lever-seconds", type=float, default=12)
     ap.add_argument("--avsync-seconds", type=float, default=600)
+    ap.add_argument("--avsync-sequential", action="store_true",
+                    help="run the A/V sync cases one after another instead of at once (a busy machine)")
     ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,capture,avsync,quality")
     ap.add_argument("--quick", action="store_true", help="smoke test: 1 run each, short real-time runs")
     a = ap.parse_args()
