@@ -472,6 +472,19 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
         for e in cap.values():
             w(f"- `{e['command']}` (exits {e['exits']}, frames produced {e['produced']})")
         w("")
+        sc_rows = (r.get("capture") or {}).get("scaler") or []
+        if sc_rows:
+            w("The scaling step alone, CPU ms per frame (BGRx in, I420 out): `FrameConverter`'s striped "
+              "`ARGBStripeScaler` (reads a stripe of the shared buffer at a time, allocates nothing) against "
+              "libyuv's whole-frame `ARGBScale` bilinear + `ARGBToI420` (which allocates per call and needs an "
+              "output-sized ARGB buffer and the whole source resident):")
+            w("")
+            w("| source → output | ours ms/frame | libyuv whole frame ms/frame | command |")
+            w("|---|---|---|---|")
+            for j in sc_rows:
+                w(f"| {j['src_width']}x{j['src_height']} → {j['width']}x{j['height']} | {j['ours_cpu_ms_per_frame']:.2f} | "
+                  f"{j['libyuv_whole_frame_cpu_ms_per_frame']:.2f} | `{j['command']}` |")
+            w("")
     if r.get("trivial"):
         w("Peak RSS of a trivial Swift program (`print`; the Foundation variants build one `Data`), "
           f"{cfg.get('runs', '?')} runs each, measured in this run:")

@@ -565,6 +565,15 @@ class Bench:
         cases = [("1280x720", "720p", None), ("2560x1440", "720p", None), ("2560x1440", "720p", 8),
                  ("3840x2160", "1080p", None)]
         out = {}
+        # The scaling step alone: our striped, allocation-free scaler against libyuv's whole-frame one.
+        scaler = []
+        for src, res in (("1920x1080", "720p"), ("2560x1440", "720p"), ("3840x2160", "720p"), ("3840x2160", "1080p")):
+            r = run_measured([self.bkbench, "scaler", "--src-res", src, "--res", res, "--frames", "200"])
+            j = last_json_line(r["stdout"])
+            if j:
+                j["command"] = f"bk-bench scaler --src-res {src} --res {res} --frames 200"
+                scaler.append(j)
+        out["scaler"] = scaler
         try:
             for size, res, buffers in cases:
                 name = f"{size}-{res}" + (f"-{buffers}buf" if buffers else "")
