@@ -169,7 +169,7 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
     rt = r.get("realtime") or {}
     lv = ((r.get("levers") or {}).get("cases")) or {}
     av = ((r.get("avsync") or {}).get("cases")) or {}
-    w("## Targets (issues 7, 3, 4, 11) and where we stand")
+    w("## Targets (issues 7, 3, 4, 11, 13) and where we stand")
     w("")
     w("| Measure | Target | Measured | Status |")
     w("|---|---|---|---|")
@@ -238,6 +238,11 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
               f"{d:+.2f} dB ({e.get('encoder_choice') or '?'}, {num(peak / MIB if peak else None, 1, ' MiB')}, "
               f"{(e.get('ours_drops') or {}).get('encoder_busy', '?')} encoder_busy drops) | "
               f"{status(d >= -0.35, f'by {-0.35 - d:.2f} dB')} |")
+    em = r.get("embedding") or {}
+    if em.get("cpu_ratio"):
+        cr = em["cpu_ratio"]
+        w(f"| C-ABI pipeline CPU vs the CLI, same input (issue 13) | ≤ 1.01 × | {cr:.3f} × "
+          f"({fmt(em['capi_cpu_s'], 1, 2)} vs {fmt(em['cli_cpu_s'], 1, 2)} CPU s) | {status(cr <= 1.01, f'by {(cr - 1.01) * 100:.1f} points')} |")
     cap = {k: v for k, v in (r.get("capture") or {}).items() if isinstance(v, dict)}
     for name, target in (("1280x720-720p", 40), ("2560x1440-720p", 40), ("3840x2160-1080p", 48)):
         e = cap.get(name)
@@ -450,6 +455,23 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
                 w("")
             w("```")
             w("")
+    em = r.get("embedding") or {}
+    if em:
+        w("## Embedding: the C ABI against the CLI")
+        w("")
+        w(f"The same job both ways, {em['seconds']:.0f} s of {em['res']}{em['fps']} from the same Y4M + PCM files to nginx-rtmp, "
+          f"{cfg.get('rt_runs', '?')} runs each: the `broadcast` CLI (`--source y4m:` + `--pcm`), and "
+          "`Benchmarks/c/y4m_push.c`, a C program built with nothing but `pkg-config --cflags --libs broadcastkit` "
+          "from a `scripts/install` prefix, calling `bk_session_process_video`/`_audio` with I420 frames at the "
+          "file's rate. CPU time and VmHWM of each process from `wait4` and `/usr/bin/time`.")
+        w("")
+        w("| | CPU s | peak RSS MB | frames sent | exits |")
+        w("|---|---|---|---|---|")
+        w(f"| CLI | {fmt(em['cli_cpu_s'], 1, 2)} | {fmt(em['cli_peak_rss_bytes'], MB)} | {em['cli_frames_sent']} | {em['cli_rc']} |")
+        w(f"| C ABI | {fmt(em['capi_cpu_s'], 1, 2)} | {fmt(em['capi_peak_rss_bytes'], MB)} | {em['capi_frames_sent']} | {em['capi_rc']} |")
+        w("")
+        w(f"CPU ratio C ABI ÷ CLI (medians): {num(em.get('cpu_ratio'), 3)}. Commands: `{em['cli_cmd']}`; `{em['capi_cmd']}`.")
+        w("")
     cap = {k: v for k, v in (r.get("capture") or {}).items() if isinstance(v, dict)}
     if cap:
         w("## Memory: PipeWire screen capture")

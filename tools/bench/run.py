@@ -15,6 +15,8 @@ keeps what it measured):
             at 480p/720p/1080p under the default 50M budget (+ the memory plans)
   avsync    issue 4 acceptance: 3 concurrent test-source pushes (plain, impaired, impaired
             Opus), analysed from the nginx recordings with scripts/avsync
+  embedding the CLI's Y4M + PCM push against the same job through the C ABI (Benchmarks/c/y4m_push.c
+            built with pkg-config from a scripts/install prefix): CPU and VmHWM, same input files
   capture   PipeWire screen capture (pw-test-screen desktops 1280x720, 2560x1440, 3840x2160, and
             a producer insisting on 8 buffers) with desktop + mic audio, through tools/pw_memory_run.py:
             VmHWM read from /proc (shared buffers count), the Rss split, the plan of the same run
@@ -546,6 +548,47 @@ class Bench:
             ff.unlink(missing_ok=True)
             y4m.unlink(missing_ok=True)
 
+    def embedding(self) -> None:
+        secs = min(self.a.rt_seconds, 30)
+        res, fps = "720p", 30
+        y4m, pcm = self.make_inputs(res, fps, secs)
+        prefix = self.work / "prefix"
+        subprocess.run([str(REPO / "scripts/install"), "--prefix", str(prefix), "--no-build",
+                        "--build-dir", str(Path(self.a.bin_dir))], check=True, capture_output=True)
+        env = dict(os.environ, PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"))
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "broadcastkit"], env=env, check=True,
+                               capture_output=True, text=True).stdout.split()
+        exe = self.work / "y4m_push"
+        subprocess.run(["cc", "-O2", "-o", str(exe), str(REPO / "Benchmarks/c/y4m_push.c"), *flags], check=True, env=env)
+        kb = kbps_for(res, fps)
+        ours, capi = [], []
+        for i in range(self.a.rt_runs):
+            r = self.broadcast_run(f"embed-cli-{i}", ["--res", res, "--fps", str(fps), "--source", f"y4m:{y4m}",
+                                                      "--pcm", str(pcm), "--duration", str(secs)])
+            ours.append(r)
+            c = run_measured([str(exe), self.url(), str(y4m), str(pcm), str(int(secs)), str(kb)],
+                             env={"STREAM_KEY": f"embed-capi-{i}"})
+            c["stats"] = last_json_line(c.pop("stdout", ""))
+            capi.append(c)
+            log(f"embedding run {i}: cli cpu {r['cpu_s']:.2f} s rss {r['maxrss_bytes'] / 1e6:.1f} MB; "
+                f"c-abi cpu {c['cpu_s']:.2f} s rss {c['maxrss_bytes'] / 1e6:.1f} MB (rc {r['rc']}, {c['rc']})")
+            self.clear_recordings()
+        ok, okc = [r for r in ours if r["rc"] == 0], [c for c in capi if c["rc"] == 0]
+        e = {"res": res, "fps": fps, "seconds": secs, "video_kbps": kb,
+             "cli_cpu_s": summary([r["cpu_s"] for r in ok]), "capi_cpu_s": summary([c["cpu_s"] for c in okc]),
+             "cli_peak_rss_bytes": summary([r["maxrss_bytes"] for r in ok]),
+             "capi_peak_rss_bytes": summary([c["maxrss_bytes"] for c in okc]),
+             "cli_frames_sent": [(r["stats"] or {}).get("video_frames_sent") for r in ours],
+             "capi_frames_sent": [(c["stats"] or {}).get("video_frames_sent") for c in capi],
+             "cli_rc": [r["rc"] for r in ours], "capi_rc": [c["rc"] for c in capi],
+             "cli_cmd": f"broadcast --res {res} --fps {fps} --source y4m:$WORK/{y4m.name} --pcm $WORK/{pcm.name} --duration {secs:.0f}",
+             "capi_cmd": f"y4m_push URL $WORK/{y4m.name} $WORK/{pcm.name} {secs:.0f} {kb}"}
+        oc, cc = e["cli_cpu_s"].get("median"), e["capi_cpu_s"].get("median")
+        e["cpu_ratio"] = cc / oc if oc and cc else None
+        self.results["embedding"] = e
+        self.save()
+        y4m.unlink(missing_ok=True)
+
     def capture(self) -> None:
         sys.path.insert(0, str(REPO / "tools"))
         import pw_memory_run  # noqa: E402  (tools/ is not a package)
@@ -681,7 +724,7 @@ def main() -> int:
     ap.add_argument("--avsync-seconds", type=float, default=600)
     ap.add_argument("--avsync-sequential", action="store_true",
                     help="run the A/V sync cases one after another instead of at once (a busy machine)")
-    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,capture,avsync,quality")
+    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,embedding,capture,avsync,quality")
     ap.add_argument("--quick", action="store_true", help="smoke test: 1 run each, short real-time runs")
     a = ap.parse_args()
     if a.quick:
@@ -702,7 +745,7 @@ def main() -> int:
     sections = a.sections.split(",")
     b.ingest_start()
     try:
-        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "capture", "avsync", "quality"):
+        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "embedding", "capture", "avsync", "quality"):
             if s in sections:
                 log(f"section {s}")
                 t0 = time.time()
