@@ -9,7 +9,7 @@ import BroadcastKit
 /// the executable stays a thin driver.
 public enum BroadcastCommand {
     /// Runs the command; `arguments` exclude the program name, `environment` holds
-    /// `STREAM_KEY`/`BROADCAST_URL` when set. Every error is said as one `broadcast: ` line.
+    /// `STREAM_KEY`/`BROADCAST_URL` when set (and the test-only `BROADCAST_TEST_FAULT`). Every error is said as one `broadcast: ` line.
     public static func run(arguments: [String], environment: [String: String]) -> ExitCode {
         let options: CommandLineOptions
         do {
@@ -85,7 +85,8 @@ public enum BroadcastCommand {
         // Start-up is over: the code it touched need not stay resident for the whole run.
         ProcessTuning.releaseStartupPages()
         return StreamLoop(session: session, sources: built.sources, reporter: reporter,
-                          duration: options.duration, quiet: options.quiet).run()
+                          duration: options.duration, quiet: options.quiet,
+                          testFault: TestFault(environment["BROADCAST_TEST_FAULT"])).run()
     }
 
     /// `--print-memory-plan`: the plan for these settings on stdout; 0 if it fits, else 2.

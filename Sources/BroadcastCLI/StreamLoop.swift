@@ -12,6 +12,8 @@ struct StreamLoop {
     let reporter: StatsReporter
     let duration: Double?
     let quiet: Bool
+    /// The hidden test-only crash trigger (`BROADCAST_TEST_FAULT`), nil in normal runs.
+    var testFault: TestFault? = nil
 
     /// Runs until a stop condition; returns the exit code.
     func run() -> ExitCode {
@@ -39,6 +41,7 @@ struct StreamLoop {
                 nextReport += 1_000_000_000
                 let snap = session.stats.snapshot()
                 reporter.report(snap, state: session.statusText, reconnects: snap.reconnects, latency: session.videoLatencyMs)
+                testFault?.fireIfDue(nowNs: now, startNs: startNs, videoFramesSent: snap.videoFramesSent)
             }
         }
         for source in sources { source.stop() }
