@@ -46,9 +46,10 @@ public enum SecretScrubber {
         var bytes = [UInt8](repeating: 0, count: 4096)
         let n = read(fd, &bytes, bytes.count)
         guard n > 0 else { throw UsageError("--key-file \(path): empty or unreadable") }
-        let text = String(decoding: bytes[0..<n], as: UTF8.self)
-        let line = text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).first.map(String.init) ?? ""
-        let key = line.trimmingCharacters(in: " \t")
+        // The line ends at the first CR or LF byte (a String split would see CR LF as one
+        // Character equal to neither, and keep both in the key).
+        let end = bytes[0..<n].firstIndex(where: { $0 == 0x0A || $0 == 0x0D }) ?? n
+        let key = String(decoding: bytes[0..<end], as: UTF8.self).trimmingCharacters(in: " \t")
         guard !key.isEmpty else { throw UsageError("--key-file \(path): no key in the first line") }
         return key
     }
