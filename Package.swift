@@ -64,7 +64,7 @@ let package = Package(
         // The CLI's parsing, configuration building, sources and reporting; `broadcast` is its thin driver.
         .target(
             name: "BroadcastCLI",
-            dependencies: ["BroadcastKit", "BroadcastCapture"],
+            dependencies: ["BroadcastKit", "BroadcastCapture", "CLinuxProcess"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(

@@ -9,7 +9,7 @@ import BroadcastKit
 /// the executable stays a thin driver.
 public enum BroadcastCommand {
     /// Runs the command; `arguments` exclude the program name, `environment` holds
-    /// `STREAM_KEY`/`BROADCAST_URL` when set. Every error is said as one `broadcast: ` line.
+    /// `STREAM_KEY`/`BROADCAST_URL` when set (and the test-only `BROADCAST_TEST_FAULT`). Every error is said as one `broadcast: ` line.
     public static func run(arguments: [String], environment: [String: String]) -> ExitCode {
         let options: CommandLineOptions
         do {
@@ -23,17 +23,16 @@ public enum BroadcastCommand {
         if options.listSources {
             do { print(try PipeWireCapture.listSources()); return .success } catch { return fail(.usage, error.message) }
         }
-        if let k = options.keyFromArgv {
-            SecretScrubber.scrubArgv(value: k)
-            if !options.quiet {
-                say("warning: --key on the command line is readable by local users (ps, /proc); prefer $STREAM_KEY or --key-file")
-            }
-        }
+        if let k = options.keyFromArgv { SecretScrubber.scrubArgv(value: k) }
 
         let built: BuiltConfiguration
         switch ConfigurationBuilder(environment: environment).build(options) {
         case .success(let b): built = b
         case .failure(let e): return fail(e.exitCode, e.message)
+        }
+        // After the build, so a refused configuration stays one line.
+        if options.keyFromArgv != nil && !options.quiet {
+            say("warning: --key on the command line is readable by local users (ps, /proc); prefer $STREAM_KEY or --key-file")
         }
         built.notices.forEach(say)
 
@@ -94,7 +93,8 @@ public enum BroadcastCommand {
         // Start-up is over: the code it touched need not stay resident for the whole run.
         ProcessTuning.releaseStartupPages()
         return StreamLoop(session: session, sources: built.sources, reporter: reporter, heartbeat: heartbeat,
-                          duration: options.duration, quiet: options.quiet).run()
+                          duration: options.duration, quiet: options.quiet,
+                          testFault: TestFault(environment["BROADCAST_TEST_FAULT"])).run()
     }
 
     /// `--print-memory-plan`: the plan for these settings on stdout; 0 if it fits, else 2.

@@ -36,6 +36,8 @@ public struct CommandLineOptions: Sendable {
     public var pcmPath: String?
     /// `--pcm-format`, e.g. `s16le:48000:2`.
     public var pcmFormat = "s16le:48000:2"
+    /// Whether `--pcm-format` was given (it needs `--pcm`).
+    public var pcmFormatGiven = false
     /// `--duration` in seconds.
     public var duration: Double?
     /// `--record`: also write the FLV here.
@@ -140,7 +142,7 @@ public struct CommandLineOptions: Sendable {
                     o.source = .y4m(String(v.dropFirst(4)))
                 }
             case "--pcm": o.pcmPath = try s.value()
-            case "--pcm-format": o.pcmFormat = try s.value()
+            case "--pcm-format": o.pcmFormat = try s.value(); o.pcmFormatGiven = true
             case "--duration": o.duration = try s.double(0.1...1_000_000)
             case "--record": o.recordPath = try s.value()
             case "--ca-file": o.caFile = try TLSOptions.validateCAFile(try s.value())
@@ -181,8 +183,9 @@ public struct CommandLineOptions: Sendable {
             case "--test-gap-ms": o.gapMs = try s.int(0...600_000)
             case "--test-pixel-format":
                 let v = try s.value()
-                guard let f = PixelFormat(rawValue: v) else {
-                    throw UsageError("--test-pixel-format expects one of \(PixelFormat.allCases.map(\.rawValue).joined(separator: ", ")), got '\(v)'")
+                // Only the formats the test source draws (TestSourceSettings.validate).
+                guard let f = PixelFormat(rawValue: v), f == .i420 || f == .bgrx else {
+                    throw UsageError("--test-pixel-format expects i420 or bgrx, got '\(v)'")
                 }
                 o.testPixelFormat = f
             case "--test-pattern":

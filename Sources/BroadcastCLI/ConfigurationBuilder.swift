@@ -38,6 +38,7 @@ public struct ConfigurationBuilder {
         let destinations = try self.destinations(o)
         let (video, audio, capNotes) = try encoderSettings(o)
         notices += capNotes
+        try checkPCM(o)
         try checkOutputs(o, totalKbps: video.bitrateKbps + audio.bitrateKbps)
 
         let made: SourceFactory.Made
@@ -69,11 +70,52 @@ public struct ConfigurationBuilder {
 
     /// The key: `--key`, then `--key-file`, then `$STREAM_KEY`; nil when none is given.
     func streamKey(_ o: CommandLineOptions) throws(ConfigurationError) -> String? {
-        if let k = o.keyFromArgv { return k }
-        if let f = o.keyFile {
-            do { return try SecretScrubber.readKeyFile(f) } catch { throw ConfigurationError(.usage, "\(error)") }
+        let key: String?
+        let origin: String
+        if let k = o.keyFromArgv {
+            key = k; origin = "--key"
+        } else if let f = o.keyFile {
+            do { key = try SecretScrubber.readKeyFile(f) } catch { throw ConfigurationError(.usage, "\(error)") }
+            origin = "--key-file \(f)"
+        } else {
+            key = env("STREAM_KEY"); origin = "$STREAM_KEY"
         }
-        return env("STREAM_KEY")
+        if let key { try Self.checkKey(key, origin: origin) }
+        return key
+    }
+
+    /// A key is the last path element of the ingest URL: it must be non-empty and hold no `/`
+    /// (it would move the split between application and stream), no `#` (a URL fragment), no
+    /// whitespace or control characters. `?`, `&` and `=` are allowed: some services' keys carry
+    /// query parameters. The message names the origin and the character class, never the key.
+    static func checkKey(_ key: String, origin: String) throws(ConfigurationError) {
+        if key.isEmpty { throw ConfigurationError(.usage, "\(origin): the stream key is empty") }
+        for u in key.unicodeScalars {
+            let what: String?
+            switch u {
+            case "/": what = "'/'"
+            case "#": what = "'#'"
+            case " ", "\t": what = "whitespace"
+            case _ where u.value < 0x20 || u.value == 0x7F: what = "a control character"
+            default: what = nil
+            }
+            if let what {
+                throw ConfigurationError(.usage, "\(origin): the stream key contains \(what); "
+                                         + "a key has no '/', '#', whitespace or control characters")
+            }
+        }
+    }
+
+    /// `--pcm` feeds the app-audio lane next to a Y4M video source, in `--pcm-format`.
+    func checkPCM(_ o: CommandLineOptions) throws(ConfigurationError) {
+        if o.pcmFormatGiven && o.pcmPath == nil {
+            throw ConfigurationError(.usage, "--pcm-format needs --pcm PATH")
+        }
+        guard o.pcmPath != nil else { return }
+        guard case .y4m = o.source else {
+            throw ConfigurationError(.usage, "--pcm needs --source y4m:PATH (raw PCM is the audio of a Y4M video)")
+        }
+        do { _ = try PCMFormat(parsing: o.pcmFormat) } catch { throw ConfigurationError(.usage, error.message) }
     }
 
     /// The ingest: `--url`, then `$BROADCAST_URL`, then the `--service` preset, then the local default.

@@ -13,6 +13,8 @@ struct StreamLoop {
     let heartbeat: Heartbeat?
     let duration: Double?
     let quiet: Bool
+    /// The hidden test-only crash trigger (`BROADCAST_TEST_FAULT`), nil in normal runs.
+    var testFault: TestFault? = nil
 
     /// Runs until a stop condition; returns the exit code.
     func run() -> ExitCode {
@@ -41,6 +43,7 @@ struct StreamLoop {
                 let snap = session.stats.snapshot()
                 reporter.report(snap, state: session.statusText, latency: session.videoLatencyMs)
                 heartbeat?.beat(snap, state: session.statusText)
+                testFault?.fireIfDue(nowNs: now, startNs: startNs, videoFramesSent: snap.videoFramesSent)
             }
         }
         for source in sources { source.stop() }

@@ -134,7 +134,9 @@ class KeyHandlingTests(BroadcastTestCase):
         r = self.publish(["--key", key])
         self.assertEqual(r.returncode, 0, r.describe())
         self.assertTrue(self.ingest.wait_recording(key).exists(), "server saw no publish under the key")
-        self.assertIn("key", r.stderr.lower(), "expected a one-time warning about --key on argv")
+        warning = ("broadcast: warning: --key on the command line is readable by local users (ps, /proc); "
+                   "prefer $STREAM_KEY or --key-file")
+        self.assertEqual(r.stderr_lines().count(warning), 1, f"expected the --key warning once:\n{r.stderr}")
 
     def test_units_publish(self):
         key = support.new_key()
