@@ -24,6 +24,8 @@ package final class Destination: @unchecked Sendable {
     private let sentBytes = Atomic<Int>(0)
     private let reconnect: ReconnectPolicy
     private let reconnectCount = Atomic<Int>(0)
+    /// The run ended while this destination was reconnecting (reported as "lost").
+    private let endedDown = Atomic<Bool>(false)
     /// When the link went down (0 while live), and the downtime of earlier outages.
     private let downSinceNs = Atomic<Int64>(0)
     private let downAccumulatedNs = Atomic<Int64>(0)
@@ -124,7 +126,7 @@ package final class Destination: @unchecked Sendable {
         case .live: word = "live"
         case .reconnecting: word = "reconnecting"
         case .failed: word = "failed"
-        case .closed: word = "closed"
+        case .closed: word = endedDown.load(ordering: .acquiring) ? "lost" : "closed"
         }
         return DestinationStats(name: sink.displayName, kind: kind, state: word,
                                 kbps: Double(rateBitsPerSecond.load(ordering: .relaxed)) / 1000,
@@ -263,7 +265,10 @@ package final class Destination: @unchecked Sendable {
 
     /// Lets the sender drain what is queued until `deadlineNs`, then closes the sink.
     package func finish(deadlineNs: Int64) {
-        let drained = queue.waitUntilDrained(deadlineNs: deadlineNs)
+        // A destination that is reconnecting cannot drain: do not hold the stop for it.
+        let wasDown = state == .reconnecting
+        if wasDown { endedDown.store(true, ordering: .releasing) }
+        let drained = !wasDown && queue.waitUntilDrained(deadlineNs: deadlineNs)
         stopping.store(true, ordering: .releasing)
         // Past the deadline the sender may sit in a write on a stalled link: cut it short so
         // stopping stays within its bound.

@@ -6,7 +6,8 @@ public struct DestinationStats: Sendable, Equatable {
     public var name: String
     /// "rtmp", "file", "discard" or "custom".
     public var kind: String
-    /// "connecting", "live", "reconnecting", "failed" or "closed".
+    /// "connecting", "live", "reconnecting", "failed" (lost for good), "closed" (finished), or
+    /// "lost" (the run ended while it was reconnecting).
     public var state: String
     /// Send rate over the last second.
     public var kbps: Double

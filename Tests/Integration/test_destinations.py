@@ -1,0 +1,144 @@
+"""Several destinations from one encode (issue 14), against two real nginx-rtmp ingests.
+
+- Two ingests plus --record: every recording decodes (PyAV) and holds every frame that was sent;
+  the stats carry one line per destination (no key) and the encode ran once.
+- One ingest killed for good mid-stream: the stream goes on to the other, exit 0 with a warning
+  naming the lost one; with --require-all the same run exits 4.
+- A destination still reconnecting when the run ends: a warning with its downtime (exit 0), or,
+  when it is the only one, exit 4 with the downtime and downtime_s in the stats.
+
+Run: scripts/test --no-bootstrap --integration-only -k test_destinations
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import subprocess
+import time
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import support  # noqa: E402
+from support import BROADCAST_BIN, BroadcastTestCase, clean_env, new_key, start_ingest  # noqa: E402
+
+FPS = 30
+
+
+def read_stats(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+class DestinationTests(BroadcastTestCase):
+    def ingest(self):
+        i = start_ingest()
+        self.addCleanup(i.cleanup)
+        return i
+
+    def key_file(self, name: str) -> tuple[str, Path]:
+        key = new_key()
+        p = self.tmp / name
+        p.write_text(key + "\n")
+        return key, p
+
+    def spawn(self, args: list[str]) -> tuple[subprocess.Popen, Path, Path]:
+        """The CLI in the background, its output in files (read by the key-leak check too)."""
+        out, err = self.track_file(self.tmp / "stdout.txt"), self.track_file(self.tmp / "stderr.txt")
+        with out.open("wb") as o, err.open("wb") as e:
+            proc = subprocess.Popen([str(BROADCAST_BIN), *args], env=clean_env(), stdin=subprocess.DEVNULL,
+                                    stdout=o, stderr=e)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        return proc, out, err
+
+    def test_two_ingests_and_a_recording_from_one_encode(self):
+        a, b = self.ingest(), self.ingest()
+        ka, fa = self.key_file("a.key")
+        kb, fb = self.key_file("b.key")
+        rec, stats = self.tmp / "local.flv", self.track_file(self.tmp / "stats.jsonl")
+        seconds = 5
+        r = self.run_broadcast(["--source", "test", "--res", "360p", "--fps", str(FPS), "--duration", str(seconds),
+                                "--url", f"{a.url},key-file={fa}", "--url", f"{b.url},key-file={fb}",
+                                "--record", rec, "--stats-json", stats], timeout=60)
+        self.assertEqual(r.returncode, 0, r.describe())
+        sent = self.assertVideoAccounted(stats, produced=seconds * FPS)
+        last = read_stats(stats)[-1]
+        dests = last["destinations"]
+        self.assertEqual([d["kind"] for d in dests], ["rtmp", "rtmp", "file"], last)
+        self.assertEqual(dests[0]["name"], f"{a.url}/****")
+        self.assertEqual(dests[1]["name"], f"{b.url}/****")
+        # One encode: every destination got the same bytes, and nothing was dropped on loopback.
+        self.assertEqual(len({d["bytes_sent"] for d in dests}), 1, dests)
+        self.assertEqual([d["drops"] for d in dests], [0, 0, 0], dests)
+        self.assertEqual(last["downtime_s"], 0.0)
+        for path in (a.wait_recording(ka), b.wait_recording(kb), rec):
+            self.assertRecordingOK(path, expect_frames=sent, tolerance=0, expect_audio_codec="aac")
+
+    def kill_second_mid_stream(self, extra: list[str]) -> tuple[int, str, Path, dict]:
+        a, b = self.ingest(), self.ingest()
+        ka, fa = self.key_file("a.key")
+        _, fb = self.key_file("b.key")
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        proc, _, err = self.spawn(["--source", "test", "--res", "360p", "--duration", "8",
+                                   "--url", f"{a.url},key-file={fa}", "--url", f"{b.url},key-file={fb}",
+                                   "--reconnect-attempts", "1", "--reconnect-delay", "0.5",
+                                   "--stats-json", str(stats), *extra])
+        time.sleep(3)
+        self.assertIsNone(proc.poll(), err.read_text())
+        b.stop()   # for good: nothing listens on its port again
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            self.fail("the run did not end within 30 s of an 8 s duration")
+        text = err.read_text()
+        self._captured_texts.append(text)
+        return code, text, a.wait_recording(ka), read_stats(stats)[-1]
+
+    def test_one_destination_lost_for_good_is_a_warning(self):
+        code, text, primary_rec, last = self.kill_second_mid_stream([])
+        self.assertEqual(code, 0, text)
+        lost = [l for l in text.splitlines() if l.startswith("broadcast: warning:") and "without it" in l]
+        self.assertEqual(len(lost), 1, text)
+        self.assertIn("127.0.0.1", lost[0])
+        self.assertEqual([d["state"] for d in last["destinations"]], ["closed", "failed"], last)
+        self.assertGreater(last["destinations"][1]["downtime_s"], 0.5, last)
+        # The other destination kept streaming to the end.
+        self.assertRecordingOK(primary_rec, expect_audio_codec="aac")
+        self.assertGreaterEqual(probe_seconds(primary_rec), 7.0)
+
+    def test_require_all_makes_one_lost_destination_fatal(self):
+        code, text, _, last = self.kill_second_mid_stream(["--require-all"])
+        self.assertEqual(code, 4, text)
+        errors = [l for l in text.splitlines() if l.startswith("broadcast: error:")]
+        self.assertTrue(errors and "--require-all" in errors[-1], text)
+
+    def test_run_ending_while_the_only_destination_reconnects_exits_4_with_downtime(self):
+        a = self.ingest()
+        _, fa = self.key_file("a.key")
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        proc, _, err = self.spawn(["--source", "test", "--res", "360p", "--duration", "6",
+                                   "--url", f"{a.url},key-file={fa}", "--reconnect-attempts", "0",
+                                   "--stats-json", str(stats)])
+        time.sleep(2.5)
+        a.stop()
+        code = proc.wait(timeout=30)
+        text = err.read_text()
+        self._captured_texts.append(text)
+        self.assertEqual(code, 4, text)
+        error = [l for l in text.splitlines() if "still reconnecting when the run ended" in l]
+        self.assertEqual(len(error), 1, text)
+        self.assertRegex(error[0], r"down for \d+\.\d s")
+        last = read_stats(stats)[-1]
+        self.assertGreater(last["downtime_s"], 1.0, last)
+        self.assertLess(last["downtime_s"], 6.0, last)
+
+
+def probe_seconds(path: Path) -> float:
+    report = support.probe_recording.probe(str(path))
+    v = report.first("video")
+    return (v.last_ts_s or 0) - (v.first_ts_s or 0) if v else 0.0
+
+
+if __name__ == "__main__":
+    unittest.main()
