@@ -22,6 +22,8 @@ public struct CommandLineOptions: Sendable {
     public var url: String? { urls.first?.url }
     /// `--require-all`: any lost destination fails the run.
     public var requireAll = false
+    /// False with `--no-enhanced-rtmp-connect`: plain RTMP connect, no reconnect requests.
+    public var enhancedRTMPConnect = true
     /// `--bitrate-follows`: the destination the adaptive bitrate follows.
     public var bitrateFollows = BitrateFollows.primary
     /// `--service`: ingest URL and limits of a streaming service.
@@ -117,6 +119,7 @@ public struct CommandLineOptions: Sendable {
             case "--key-file": o.keyFile = try s.value()
             case "--url": o.urls.append(try DestinationSpec.parse(try s.repeatableValue()))
             case "--require-all": try s.flag(); o.requireAll = true
+            case "--no-enhanced-rtmp-connect": try s.flag(); o.enhancedRTMPConnect = false
             case "--bitrate-follows":
                 let v = try s.value()
                 guard let f = BitrateFollows(rawValue: v) else {

@@ -63,6 +63,7 @@ public struct ConfigurationBuilder {
         config.captureReserveBytes = made.captureBytes
         config.requireAllDestinations = o.requireAll
         config.bitrateFollows = o.bitrateFollows
+        config.enhancedRTMPConnect = o.enhancedRTMPConnect
         config.reconnect = ReconnectPolicy(maxAttempts: o.reconnectAttempts, initialDelaySeconds: o.reconnectDelay)
         // The send queue holds at most ~4 s of media at the configured rates; the drop policy acts well before.
         config.congestion.maxBytes = max(512 << 10, (video.bitrateKbps + audio.bitrateKbps) * 1000 / 8 * 4)

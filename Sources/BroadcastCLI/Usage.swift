@@ -21,6 +21,7 @@ public enum Usage {
       --service NAME         twitch | youtube | facebook | kick: ingest URL and recommended limits
       --require-all          any lost destination fails the run (else only losing every RTMP one)
       --bitrate-follows W    primary | slowest: what the adaptive bitrate follows (default primary)
+      --no-enhanced-rtmp-connect  plain RTMP connect: no E-RTMP capsEx, server reconnect requests ignored
       --ca-file PATH         also trust this CA (PEM) for rtmps:// (the system store is always used)
       --record PATH          also write the FLV to PATH
       --record-min-free SIZE refuse to start with less free space (default: 10 min at the bitrates)

@@ -149,5 +149,67 @@ class HostileServerTests(BroadcastTestCase):
         self.assertGreater(stats[-1]["downtime_s"], 2.0, stats[-1])
 
 
+    def video_audio_spans(self, path: Path) -> dict:
+        """First/last timestamps (s) of the video and audio streams, and the first video frame's keyness."""
+        import av
+        spans = {}
+        with av.open(str(path)) as c:
+            for packet in c.demux():
+                if packet.dts is None or packet.size == 0:
+                    continue
+                kind = packet.stream.type
+                t = float(packet.dts * packet.time_base)
+                if kind not in spans:
+                    spans[kind] = [t, t]
+                    if kind == "video":
+                        spans["first_video_key"] = packet.is_keyframe
+                spans[kind][1] = t
+        return spans
+
+    def test_reconnect_request_moves_to_the_new_tcurl_at_a_keyframe(self):
+        b = self.server()
+        a = self.server("--mode", "reconnect-request", "--after", "3", "--tc-url", b.url)
+        seconds = 9
+        r, stats = self.publish(a, seconds, "--reconnect-attempts", "1")
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertEqual(stats[-1]["reconnects"], 1, stats[-1])
+        self.assertIn("asked for a reconnect", r.stderr)
+        connects = [e for e in a.events() if e["event"] == "connect"]
+        self.assertEqual(connects[0]["caps_ex"], 1.0, "capsEx (reconnect) not announced in connect")
+        old, new = a.dir / "session-1.flv", b.dir / "session-1.flv"
+        self.assertEqual(len(list(a.dir.glob("session-*.flv"))), 1, a.events())
+        for f in (old, new):
+            self.assertRecordingOK(f, expect_audio_codec="aac")
+        s_old, s_new = self.video_audio_spans(old), self.video_audio_spans(new)
+        self.assertTrue(s_new["first_video_key"], "the new session does not start on a keyframe")
+        gop = 2.0   # VideoEncoderSettings' default keyframe interval
+        # Joined, the two recordings cover the run: no video gap longer than one GOP, audio continuous.
+        self.assertLess(s_old["video"][0], 0.5, s_old)
+        self.assertLessEqual(s_new["video"][0] - s_old["video"][1], gop, (s_old, s_new))
+        self.assertLess(s_new["audio"][0] - s_old["audio"][1], 0.1, (s_old, s_new))
+        self.assertGreater(s_new["video"][1], seconds - 1.0, s_new)
+        # The move happened when asked (3 s in), at the next keyframe, not at the end of the run.
+        self.assertLess(s_old["video"][1], 3.0 + gop + 1.0, s_old)
+
+    def test_reconnect_request_without_tcurl_reconnects_to_the_same_server(self):
+        a = self.server("--mode", "reconnect-request", "--after", "2")
+        r, stats = self.publish(a, 6)
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertEqual(stats[-1]["reconnects"], 1, stats[-1])
+        files = sorted(a.dir.glob("session-*.flv"))
+        self.assertEqual(len(files), 2, a.events())
+        for f in files:
+            self.assertRecordingOK(f, expect_audio_codec="aac")
+        self.assertTrue(self.video_audio_spans(files[1])["first_video_key"])
+
+    def test_plain_connect_switch_leaves_capsex_out_and_ignores_requests(self):
+        a = self.server("--mode", "reconnect-request", "--after", "2")
+        r, stats = self.publish(a, 5, "--no-enhanced-rtmp-connect")
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertIsNone([e for e in a.events() if e["event"] == "connect"][0]["caps_ex"])
+        self.assertEqual(stats[-1]["reconnects"], 0, stats[-1])
+        self.assertEqual(len(list(a.dir.glob("session-*.flv"))), 1)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -38,6 +38,8 @@ package final class Destination: @unchecked Sendable {
     private var headers: [(type: FLVTagType, offset: Int, length: Int, keyframe: Bool)] = []
     /// After a reconnect, video waits for the next keyframe so no P-frame goes out without its references.
     private var videoNeedsKeyframe = false
+    /// An IDR was asked for since the server requested a reconnect (asked once per request).
+    private var keyframeAskedForRequest = false
     private var rng = SplitMixRandom(seed: UInt64(truncatingIfNeeded: MediaTime.now()))
     /// Events for the session (reconnecting/reconnected); called from the sender thread.
     var onEvent: (@Sendable (BroadcastEvent) -> Void)?
@@ -159,9 +161,18 @@ package final class Destination: @unchecked Sendable {
                     guard tag.isKeyframe else { return }
                     videoNeedsKeyframe = false
                 }
+                // A server's reconnect request is honoured at a keyframe: the old session ends on a
+                // whole GOP and the new one starts decodable with this very frame.
+                if tag.type == .video && !tag.isHeader && tag.isKeyframe && sink.reconnectRequested {
+                    guard reconnectAtKeyframe() else { return }
+                }
                 do {
                     try sink.write(tag)
                     sentBytes.add(tag.body.count, ordering: .relaxed)
+                    if sink.reconnectRequested && !keyframeAskedForRequest {
+                        keyframeAskedForRequest = true
+                        onKeyframeNeeded?()
+                    }
                     if isPrimary {
                         account(tag)
                         if tag.captureNs > 0 { latency.record(MediaTime.now() - tag.captureNs) }
@@ -173,6 +184,28 @@ package final class Destination: @unchecked Sendable {
             if state == .reconnecting { reconnectLoop() }
             if !got && stopping.load(ordering: .acquiring) { break }
         }
+    }
+
+    /// Closes and reopens the sink for a server's reconnect request (to the new tcUrl when one was
+    /// given), without backoff. False when that failed: the usual reconnect takes over.
+    private func reconnectAtKeyframe() -> Bool {
+        keyframeAskedForRequest = false
+        onEvent?(.warning("\(sink.displayName): the server asked for a reconnect (E-RTMP); reconnecting at this keyframe"))
+        do {
+            try sink.open()
+            for h in headers {
+                try sink.write(FLVTag(type: h.type, timestampMs: 0,
+                                      body: UnsafeRawBufferPointer(start: headerStore.baseAddress! + h.offset, count: h.length),
+                                      isKeyframe: h.keyframe, isHeader: true))
+            }
+        } catch {
+            handleFailure((error as? TransportError) ?? .connectFailed("\(error)"))
+            return false
+        }
+        stats.update { $0.reconnects += 1 }
+        reconnectCount.add(1, ordering: .relaxed)
+        onEvent?(.reconnected(count: stats.snapshot().reconnects))
+        return true
     }
 
     private func handleFailure(_ error: TransportError) {

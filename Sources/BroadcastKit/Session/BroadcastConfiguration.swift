@@ -43,6 +43,9 @@ public struct BroadcastConfiguration: Sendable {
     public var requireAllDestinations: Bool = false
     /// With several network publishers, which one the adaptive bitrate follows.
     public var bitrateFollows: BitrateFollows = .primary
+    /// Announce Enhanced RTMP v2 support (`capsEx`) in RTMP connect and honour the server's
+    /// reconnect requests; false sends a plain connect for servers that refuse unknown fields.
+    public var enhancedRTMPConnect: Bool = true
 
     public init(video: VideoEncoderSettings = .default, audio: AudioEncoderSettings = .default,
                 hasVideo: Bool = true, hasAudio: Bool = true, destinations: [DestinationSettings] = [],

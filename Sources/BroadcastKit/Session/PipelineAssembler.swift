@@ -70,8 +70,10 @@ package enum PipelineAssembler {
         let sinks: [TagSink] = cfg.destinations.map { d in
             switch d {
             case .rtmp(let url, let key):
-                return RTMPPublisher(url: url, streamKey: key, connectTimeoutSeconds: cfg.connectTimeoutSeconds,
-                                     caFile: cfg.tlsCAFile)
+                let publisher = RTMPPublisher(url: url, streamKey: key, connectTimeoutSeconds: cfg.connectTimeoutSeconds,
+                                              caFile: cfg.tlsCAFile)
+                publisher.enhancedConnect = cfg.enhancedRTMPConnect
+                return publisher
             case .file(let path): return FLVFileSink(path: path, hasAudio: cfg.hasAudio, hasVideo: cfg.hasVideo)
             case .discard: return DiscardSink()
             case .custom(let custom): return custom

@@ -54,7 +54,14 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
     /// Loaded on the first `rtmps` open and kept for reconnects.
     private var tlsVerifier: TLSVerifier?
 
-    private let url: RTMPURL?
+    /// Replaced by a reconnect request's `tcUrl` (the key stays).
+    private var url: RTMPURL?
+    /// Announce E-RTMP v2 support (`capsEx`: reconnect) in connect; off for servers that refuse it.
+    package var enhancedConnect = true
+    /// The server sent NetConnection.Connect.ReconnectRequest; the destination reconnects at
+    /// the next keyframe (`open` then goes to `requestedTcUrl` when one was given).
+    package private(set) var reconnectRequested = false
+    private var requestedTcUrl: String?
     private let urlError: RTMPURLError?
     private var socket: RTMPSocket?
     /// The connected socket, readable from the thread that stops the session.
@@ -118,6 +125,14 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
 
     package func open() throws {
         close()
+        if reconnectRequested {
+            reconnectRequested = false
+            // Move to the server the request named, keeping the key; an unusable tcUrl keeps the old one.
+            if let tc = requestedTcUrl, let key = url?.streamKey, let moved = try? RTMPURL(url: tc, streamKey: key) {
+                url = moved
+            }
+            requestedTcUrl = nil
+        }
         guard let url else {
             throw TransportError.connectFailed(urlError?.description ?? "invalid RTMP URL")
         }
@@ -226,7 +241,9 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
         try openingSend(s) { () throws(RTMPSocket.Failure) in
             try sendControl(s, type: RTMPMessageType.setChunkSize, value: UInt32(Self.outChunkSize))
             writer.setChunkSize(Int(Self.outChunkSize))
-            try sendCommand(s, containsKey: false) { RTMPCommand.connect(app: url.app, tcUrl: url.tcUrl, into: $0) }
+            try sendCommand(s, containsKey: false) { RTMPCommand.connect(app: url.app, tcUrl: url.tcUrl,
+                                                                       capsEx: enhancedConnect ? RTMPCommand.capsExReconnect : nil,
+                                                                       into: $0) }
         }
         _ = try awaitReply("connect") { (reply) throws(TransportError) -> Bool? in
             guard reply.transaction == RTMPCommand.connectTransaction else { return nil }
@@ -390,6 +407,11 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
             }
             guard let message else { break }
             if let reply = try handleIncoming(s, message) {
+                if enhancedConnect, reply.name == "onStatus", reply.code == RTMPCommand.reconnectRequestCode {
+                    reconnectRequested = true
+                    requestedTcUrl = reply.arguments.reversed().lazy.compactMap { $0["tcUrl"]?.string }.first
+                    continue
+                }
                 if reply.name == "onStatus", reply.level == "error" {
                     throw refusal("server refused publish or ended the stream", reply)
                 }
