@@ -37,7 +37,9 @@ class CLIErrorTests(BroadcastTestCase):
             ("--memory-budget 50Q", [*base, "--memory-budget", "50Q"], keyed),
             ("--memory-budget 1.5", [*base, "--memory-budget", "1.5"], keyed),
             ("--record-min-free lots", [*base, "--record-min-free", "lots"], keyed),
-            ("--url twice", [*base, "--url", "rtmp://127.0.0.1:9/other"], keyed),
+            # --url repeats (one destination each), but never the same stream twice.
+            ("--url twice, same stream", [*base, "--url", "rtmp://127.0.0.1:9/live"], keyed),
+            ("--url with an unknown setting", [*base, "--url", "rtmp://127.0.0.1:9/b,key=x"], keyed),
             ("--res twice", [*base, "--res", "720p", "--res=360p"], keyed),
             ("--stats-json in a missing dir", [*base, "--source", "test", "--stats-json",
                                                str(self.tmp / "missing" / "stats.jsonl")], keyed),
