@@ -143,4 +143,14 @@ final class ScriptedSink: TagSink, @unchecked Sendable {
         }
         for d in set.all { d.finish(deadlineNs: MediaTime.now()) }
     }
+
+    /// Every destination has its own queue, and the memory plan counts each one.
+    @Test func memoryPlanCountsEveryDestinationsQueue() throws {
+        let one = try PipelineAssembler.assemble(config([.discard]), stats: BroadcastStats())
+        let three = try PipelineAssembler.assemble(config([.discard, .discard, .discard]), stats: BroadcastStats())
+        let queues = three.destinations.all.map { ObjectIdentifier($0.queue) }
+        #expect(Set(queues).count == 3)
+        #expect(three.plan.queueBytes == three.destinations.all.reduce(0) { $0 + $1.queue.reservedBytes })
+        #expect(three.plan.queueBytes == 3 * one.plan.queueBytes)
+    }
 }
