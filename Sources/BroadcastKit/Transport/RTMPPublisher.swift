@@ -66,6 +66,10 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
     private var socket: RTMPSocket?
     /// The connected socket, readable from the thread that stops the session.
     private let socketForAbort = Atomic<Int32>(-1)
+    /// A write or read failed on this connection, or a stop cut it short: it ends with an RST
+    /// and no goodbye (see `RTMPSocket.close(abortive:)`).
+    private var linkBroken = false
+    private let ioAborted = Atomic<Bool>(false)
     /// The message stream publish was sent on; 0 while not publishing.
     private var streamID: UInt32 = 0
     private var writer = RTMPChunkWriter()
@@ -188,6 +192,7 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
             throw TransportError.writeFailed("\(displayName): a \(size)-byte tag is too large for RTMP")
         }
         do { try s.send(output, count: count, timeoutMs: sendTimeoutMs) } catch {
+            linkBroken = true
             throw TransportError.writeFailed("\(displayName): send failed: \(Self.describe(error))")
         }
         let now = UInt64(MediaTime.now())
@@ -195,21 +200,27 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
         lastWrite.store(now, ordering: .relaxed)
         if now &- lastDrainNs >= Self.drainIntervalNs {
             lastDrainNs = now
-            try drainIncoming(s)
+            do { try drainIncoming(s) } catch {
+                linkBroken = true
+                throw error
+            }
         }
     }
 
     /// Shuts the socket down so a write blocked on a stalled link returns at once (the stop
     /// deadline has passed). The fd itself stays open until `close()` on the sender thread.
     package func abortPendingIO() {
+        ioAborted.store(true, ordering: .releasing)
         RTMPSocket.shutdownNow(socketForAbort.load(ordering: .acquiring))
     }
 
+    /// A healthy connection says goodbye and closes with a FIN; a broken one is reset at once.
     package func close() {
         socketForAbort.store(-1, ordering: .releasing)
         guard let s = socket else { return }
-        if streamID != 0 { sendGoodbye(s, key: url?.streamKey ?? "") }
-        abandon()
+        let broken = linkBroken || ioAborted.load(ordering: .acquiring)
+        if streamID != 0 && !broken { sendGoodbye(s, key: url?.streamKey ?? "") }
+        abandon(abortive: broken)
     }
 
     // MARK: - Opening
@@ -516,11 +527,13 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
     }
 
     /// Closes without a goodbye (refused, failed or already said).
-    private func abandon() {
+    private func abandon(abortive: Bool = false) {
         socketForAbort.store(-1, ordering: .releasing)
-        socket?.close()
+        socket?.close(abortive: abortive)
         socket = nil
         streamID = 0
+        linkBroken = false
+        ioAborted.store(false, ordering: .releasing)
     }
 
     private func grow(to needed: Int) {
