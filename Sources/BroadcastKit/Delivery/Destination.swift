@@ -40,6 +40,8 @@ package final class Destination: @unchecked Sendable {
     private var videoNeedsKeyframe = false
     /// An IDR was asked for since the server requested a reconnect (asked once per request).
     private var keyframeAskedForRequest = false
+    /// When the sink last accepted a tag (sender thread only).
+    private var lastWriteNs: Int64 = 0
     private var rng = SplitMixRandom(seed: UInt64(truncatingIfNeeded: MediaTime.now()))
     /// Events for the session (reconnecting/reconnected); called from the sender thread.
     var onEvent: (@Sendable (BroadcastEvent) -> Void)?
@@ -75,11 +77,14 @@ package final class Destination: @unchecked Sendable {
 
     /// Every state change goes through here so the downtime clock starts when the link is lost
     /// and stops when it is back (or when the run ends).
-    private func setState(_ next: State) {
+    /// `since`: when the link really stopped delivering (the last write that went through), so a
+    /// stall before the failure was noticed counts as down too.
+    private func setState(_ next: State, since: Int64 = 0) {
         let now = MediaTime.now()
         switch next {
         case .reconnecting, .failed:
-            if downSinceNs.load(ordering: .acquiring) == 0 { downSinceNs.store(now, ordering: .releasing) }
+            let start = since > 0 && since < now ? since : now
+            if downSinceNs.load(ordering: .acquiring) == 0 { downSinceNs.store(start, ordering: .releasing) }
         case .live, .closed:
             let since = downSinceNs.exchange(0, ordering: .acquiringAndReleasing)
             if since > 0 { downAccumulatedNs.add(now - since, ordering: .relaxed) }
@@ -168,6 +173,7 @@ package final class Destination: @unchecked Sendable {
                 }
                 do {
                     try sink.write(tag)
+                    lastWriteNs = MediaTime.now()
                     sentBytes.add(tag.body.count, ordering: .relaxed)
                     if sink.reconnectRequested && !keyframeAskedForRequest {
                         keyframeAskedForRequest = true
@@ -209,13 +215,21 @@ package final class Destination: @unchecked Sendable {
     }
 
     private func handleFailure(_ error: TransportError) {
+        var error = error
+        if stopping.load(ordering: .acquiring), sink.isNetworkPublisher, !error.isRefusal {
+            // The stop's deadline cut a write that was not getting through: say so, not what the
+            // cut socket reported.
+            let down = Double(MediaTime.now() - (lastWriteNs > 0 ? lastWriteNs : MediaTime.now())) / 1e9
+            error = .writeFailed("\(sink.displayName): not delivering when the run ended (nothing got through for "
+                                 + "\(fixed(down, 1)) s: a stalled link); what was queued did not reach the server")
+        }
         failure.withLock { $0 = error }
         if reconnect.maxAttempts >= 0, !stopping.load(ordering: .acquiring), !error.isRefusal {
-            setState(.reconnecting)
+            setState(.reconnecting, since: lastWriteNs)
             onEvent?(.warning("\(describe(error)); reconnecting"))
             return
         }
-        setState(.failed)
+        setState(.failed, since: lastWriteNs)
     }
 
     /// `error` with this destination's name in front (once).
