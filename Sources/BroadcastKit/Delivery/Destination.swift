@@ -102,6 +102,9 @@ package final class Destination: @unchecked Sendable {
         return Double(downAccumulatedNs.load(ordering: .relaxed) + open) / 1e9
     }
 
+    /// The run ended while this destination was reconnecting (set by `finish`).
+    package var endedWhileDown: Bool { endedDown.load(ordering: .acquiring) }
+
     /// Successful reconnects of this destination.
     package var reconnects: Int { reconnectCount.load(ordering: .relaxed) }
 
@@ -314,7 +317,6 @@ package final class Destination: @unchecked Sendable {
     package func finish(deadlineNs: Int64) {
         // A destination that is reconnecting cannot drain: do not hold the stop for it.
         let wasDown = state == .reconnecting
-        if wasDown { endedDown.store(true, ordering: .releasing) }
         let drained = !wasDown && queue.waitUntilDrained(deadlineNs: deadlineNs)
         stopping.store(true, ordering: .releasing)
         // Past the deadline the sender may sit in a write on a stalled link: cut it short so
@@ -326,6 +328,9 @@ package final class Destination: @unchecked Sendable {
             queue.removeAll()
         }
         thread.join()
+        // Reconnecting now, whether it was at the start of the stop or the link failed during the
+        // drain: the run ended while this destination was down.
+        if state == .reconnecting { endedDown.store(true, ordering: .releasing) }
         sink.close()
         // A failed destination stays failed (its downtime counts to the end of the run).
         if state == .failed {

@@ -50,24 +50,19 @@ package final class DestinationSet: @unchecked Sendable {
         }
     }
 
-    /// At the end of a run (before the destinations are finished): the destinations that were not
-    /// delivering (reconnecting), each with how long it was down, and whether that fails the run
-    /// under the same weights as `reportNewFailures`. A destination that failed earlier was
-    /// reported then.
+    /// At the end of a run (after the destinations are finished): the destinations that ended
+    /// while reconnecting, each with how long it was down, and whether that fails the run under
+    /// the same weights as `reportNewFailures`. A destination that failed earlier was reported then.
     package func lostAtEnd() -> (lines: [String], fatal: Bool) {
-        var lines: [String] = []
-        var fatal = false
-        let down = all.filter { $0.state == .reconnecting }
+        let down = all.filter { $0.endedWhileDown }
         guard !down.isEmpty else { return ([], false) }
-        for d in down {
-            let why = d.error?.description ?? "connection lost"
-            lines.append("\(d.sink.displayName): still reconnecting when the run ended, down for "
-                         + "\(fixed(d.downtimeSeconds, 1)) s (\(why)); what was sent after the connection was lost "
-                         + "did not reach the server")
+        let lines = down.map { d in
+            "\(d.sink.displayName): still reconnecting when the run ended, down for \(fixed(d.downtimeSeconds, 1)) s "
+                + "(\(d.error?.description ?? "connection lost")); what was sent after the connection was lost "
+                + "did not reach the server"
         }
-        let allEssentialDown = !all.contains { isEssential($0) && $0.state != .reconnecting && $0.state != .failed }
-        fatal = requireAll || (down.contains { isEssential($0) } && allEssentialDown)
-        return (lines, fatal)
+        let allEssentialDown = !all.contains { isEssential($0) && !$0.endedWhileDown && $0.state != .failed }
+        return (lines, requireAll || (down.contains { isEssential($0) } && allEssentialDown))
     }
 
     /// Each destination's stats line, primary first.

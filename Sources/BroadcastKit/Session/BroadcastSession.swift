@@ -135,7 +135,9 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         let deadline = MediaTime.now() + timeoutNs
         pipeline?.drainLanes()
         housekeeper?.stop()
-        // A run that ends while its destinations are still reconnecting lost the stream from the
+        for d in pipeline?.destinations.all ?? [] { d.finish(deadlineNs: deadline) }
+        // A run that ended while its destinations were reconnecting (at the stop, or
+        // because the link failed during the final drain) lost the stream from the
         // moment the link went down: when that is every network publisher (or any, with
         // requireAll) it is a failure (exit 4), never a clean stop; else a warning.
         if let lost = pipeline?.destinations.lostAtEnd(), !lost.lines.isEmpty {
@@ -147,7 +149,6 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
                 lost.lines.forEach { onEvent?(.warning($0)) }
             }
         }
-        for d in pipeline?.destinations.all ?? [] { d.finish(deadlineNs: deadline) }
         reportFailures()
         stateValue.store(State.finished.rawValue, ordering: .releasing)
         stats.update { $0.queueBytes = 0; $0.queueMs = 0 }
