@@ -208,8 +208,9 @@ class ThrottledDestinationTest(BroadcastTestCase):
             print(f"\n[throttle] cgroup max usage {int((cgroup / 'memory.max_usage_in_bytes').read_text()) / 2**20:.1f} MiB "
                   f"(page cache included), failcnt {failcnt}", file=sys.stderr)
             self.assertNotIn("oom_kill 1", oom)
-        # The throttle hit the second destination only.
+        # The throttle hit the second destination only, and the encode followed the primary.
         self.assertEqual(fast["drops"], 0, last)
+        self.assertEqual(min(l["target_video_kbps"] for l in read_stats(stats)), self.VIDEO_KBPS)
         self.assertGreater(slow["drops"], 0, f"the 500 kbit/s link never congested: {last}")
         # Media window well inside the throttle (proxy clock -> media time: the run started ~offset late).
         lo = self.WARMUP_S + 3 - max(0.0, offset)
@@ -228,6 +229,33 @@ class ThrottledDestinationTest(BroadcastTestCase):
         self.assertRecordingOK(fast_rec, expect_frames=sent, tolerance=0)
         self.assertRecordingOK(rec, expect_frames=sent, tolerance=0)
         self.assertRecordingOK(slow_rec)
+
+    def test_bitrate_follows_the_slowest_when_asked(self):
+        a, b = start_ingest(), start_ingest()
+        self.addCleanup(a.cleanup)
+        self.addCleanup(b.cleanup)
+        fa, fb = self.tmp / "a.key", self.tmp / "b.key"
+        fa.write_text(new_key() + "\n")
+        fb.write_text(new_key() + "\n")
+        proxy_port = free_port()
+        proxy = subprocess.Popen([sys.executable, str(REPO_ROOT / "tools" / "throttle_proxy.py"),
+                                  "--listen-port", str(proxy_port), "--target-port", str(b.port),
+                                  "--throttle-kbps", str(self.LINK_KBPS), "--throttle-from", "4"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: (proxy.poll() is None and proxy.terminate(), proxy.wait(timeout=5)))
+        deadline = time.monotonic() + 5
+        while not port_open(proxy_port) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        r = self.run_broadcast(["--source", "test", "--res", "480p", "--video-bitrate", str(self.VIDEO_KBPS),
+                                "--duration", "16", "--bitrate-follows", "slowest",
+                                "--url", f"{a.url},key-file={fa}",
+                                "--url", f"rtmp://127.0.0.1:{proxy_port}/live,key-file={fb}",
+                                "--stats-json", stats, "--quiet"], timeout=60)
+        self.assertEqual(r.returncode, 0, r.describe())
+        targets = [l["target_video_kbps"] for l in read_stats(stats)]
+        # The one encode came down towards what the 500 kbit/s destination carries.
+        self.assertLess(min(targets), self.LINK_KBPS, targets)
 
 
 def port_open(port: int) -> bool:
