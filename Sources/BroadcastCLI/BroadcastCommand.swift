@@ -44,7 +44,8 @@ public enum BroadcastCommand {
         session.onEvent = { event in
             switch event {
             case .warning(let m): say("warning: \(m)")
-            case .failed(let m): say("error: \(m)")
+            // The session's failure is said once, by the stream loop, as the run's exit message.
+            case .failed: break
             case .reconnecting(let attempt, let delay): say("reconnecting (attempt \(attempt), in \(fixed(delay, 1)) s)")
             case .reconnected(let n): say("reconnected (\(n) so far)")
             case .started, .finished: break

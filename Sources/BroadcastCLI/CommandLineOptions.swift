@@ -16,8 +16,16 @@ public struct CommandLineOptions: Sendable {
     public var keyFromArgv: String?
     /// `--key-file`: a file whose first line is the stream key.
     public var keyFile: String?
-    /// `--url`: the ingest base URL.
-    public var url: String?
+    /// `--url`, in the order given (it may repeat: one destination each, the first is the primary).
+    public var urls: [DestinationSpec] = []
+    /// The first `--url`'s ingest base URL.
+    public var url: String? { urls.first?.url }
+    /// `--require-all`: any lost destination fails the run.
+    public var requireAll = false
+    /// False with `--no-enhanced-rtmp-connect`: plain RTMP connect, no reconnect requests.
+    public var enhancedRTMPConnect = true
+    /// `--bitrate-follows`: the destination the adaptive bitrate follows.
+    public var bitrateFollows = BitrateFollows.primary
     /// `--service`: ingest URL and limits of a streaming service.
     public var service: ServicePreset?
     /// `--res`: output size.
@@ -116,7 +124,15 @@ public struct CommandLineOptions: Sendable {
             switch name {
             case "--key": o.keyFromArgv = try s.value()
             case "--key-file": o.keyFile = try s.value()
-            case "--url": o.url = try s.value()
+            case "--url": o.urls.append(try DestinationSpec.parse(try s.repeatableValue()))
+            case "--require-all": try s.flag(); o.requireAll = true
+            case "--no-enhanced-rtmp-connect": try s.flag(); o.enhancedRTMPConnect = false
+            case "--bitrate-follows":
+                let v = try s.value()
+                guard let f = BitrateFollows(rawValue: v) else {
+                    throw UsageError("--bitrate-follows expects primary or slowest, got '\(v)'")
+                }
+                o.bitrateFollows = f
             case "--service": o.service = try ServicePreset.named(try s.value())
             case "--res": o.resolution = try Resolution(parsing: try s.value())
             case "--fps": o.fps = try s.int(1...120)

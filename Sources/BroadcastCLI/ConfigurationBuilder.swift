@@ -62,6 +62,9 @@ public struct ConfigurationBuilder {
         config.memoryBudgetSource = budget.source
         config.tlsCAFile = o.caFile
         config.captureReserveBytes = made.captureBytes
+        config.requireAllDestinations = o.requireAll
+        config.bitrateFollows = o.bitrateFollows
+        config.enhancedRTMPConnect = o.enhancedRTMPConnect
         config.reconnect = ReconnectPolicy(maxAttempts: o.reconnectAttempts, initialDelaySeconds: o.reconnectDelay)
         // The send queue holds at most ~4 s of media at the configured rates; the drop policy acts well before.
         config.congestion.maxBytes = max(512 << 10, (video.bitrateKbps + audio.bitrateKbps) * 1000 / 8 * 4)
@@ -129,14 +132,30 @@ public struct ConfigurationBuilder {
         var destinations: [DestinationSettings] = []
         let key = try streamKey(o)
         if o.publish {
-            let url = ingestURL(o)
-            let parsed: RTMPURL
-            do { parsed = try RTMPURL(parsing: url) } catch { throw ConfigurationError(.usage, "\(error)") }
-            if key == nil && parsed.streamKey == nil && !o.printMemoryPlan {
-                throw ConfigurationError(.usage, "no stream key: set $STREAM_KEY, or use --key-file PATH or --key KEY "
-                                         + "(or --no-publish with --record)")
+            // Each --url is one destination; without any, the one from $BROADCAST_URL, --service or the default.
+            let specs = o.urls.isEmpty ? [DestinationSpec(url: ingestURL(o))] : o.urls
+            var seen: [String] = []
+            for (i, spec) in specs.enumerated() {
+                let parsed: RTMPURL
+                do { parsed = try RTMPURL(parsing: spec.url) } catch { throw ConfigurationError(.usage, "\(error)") }
+                var own = key
+                if let f = spec.keyFile {
+                    do { own = try SecretScrubber.readKeyFile(f) } catch { throw ConfigurationError(.usage, "\(error)") }
+                }
+                if own == nil && parsed.streamKey == nil && !o.printMemoryPlan {
+                    let which = specs.count > 1 ? " for destination \(i + 1) (\(parsed.redacted))" : ""
+                    throw ConfigurationError(.usage, "no stream key\(which): set $STREAM_KEY, or use --key-file PATH or --key KEY "
+                                             + "(or --url URL,key-file=PATH, or --no-publish with --record)")
+                }
+                // The same stream twice would only meet "already publishing" on the second connection.
+                let identity = spec.url + "\u{0}" + (own ?? "")
+                if seen.contains(identity) {
+                    throw ConfigurationError(.usage, "--url: destination \(i + 1) (\(parsed.redacted)) repeats an earlier one "
+                                             + "with the same key")
+                }
+                seen.append(identity)
+                destinations.append(.rtmp(url: spec.url, streamKey: own ?? ""))
             }
-            destinations.append(.rtmp(url: url, streamKey: key ?? ""))
         }
         if let r = o.recordPath { destinations.append(.file(path: r)) }
         if destinations.isEmpty { throw ConfigurationError(.usage, "nothing to do: --no-publish needs --record PATH") }
@@ -155,7 +174,8 @@ public struct ConfigurationBuilder {
         video.preset = o.preset
         var videoKbps = o.videoKbps ?? o.resolution.defaultVideoKbps(fps: o.fps)
         var audioKbps = o.audioKbps ?? (o.audioCodec == .opus ? 96 : 128)
-        if let s = o.service {
+        // One encode feeds every destination: each service's limits apply, the strictest wins.
+        for s in [o.service].compactMap({ $0 }) + o.urls.compactMap(\.service) {
             if videoKbps > s.maxVideoKbps {
                 notes.append("note: \(s.name) accepts at most \(s.maxVideoKbps) kbps video; using that")
                 videoKbps = s.maxVideoKbps
@@ -163,7 +183,7 @@ public struct ConfigurationBuilder {
             if audioKbps > s.maxAudioKbps { audioKbps = s.maxAudioKbps }
             if o.resolution.height > s.maxHeight { throw ConfigurationError(.usage, "\(s.name) accepts at most \(s.maxHeight)p") }
             if o.fps > s.maxFPS { throw ConfigurationError(.usage, "\(s.name) accepts at most \(s.maxFPS) fps") }
-            video.keyframeIntervalSeconds = s.keyframeSeconds
+            video.keyframeIntervalSeconds = min(video.keyframeIntervalSeconds, s.keyframeSeconds)
         }
         video.bitrateKbps = videoKbps
         video.maxBitrateKbps = videoKbps

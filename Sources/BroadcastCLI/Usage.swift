@@ -9,13 +9,19 @@ public enum Usage {
 
     Streams video, app audio and mic audio as H.264 + AAC/Opus in FLV over RTMP, inside a hard
     memory budget. With no options it streams the best available source to the local ingest.
-    A RATE without a unit is kbps; each option that takes a value may be given once.
+    A RATE without a unit is kbps; each option that takes a value may be given once, except --url.
 
     Destination
       --key KEY              stream key (visible to local users; prefer $STREAM_KEY or --key-file)
       --key-file PATH        read the stream key from a file
       --url URL              ingest base URL (else $BROADCAST_URL, else rtmp://127.0.0.1:1935/live)
+      --url URL[,key-file=PATH][,service=NAME]
+                             may repeat: one encode to several destinations (the first is the
+                             primary); each may have its own key file and service limits
       --service NAME         twitch | youtube | facebook | kick: ingest URL and recommended limits
+      --require-all          any lost destination fails the run (else only losing every RTMP one)
+      --bitrate-follows W    primary | slowest: what the adaptive bitrate follows (default primary)
+      --no-enhanced-rtmp-connect  plain RTMP connect: no E-RTMP capsEx, server reconnect requests ignored
       --ca-file PATH         also trust this CA (PEM) for rtmps:// (the system store is always used)
       --record PATH          also write the FLV to PATH
       --record-min-free SIZE refuse to start with less free space (default: 10 min at the bitrates)
@@ -62,6 +68,7 @@ public enum Usage {
       1  --check-heartbeat: the heartbeat file is missing or too old
       2  bad usage or configuration (flags, values, input format, memory plan)
       3  could not connect or publish (unreachable, key or app rejected, TLS, portal denied)
-      4  failure while streaming
+      4  failure while streaming (every RTMP destination lost, or any with --require-all;
+         a run that ends while reconnecting, with how long the stream was down)
     """
 }
