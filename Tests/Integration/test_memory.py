@@ -90,7 +90,10 @@ class BudgetTest(BroadcastTestCase):
         # No growth after the first seconds: the last sample within 1 MB of the one at 3 s.
         by_time = [l for l in lines if l["state"] == "live"]
         self.assertGreaterEqual(len(by_time), 5)
-        self.assertLess(by_time[-1]["rss_bytes"] - by_time[2]["rss_bytes"], 1 << 20)
+        # Anonymous + shared pages: file-backed code faulting back in after the start-up release is
+        # bounded by the binary and libraries, and counted in the peak above.
+        owned = lambda l: l["rss_anon_bytes"] + l["rss_shmem_bytes"]  # noqa: E731
+        self.assertLess(owned(by_time[-1]) - owned(by_time[2]), 1 << 20, by_time)
 
 
 class FuzzQuickTest(unittest.TestCase):
@@ -161,7 +164,14 @@ class StalledTransportTest(BroadcastTestCase):
         self.assertLessEqual(max(l["queue_bytes"] for l in lines), cap)
         last = live[-1]
         self.assertGreater(last["drops"]["congestion_p_frame"] + last["drops"]["congestion_until_idr"], 0, last)
-        after_fill = [l["rss_bytes"] for l in live if l["time_s"] >= 15]
+        # Growth is judged on anonymous + shared pages (heap, pools, queues, capture buffers): what a
+        # leak or an unbounded queue would grow. File-backed pages are code and read-only data that
+        # fault back in as the stall runs code paths for the first time after the CLI released its
+        # start-up pages; they are bounded by the mapped files, and VmHWM below still counts them.
+        after_fill = [l for l in live if l["time_s"] >= 15]
         self.assertGreater(len(after_fill), 10)
-        self.assertLess(max(after_fill) - after_fill[0], 1 << 20, f"RSS grew while stalled: {after_fill}")
+        owned = [l["rss_anon_bytes"] + l["rss_shmem_bytes"] for l in after_fill]
+        files = [l["rss_file_bytes"] for l in after_fill]
+        self.assertLess(max(owned) - owned[0], 1 << 20, f"anon+shmem grew while stalled: {owned} (file-backed {files})")
+        self.assertLess(max(files) - files[0], 8 << 20, f"file-backed pages beyond what start-up released: {files}")
         self.assertLess(max(l["peak_rss_bytes"] for l in lines), 50 << 20)

@@ -379,9 +379,14 @@ def _soak_dir(tmp: str, rss_rows, exit_code=0, seconds=180, hwm_kb=20000, probe_
     with open(os.path.join(d, "soak.json"), "w") as f:
         json.dump(meta, f)
     with open(os.path.join(d, "rss.csv"), "w") as f:
-        f.write("t_s,rss_kb,hwm_kb,cgroup_bytes\n")
-        for t, rss in rss_rows:
-            f.write(f"{t},{rss},{hwm_kb},{rss * 1024}\n")
+        if rss_rows and len(rss_rows[0]) == 3:  # (t, rss_kb, anon_kb): the sampler's split columns
+            f.write("t_s,rss_kb,hwm_kb,cgroup_bytes,anon_kb,shmem_kb\n")
+            for t, rss, anon in rss_rows:
+                f.write(f"{t},{rss},{hwm_kb},{rss * 1024},{anon},0\n")
+        else:
+            f.write("t_s,rss_kb,hwm_kb,cgroup_bytes\n")
+            for t, rss in rss_rows:
+                f.write(f"{t},{rss},{hwm_kb},{rss * 1024}\n")
     with open(os.path.join(d, "stats.jsonl"), "w") as f:
         for line in stats or []:
             f.write(json.dumps(line) + "\n")
@@ -428,6 +433,18 @@ class SoakPlotTests(unittest.TestCase):
         self.assertIn("grew", out)
         rc, _, out = self.judge(_soak_dir(self.tmp, self.flat(growth_kb=900)))
         self.assertEqual(rc, 0, out)
+
+    def test_growth_judged_on_anon_and_shmem_when_sampled(self):
+        # 3 MB of file-backed pages coming back (code after the start-up release) with flat anon
+        # memory passes; 1.1 MB of anon growth fails, whatever the file pages do.
+        rows = [(t, 20000 + (3000 if t > 150 else 0), 15000) for t in range(0, 181, 10)]
+        rc, summary, out = self.judge(_soak_dir(self.tmp, rows))
+        self.assertEqual(rc, 0, out)
+        self.assertEqual((summary["growth_kb"], summary["growth_of"], summary["rss_growth_kb"]), (0, "anon+shmem", 3000))
+        rows = [(t, 20000, 15000 + (1100 if t > 150 else 0)) for t in range(0, 181, 10)]
+        rc, summary, out = self.judge(_soak_dir(self.tmp, rows))
+        self.assertEqual(rc, 1, out)
+        self.assertIn("anon+shmem grew 1.07 MB", out)
 
     def test_growth_not_judged_on_short_runs(self):
         rows = [(t, 20000 + 5000 * (t > 60)) for t in range(0, 121, 10)]

@@ -10,6 +10,17 @@ package enum ProcessMemory {
     /// Peak resident set size in bytes (VmHWM).
     package static func peakResidentBytes() -> Int { statusField("VmHWM:") }
 
+    /// Anonymous resident bytes (RssAnon: heap, pools, queues, encoder frames). Growth of a
+    /// long run shows here; file-backed pages (RssFile: code and read-only data) are bounded by
+    /// the mapped files and fault back in as code paths first run after the start-up release.
+    package static func anonymousBytes() -> Int { statusField("RssAnon:") }
+
+    /// File-backed resident bytes (RssFile).
+    package static func fileBytes() -> Int { statusField("RssFile:") }
+
+    /// Shared-memory resident bytes (RssShmem: capture buffers mapped from the producer).
+    package static func sharedBytes() -> Int { statusField("RssShmem:") }
+
     /// Reads a "Name:   1234 kB" line from /proc/self/status into bytes; 0 if unavailable.
     private static func statusField(_ name: StaticString) -> Int {
         let fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)

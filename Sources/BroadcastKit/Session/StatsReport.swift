@@ -12,6 +12,10 @@ package struct StatsReport {
     package var audioKbps: Double
     package var rssBytes: Int
     package var peakRssBytes: Int
+    /// The RSS split: anonymous, file-backed and shared pages (RssAnon, RssFile, RssShmem).
+    package var rssAnonBytes = ProcessMemory.anonymousBytes()
+    package var rssFileBytes = ProcessMemory.fileBytes()
+    package var rssShmemBytes = ProcessMemory.sharedBytes()
     package var latencyMs: (p50: Double, p99: Double)?
     /// Each destination's line, primary first (names are redacted: no key).
     package var destinations: [DestinationStats]
@@ -56,6 +60,7 @@ package struct StatsReport {
             + "\"bytes_sent\":\(s.bytesSent),\"drops\":{\(drops)},\"total_drops\":\(s.totalDrops),"
             + "\"queue_bytes\":\(s.queueBytes),\"queue_ms\":\(s.queueMs),"
             + "\"rss_bytes\":\(rssBytes),\"peak_rss_bytes\":\(peakRssBytes),"
+            + "\"rss_anon_bytes\":\(rssAnonBytes),\"rss_file_bytes\":\(rssFileBytes),\"rss_shmem_bytes\":\(rssShmemBytes),"
             + "\"target_video_kbps\":\(s.targetVideoKbps),\"reconnects\":\(s.reconnects),"
             + "\"late_tags_clamped\":\(s.lateTagsClamped),\"video_pts_corrections\":\(s.videoPtsCorrections),"
             + "\"latency_p50_ms\":\(latencyMs.map { fixed($0.p50, 1) } ?? "null"),"
