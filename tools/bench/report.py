@@ -522,6 +522,9 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
         a = r["avsync"]
         w("## 5. A/V sync (issues 4 and 12)")
         w("")
+        if a.get("note"):
+            w(f"**Note on this run:** {a['note']}")
+            w("")
         how = ("**run one after another** (`--avsync-sequential`: other engineers' builds shared the machine, "
                "lowered to nice 15)" if a.get("sequential") else "**run concurrently with each other** (after all CPU benchmarks)")
         w(f"Three {a['seconds'] / 60:.0f}-minute test-source pushes at 720p30, {how} to the local nginx-rtmp, which records each publish; each recording is "
