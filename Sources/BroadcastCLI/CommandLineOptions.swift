@@ -46,6 +46,10 @@ public struct CommandLineOptions: Sendable {
     public var caFile: String?
     /// False with `--no-publish`.
     public var publish = true
+    /// `--replay-seconds`: keep the last N seconds for clips (SIGUSR1, `saveReplay`).
+    public var replaySeconds: Int?
+    /// `--replay-dir`: where clips go (default: the current directory).
+    public var replayDirectory: String?
     /// `--stats-json`: one JSON object per second goes here.
     public var statsJSON: String?
     /// `--memory-budget` in bytes; nil: the default, lowered to the cgroup limit (`MemoryBudget.resolve`).
@@ -142,6 +146,8 @@ public struct CommandLineOptions: Sendable {
             case "--record-min-free": o.recordMinFree = try s.bytes()
             case "--no-publish": try s.flag(); o.publish = false
             case "--stats-json": o.statsJSON = try s.value()
+            case "--replay-seconds": o.replaySeconds = try s.int(1...3600)
+            case "--replay-dir": o.replayDirectory = try s.value()
             case "--memory-budget": o.memoryBudget = try s.bytes()
             case "--print-memory-plan": try s.flag(); o.printMemoryPlan = true
             case "--preset":

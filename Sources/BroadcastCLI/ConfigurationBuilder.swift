@@ -61,6 +61,7 @@ public struct ConfigurationBuilder {
         config.memoryBudgetSource = budget.source
         config.tlsCAFile = o.caFile
         config.captureReserveBytes = made.captureBytes
+        config.replay = ReplayOptionsCheck.settings(o)
         config.reconnect = ReconnectPolicy(maxAttempts: o.reconnectAttempts, initialDelaySeconds: o.reconnectDelay)
         // The send queue holds at most ~4 s of media at the configured rates; the drop policy acts well before.
         config.congestion.maxBytes = max(512 << 10, (video.bitrateKbps + audio.bitrateKbps) * 1000 / 8 * 4)
@@ -97,7 +98,9 @@ public struct ConfigurationBuilder {
             destinations.append(.rtmp(url: url, streamKey: key ?? ""))
         }
         if let r = o.recordPath { destinations.append(.file(path: r)) }
-        if destinations.isEmpty { throw ConfigurationError(.usage, "nothing to do: --no-publish needs --record PATH") }
+        // A replay buffer alone (local clipping) needs no destination: the stream ends in a discard sink.
+        if destinations.isEmpty && o.replaySeconds != nil { destinations.append(.discard) }
+        if destinations.isEmpty { throw ConfigurationError(.usage, "nothing to do: --no-publish needs --record PATH or --replay-seconds N") }
         return destinations
     }
 
@@ -141,6 +144,7 @@ public struct ConfigurationBuilder {
         } catch {
             throw ConfigurationError(.usage, error.description)
         }
+        try ReplayOptionsCheck.check(o)
         if let r = o.recordPath {
             do { try RecordSpaceCheck.check(path: r, bitrateKbps: totalKbps, minFreeBytes: o.recordMinFree) }
             catch { throw ConfigurationError(.usage, error.description) }

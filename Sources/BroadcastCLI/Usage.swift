@@ -17,7 +17,7 @@ public enum Usage {
       --url URL              ingest base URL (else $BROADCAST_URL, else rtmp://127.0.0.1:1935/live)
       --service NAME         twitch | youtube | facebook | kick: ingest URL and recommended limits
       --ca-file PATH         also trust this CA (PEM) for rtmps:// (the system store is always used)
-      --record PATH          also write the FLV to PATH
+      --record PATH          also write the stream to PATH: FLV, or fragmented MP4 when PATH ends in .mp4
       --record-min-free SIZE refuse to start with less free space (default: 10 min at the bitrates)
       --no-publish           do not connect anywhere (use with --record)
       --reconnect-attempts N retries after a lost connection, 0 = forever   (default 20)
@@ -39,6 +39,11 @@ public enum Usage {
       --mic NODE             microphone source node (default: the default source)
       --no-app-audio         --no-mic        --cursor embedded|hidden
       --list-sources         print the PipeWire nodes that can be captured and exit
+
+    Replay clips
+      --replay-seconds N     keep the last N s (1..3600) in a fixed ring inside the memory budget;
+                             SIGUSR1 saves them as an MP4 clip; works with --no-publish alone
+      --replay-dir DIR       where clips go, as replay-YYYYMMDD-HHMMSS.mp4 (UTC)  (default .)
 
     Running
       --duration SECONDS     stop cleanly after this long

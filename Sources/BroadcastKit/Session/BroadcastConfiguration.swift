@@ -38,6 +38,8 @@ public struct BroadcastConfiguration: Sendable {
     public var tlsCAFile: String? = nil
     /// How RTMP destinations retry after a lost connection.
     public var reconnect: ReconnectPolicy = .default
+    /// The rolling replay buffer (off by default).
+    public var replay: ReplaySettings = .default
 
     public init(video: VideoEncoderSettings = .default, audio: AudioEncoderSettings = .default,
                 hasVideo: Bool = true, hasAudio: Bool = true, destinations: [DestinationSettings] = [],

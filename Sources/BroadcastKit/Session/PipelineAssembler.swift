@@ -14,10 +14,14 @@ package enum PipelineAssembler {
         let audioEncoderBytes = max(0, ProcessMemory.residentBytes() - baseline)
 
         let destinations = DestinationSet(makeDestinations(cfg, stats: stats))
+        let replayRing = ReplayAssembly.makeRing(cfg)
         // Interleaver staging must hold the largest frame the VBV allows plus the wait window.
         let videoStaging = max(512 << 10, cfg.video.maxBitrateKbps * 1000 / 8 * 2)
         let interleaver = Interleaver(hasVideo: cfg.hasVideo, hasAudio: cfg.hasAudio, videoBytes: videoStaging,
-                                      stats: stats) { [unowned destinations] tag in destinations.push(tag) }
+                                      stats: stats) { [unowned destinations] tag in
+            destinations.push(tag)
+            replayRing?.append(tag)
+        }
 
         var mixer: AudioMixer?
         var audioLanes: [AudioLane] = []
@@ -38,6 +42,7 @@ package enum PipelineAssembler {
         var plan = fixed
         plan.captureBytes = cfg.captureReserveBytes
         plan.budgetSource = cfg.memoryBudgetSource
+        ReplayAssembly.plan(&plan, ring: replayRing)
         var videoEncoder: VideoEncoder?
         var videoLane: VideoLane?
         var note: String?
@@ -51,9 +56,12 @@ package enum PipelineAssembler {
                 writer.submit(p, captureNs: arrival)
             }
         }
-        return Pipeline(videoEncoder: videoEncoder, audioEncoder: audioEncoder, videoLane: videoLane,
-                        audioLanes: audioLanes, mixer: mixer, interleaver: interleaver, destinations: destinations,
-                        plan: plan, downgradeNote: note)
+        ReplayAssembly.noteLongestFit(&plan, cfg)
+        let pipeline = Pipeline(videoEncoder: videoEncoder, audioEncoder: audioEncoder, videoLane: videoLane,
+                                audioLanes: audioLanes, mixer: mixer, interleaver: interleaver, destinations: destinations,
+                                plan: plan, downgradeNote: note)
+        pipeline.replay = ReplayAssembly.makeSaver(replayRing, cfg, video: videoEncoder, audio: audioEncoder)
+        return pipeline
     }
 
     static func makeAudioEncoder(_ settings: AudioEncoderSettings) throws(BroadcastError) -> AudioEncoder {
