@@ -38,7 +38,8 @@ package enum PipelineAssembler {
                                audioEncoderBytes: audioEncoderBytes, framePoolBytes: 0,
                                audioBytes: (mixer?.reservedBytes ?? 0) + audioLanes.reduce(0) { $0 + $1.reservedBytes },
                                stagingBytes: interleaver.reservedBytes,
-                               queueBytes: destinations.all.reduce(0) { $0 + $1.queue.reservedBytes })
+                               queueBytes: destinations.all.reduce(0) { $0 + $1.queue.reservedBytes }
+                                   + MP4FileSink.plannedBytes(cfg))
         var plan = fixed
         plan.captureBytes = cfg.captureReserveBytes
         plan.budgetSource = cfg.memoryBudgetSource
@@ -80,6 +81,8 @@ package enum PipelineAssembler {
             case .rtmp(let url, let key):
                 return RTMPPublisher(url: url, streamKey: key, connectTimeoutSeconds: cfg.connectTimeoutSeconds,
                                      caFile: cfg.tlsCAFile)
+            case .file(let path) where MP4FileSink.isMP4(path):
+                return MP4FileSink(path: path, video: cfg.hasVideo ? cfg.video : nil, audio: cfg.hasAudio ? cfg.audio : nil)
             case .file(let path): return FLVFileSink(path: path, hasAudio: cfg.hasAudio, hasVideo: cfg.hasVideo)
             case .discard: return DiscardSink()
             case .custom(let custom): return custom
