@@ -1,0 +1,234 @@
+"""Replay clips and MP4 recording (issue #16), against a real nginx-rtmp, verified by PyAV,
+ffprobe and tools/avsync.py (never by our own MP4 parser).
+
+- test_clip_on_sigusr1_while_streaming: 720p test source (static pattern, flash + beep every
+  second) with --replay-seconds 30 for 60 s, published to nginx; SIGUSR1 at 50 s. The clip
+  decodes with no error, lasts 30 s + at most one GOP, starts on a keyframe, and its A/V sync
+  is within 35 ms; nginx's recording has no video or audio gap around the save.
+- test_local_clipping_and_failed_save: --no-publish --replay-seconds alone; a save into a
+  directory removed mid-run is one warning line and the run still ends cleanly; a save that
+  hits the file size limit (a full disk, by RLIMIT_FSIZE) likewise, leaving no partial file.
+- test_record_mp4_sigkill_and_sigint: --record out.mp4 killed with SIGKILL at 20 s decodes up
+  to its last fragment; stopped with SIGINT at 20 s it is complete with the right duration.
+- test_bad_input: --replay-seconds 0, negative, too large for the budget (names the longest
+  that fits), --replay-dir missing or not a directory: exit 2 with one line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+import unittest
+from pathlib import Path
+
+import av
+
+import support
+from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase
+
+PY = sys.executable
+GOP_S = 2.0          # the CLI's keyframe interval
+
+
+def video_keyframe_first_and_span(path: Path) -> tuple[bool, float, float]:
+    """(first video packet is a keyframe, first video pts in s, last frame end in s) by PyAV."""
+    with av.open(str(path)) as c:
+        v = c.streams.video[0]
+        first_key, first, last = None, None, None
+        for p in c.demux(v):
+            if p.pts is None:
+                continue
+            t = float(p.pts * v.time_base)
+            if first_key is None:
+                first_key, first = bool(p.is_keyframe), t
+            end = t + float((p.duration or 0) * v.time_base)
+            last = end if last is None else max(last, end)
+    return bool(first_key), first or 0.0, last or 0.0
+
+
+def video_gaps(path: Path) -> list[tuple[float, float]]:
+    """(time, gap) for consecutive video packets of `path`, in seconds."""
+    out = []
+    with av.open(str(path)) as c:
+        v = c.streams.video[0]
+        prev = None
+        for p in c.demux(v):
+            if p.dts is None:
+                continue
+            t = float(p.dts * v.time_base)
+            if prev is not None:
+                out.append((t, t - prev))
+            prev = t
+    return out
+
+
+def avsync(path: Path) -> dict:
+    p = subprocess.run([PY, str(REPO_ROOT / "tools" / "avsync.py"), str(path), "--json"],
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode not in (0, 1):
+        raise AssertionError(f"avsync failed on {path}: {p.stderr}")
+    return json.loads(p.stdout)
+
+
+class ReplayTests(BroadcastTestCase):
+    def popen(self, args, env=None, preexec=None) -> subprocess.Popen:
+        return subprocess.Popen([str(BROADCAST_BIN), *map(str, args)], env=support.clean_env(env), cwd=REPO_ROOT,
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=preexec)
+
+    def finish(self, proc: subprocess.Popen, timeout: float = 60) -> tuple[int, str]:
+        out, err = proc.communicate(timeout=timeout)
+        text = err.decode(errors="replace")
+        self._captured_texts += [out.decode(errors="replace"), text]
+        return proc.returncode, text
+
+    def assertClip(self, clip: Path, seconds: float) -> None:
+        """Decodes, starts on a keyframe, lasts `seconds` + at most one GOP, A/V in sync."""
+        self.assertRecordingOK(clip, expect_video_codec="h264", expect_audio_codec="aac")
+        key, first, end = video_keyframe_first_and_span(clip)
+        self.assertTrue(key, f"{clip.name} does not start on a keyframe")
+        self.assertAlmostEqual(first, 0.0, delta=0.001)
+        self.assertGreaterEqual(end, seconds - 0.1, f"{clip.name} lasts {end:.2f} s")
+        self.assertLessEqual(end, seconds + GOP_S + 0.1, f"{clip.name} lasts {end:.2f} s")
+        r = avsync(clip)
+        s = r["summary"]
+        print(f"\n--- {clip.name}: {end:.2f} s, events={s.get('events')} max={s.get('max_abs_ms')} ms "
+              f"unpaired={r['unpaired']} reasons={r['reasons']}", file=sys.stderr)
+        self.assertGreaterEqual(s["events"], int(seconds) - 2)
+        self.assertLessEqual(s["max_abs_ms"], 35.0)
+        # A clip starts on a keyframe, which at a whole second is a flash frame: the flash
+        # detector needs a frame before it, so that one beep has no flash. Nothing else may be alone.
+        self.assertEqual(r["unpaired"]["flashes"], [], r["reasons"])
+        self.assertTrue(all(b < 0.1 for b in r["unpaired"]["beeps"]), r["unpaired"])
+        gaps = [x for x in r["streams"] if x.get("kind") == "audio"]
+        self.assertTrue(all(g.get("gaps", 0) == 0 for g in gaps), r["streams"])
+
+    def test_clip_on_sigusr1_while_streaming(self):
+        ingest = support.start_ingest()
+        self.addCleanup(ingest.cleanup)
+        key = support.new_key()
+        clips = self.tmp / "clips"
+        clips.mkdir()
+        proc = self.popen(["--url", ingest.url, "--source", "test", "--test-pattern", "static", "--res", "720p",
+                           "--replay-seconds", "30", "--replay-dir", clips, "--duration", "60"],
+                          env={"STREAM_KEY": key})
+        started = time.monotonic()
+        time.sleep(50)
+        save_at = time.monotonic() - started
+        proc.send_signal(signal.SIGUSR1)
+        rc, err = self.finish(proc, timeout=90)
+        self.assertEqual(rc, 0, err[-2000:])
+        saved = sorted(clips.glob("replay-*.mp4"))
+        self.assertEqual(len(saved), 1, f"{list(clips.iterdir())}\n{err[-2000:]}")
+        self.assertIn(f"replay: saved {saved[0]}", err)
+        self.assertEqual(list(clips.glob("*.part")), [])
+        self.assertClip(saved[0], 30)
+
+        ingest.stop()
+        rec = ingest.wait_recording(key)
+        self.assertRecordingOK(rec)
+        near = [g for t, g in video_gaps(rec) if save_at - 2 <= t <= save_at + 6]
+        self.assertTrue(near, "no video around the save in nginx's recording")
+        self.assertLessEqual(max(near), 0.150, f"video gap of {max(near) * 1000:.0f} ms near the save")
+        r = avsync(rec)
+        audio = [x for x in r["streams"] if x.get("kind") == "audio"]
+        self.assertTrue(audio and all(a.get("gaps", 0) == 0 for a in audio), r["streams"])
+
+    def test_local_clipping_and_failed_save(self):
+        clips = self.tmp / "clips"
+        clips.mkdir()
+        args = ["--no-publish", "--source", "test", "--test-pattern", "static", "--res", "480p",
+                "--replay-seconds", "5", "--replay-dir", clips, "--duration", "16"]
+        proc = self.popen(args)
+        time.sleep(9)
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(3)
+        clips_gone = self.tmp / "moved"
+        saved_first = sorted(clips.glob("replay-*.mp4"))
+        clips.rename(clips_gone)               # the directory disappears under the run
+        proc.send_signal(signal.SIGUSR1)
+        rc, err = self.finish(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+        self.assertEqual(len(saved_first), 1, err[-2000:])
+        self.assertClip(clips_gone / saved_first[0].name, 5)
+        warnings = [l for l in err.splitlines() if "warning: replay:" in l]
+        self.assertEqual(len(warnings), 1, err[-2000:])
+        self.assertIn("No such file or directory", warnings[0])
+        self.assertIn("finished:", err)
+
+        # A save that runs out of space: the file size limit stands in for a full disk.
+        full = self.tmp / "full"
+        full.mkdir()
+
+        def limit():
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            resource.setrlimit(resource.RLIMIT_FSIZE, (256 << 10, 256 << 10))
+
+        proc = self.popen(["--no-publish", "--source", "test", "--res", "480p", "--replay-seconds", "5",
+                           "--replay-dir", full, "--duration", "10"], preexec=limit)
+        time.sleep(7)
+        proc.send_signal(signal.SIGUSR1)
+        rc, err = self.finish(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+        warnings = [l for l in err.splitlines() if "warning: replay:" in l]
+        self.assertEqual(len(warnings), 1, err[-2000:])
+        self.assertIn("File too large", warnings[0])
+        self.assertEqual(list(full.iterdir()), [], "a failed save leaves no file")
+
+    def test_record_mp4_sigkill_and_sigint(self):
+        killed = self.tmp / "killed.mp4"
+        stopped = self.tmp / "stopped.mp4"
+        for path, sig in ((killed, signal.SIGKILL), (stopped, signal.SIGINT)):
+            proc = self.popen(["--no-publish", "--source", "test", "--test-pattern", "static", "--res", "480p",
+                               "--record", path, "--duration", "60"])
+            time.sleep(20)
+            proc.send_signal(sig)
+            rc, err = self.finish(proc)
+            self.assertEqual(rc, -9 if sig == signal.SIGKILL else 0, err[-2000:])
+            report = self.assertRecordingOK(path, expect_video_codec="h264", expect_audio_codec="aac")
+            key, first, end = video_keyframe_first_and_span(path)
+            self.assertTrue(key)
+            fmt = json.loads(subprocess.run(["ffprobe", "-v", "error", "-show_format", "-of", "json", str(path)],
+                                            capture_output=True, text=True, timeout=60).stdout)["format"]
+            duration = float(fmt["duration"])
+            print(f"\n--- {path.name}: ffprobe {duration:.2f} s, PyAV video end {end:.2f} s, "
+                  f"{report.first('video').frames} frames", file=sys.stderr)
+            if sig == signal.SIGKILL:
+                # At most the GOP being staged (and one being written) is lost.
+                self.assertGreaterEqual(end, 20 - 2 * GOP_S - 1.5)
+            else:
+                self.assertAlmostEqual(duration, end, delta=0.1)
+                self.assertGreaterEqual(duration, 18.5)
+                self.assertLessEqual(duration, 21.0)
+                r = avsync(path)
+                self.assertLessEqual(r["summary"]["max_abs_ms"], 35.0, r["reasons"])
+
+    def test_bad_input(self):
+        for value in ("0", "-5", "x"):
+            r = self.run_broadcast(["--no-publish", "--replay-seconds", value])
+            self.assertEqual(r.returncode, 2, r.describe())
+            self.assertIn("--replay-seconds expects an integer in 1...3600", r.stderr)
+        r = self.run_broadcast(["--no-publish", "--source", "test", "--replay-seconds", "3600", "--print-memory-plan"])
+        self.assertEqual(r.returncode, 2, r.describe())
+        self.assertRegex(r.stdout, r"replay: at most --replay-seconds \d+ fits this budget")
+        r = self.run_broadcast(["--no-publish", "--source", "test", "--replay-seconds", "3600", "--duration", "1"])
+        self.assertEqual(r.returncode, 2, r.describe())
+        self.assertRegex(r.stderr, r"replay: at most --replay-seconds \d+ fits this budget")
+        missing = self.tmp / "missing"
+        r = self.run_broadcast(["--no-publish", "--source", "test", "--replay-seconds", "5", "--replay-dir", missing])
+        self.assertEqual(r.returncode, 2, r.describe())
+        self.assertIn(f"--replay-dir {missing}: No such file or directory", r.stderr)
+        afile = self.tmp / "file"
+        afile.write_text("x")
+        r = self.run_broadcast(["--no-publish", "--source", "test", "--replay-seconds", "5", "--replay-dir", afile])
+        self.assertEqual(r.returncode, 2, r.describe())
+        self.assertIn("not a directory", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
