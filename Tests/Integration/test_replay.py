@@ -10,6 +10,9 @@ ffprobe and tools/avsync.py (never by our own MP4 parser).
   hits the file size limit (a full disk, by RLIMIT_FSIZE) likewise, leaving no partial file.
 - test_record_mp4_sigkill_and_sigint: --record out.mp4 killed with SIGKILL at 20 s decodes up
   to its last fragment; stopped with SIGINT at 20 s it is complete with the right duration.
+- test_save_replay_through_the_c_abi: bindings/python (ctypes over libbroadcastkit.so) with
+  replay_seconds=3: save_replay(seconds=2) while frames keep coming gives a clip that decodes,
+  starts on a keyframe and lasts 2 s + at most one GOP; with no ring, save_replay raises.
 - test_bad_input: --replay-seconds 0, negative, too large for the budget (names the longest
   that fits), --replay-dir missing or not a directory: exit 2 with one line.
 """
@@ -207,6 +210,46 @@ class ReplayTests(BroadcastTestCase):
                 self.assertLessEqual(duration, 21.0)
                 r = avsync(path)
                 self.assertLessEqual(r["summary"]["max_abs_ms"], 35.0, r["reasons"])
+
+    def test_save_replay_through_the_c_abi(self):
+        script = self.tmp / "embed.py"
+        script.write_text(f"""
+import json, sys, time
+import numpy as np
+import broadcastkit as bk
+out = {{}}
+with bk.Session(record={str(self.tmp / 'rec.flv')!r}, width=320, height=240, fps=30, video_bitrate=500,
+                replay_seconds=3, replay_dir={str(self.tmp)!r}) as s:
+    start = time.monotonic()
+    for i in range(150):
+        frame = np.full((240, 320, 4), (i * 7) % 256, dtype=np.uint8)
+        s.send_video(frame)
+        s.send_audio(np.zeros((1600, 2), dtype=np.float32))
+        if i == 120:
+            out["clip"] = s.save_replay(seconds=2)
+        time.sleep(max(0, start + (i + 1) / 30 - time.monotonic()))
+with bk.Session(record={str(self.tmp / 'rec2.flv')!r}, width=320, height=240) as s:
+    try:
+        s.save_replay()
+    except bk.BroadcastError as e:
+        out["no_ring"] = str(e)
+print(json.dumps(out))
+""")
+        lib = REPO_ROOT / ".build" / "release" / "libbroadcastkit.so"
+        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "bindings" / "python"), BROADCASTKIT_LIBRARY=str(lib))
+        r = subprocess.run([PY, str(script)], env=env, capture_output=True, text=True, timeout=120)
+        self._captured_texts += [r.stdout, r.stderr]
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        clip = Path(out["clip"])
+        self.assertEqual(clip.parent, self.tmp)
+        self.assertRegex(clip.name, r"^replay-\d{8}-\d{6}(-\d+)?\.mp4$")
+        self.assertRecordingOK(clip, expect_video_codec="h264", expect_audio_codec="aac", expect_width=320)
+        key, first, end = video_keyframe_first_and_span(clip)
+        self.assertTrue(key)
+        self.assertGreaterEqual(end, 2 - 0.1)
+        self.assertLessEqual(end, 2 + GOP_S + 0.1)
+        self.assertIn("replay buffer is off", out["no_ring"])
 
     def test_bad_input(self):
         for value in ("0", "-5", "x"):
