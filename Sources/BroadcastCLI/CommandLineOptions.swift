@@ -50,6 +50,8 @@ public struct CommandLineOptions: Sendable {
     public var replaySeconds: Int?
     /// `--replay-dir`: where clips go (default: the current directory).
     public var replayDirectory: String?
+    /// `--control`: the control socket's path.
+    public var controlPath: String?
     /// `--stats-json`: one JSON object per second goes here.
     public var statsJSON: String?
     /// `--memory-budget` in bytes; nil: the default, lowered to the cgroup limit (`MemoryBudget.resolve`).
@@ -148,6 +150,7 @@ public struct CommandLineOptions: Sendable {
             case "--stats-json": o.statsJSON = try s.value()
             case "--replay-seconds": o.replaySeconds = try s.int(1...3600)
             case "--replay-dir": o.replayDirectory = try s.value()
+            case "--control": o.controlPath = try s.value()
             case "--memory-budget": o.memoryBudget = try s.bytes()
             case "--print-memory-plan": try s.flag(); o.printMemoryPlan = true
             case "--preset":

@@ -9,6 +9,9 @@ import Synchronization
 let replaySignals = Atomic<Int>(0)
 
 enum ReplaySignal {
+    /// Where a SIGUSR1 save is announced to subscribers, with `--control`.
+    nonisolated(unsafe) static var control: ControlSocket?
+
     static func install() {
         var sa = sigaction()
         sa.__sigaction_handler.sa_handler = { _ in _ = replaySignals.add(1, ordering: .relaxed) }
@@ -27,9 +30,11 @@ enum ReplaySignal {
             say("warning: SIGUSR1 ignored: no replay buffer (use --replay-seconds N)")
             return
         }
+        let control = control
         session.saveReplay { result in
-            if case .success(let clip) = result, !quiet {
-                say("replay: saved \(clip.path) (\(fixed(clip.durationSeconds, 1)) s, \(clip.bytes) bytes)")
+            if case .success(let clip) = result {
+                control?.publish("{\"event\":\"replay-saved\",\(ControlSocket.clipJSON(clip))}")
+                if !quiet { say("replay: saved \(clip.path) (\(fixed(clip.durationSeconds, 1)) s, \(clip.bytes) bytes)") }
             }
         }
     }

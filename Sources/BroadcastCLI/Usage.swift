@@ -44,6 +44,8 @@ public enum Usage {
       --replay-seconds N     keep the last N s (1..3600) in a fixed ring inside the memory budget;
                              SIGUSR1 saves them as an MP4 clip; works with --no-publish alone
       --replay-dir DIR       where clips go, as replay-YYYYMMDD-HHMMSS.mp4 (UTC)  (default .)
+      --control PATH         Unix socket (0600), JSON lines: save-replay [S] [PATH], stats, keyframe,
+                             set-bitrate KBPS, stop, subscribe (events); client: broadcastctl
 
     Running
       --duration SECONDS     stop cleanly after this long

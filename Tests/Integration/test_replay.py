@@ -2,9 +2,15 @@
 ffprobe and tools/avsync.py (never by our own MP4 parser).
 
 - test_clip_on_sigusr1_while_streaming: 720p test source (static pattern, flash + beep every
-  second) with --replay-seconds 30 for 60 s, published to nginx; SIGUSR1 at 50 s. The clip
-  decodes with no error, lasts 30 s + at most one GOP, starts on a keyframe, and its A/V sync
-  is within 35 ms; nginx's recording has no video or audio gap around the save.
+  second) with --replay-seconds 30 for 60 s, published to nginx; SIGUSR1 at 44 s and
+  `save-replay` on the control socket at 52 s. Each clip decodes with no error, lasts 30 s + at
+  most one GOP, starts on a keyframe, and its A/V sync is within 35 ms; nginx's recording has
+  no video or audio gap around either save.
+- test_control_socket: mode 0600; stats (the --stats-json object), keyframe, set-bitrate,
+  subscribe (a saved clip is an event), errors for garbage, an unknown command, a bad bitrate
+  and an over-long line; a garbage client and an idle client do not hold up the stream; stop
+  ends the run with exit 0 and removes the socket; broadcastctl speaks the same. A path that
+  exists or sits in a missing directory: exit 2 with one line.
 - test_local_clipping_and_failed_save: --no-publish --replay-seconds alone; a save into a
   directory removed mid-run is one warning line and the run still ends cleanly; a save that
   hits the file size limit (a full disk, by RLIMIT_FSIZE) likewise, leaving no partial file.
@@ -35,6 +41,23 @@ import support
 from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase
 
 PY = sys.executable
+BROADCASTCTL = BROADCAST_BIN.parent / "broadcastctl"
+
+
+def control(path: Path, line: str, timeout: float = 60) -> dict:
+    """Sends one command on the control socket and returns the answer."""
+    import socket as _socket
+    with _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(str(path))
+        s.sendall(line.encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data.decode())
 GOP_S = 2.0          # the CLI's keyframe interval
 
 
@@ -117,27 +140,37 @@ class ReplayTests(BroadcastTestCase):
         key = support.new_key()
         clips = self.tmp / "clips"
         clips.mkdir()
+        sock = self.tmp / "ctl.sock"
         proc = self.popen(["--url", ingest.url, "--source", "test", "--test-pattern", "static", "--res", "720p",
-                           "--replay-seconds", "30", "--replay-dir", clips, "--duration", "60"],
+                           "--replay-seconds", "30", "--replay-dir", clips, "--duration", "60", "--control", sock],
                           env={"STREAM_KEY": key})
         started = time.monotonic()
-        time.sleep(50)
-        save_at = time.monotonic() - started
+        time.sleep(44)
+        saves = [time.monotonic() - started]
         proc.send_signal(signal.SIGUSR1)
+        time.sleep(52 - (time.monotonic() - started))
+        saves.append(time.monotonic() - started)
+        answer = control(sock, "save-replay")
         rc, err = self.finish(proc, timeout=90)
         self.assertEqual(rc, 0, err[-2000:])
+        self.assertTrue(answer.get("ok"), answer)
         saved = sorted(clips.glob("replay-*.mp4"))
-        self.assertEqual(len(saved), 1, f"{list(clips.iterdir())}\n{err[-2000:]}")
+        self.assertEqual(len(saved), 2, f"{list(clips.iterdir())}\n{err[-2000:]}")
         self.assertIn(f"replay: saved {saved[0]}", err)
+        self.assertEqual(answer["path"], str(saved[1]))
+        self.assertEqual(answer["bytes"], saved[1].stat().st_size)
         self.assertEqual(list(clips.glob("*.part")), [])
-        self.assertClip(saved[0], 30)
+        for clip in saved:
+            self.assertClip(clip, 30)
 
         ingest.stop()
         rec = ingest.wait_recording(key)
         self.assertRecordingOK(rec)
-        near = [g for t, g in video_gaps(rec) if save_at - 2 <= t <= save_at + 6]
-        self.assertTrue(near, "no video around the save in nginx's recording")
-        self.assertLessEqual(max(near), 0.150, f"video gap of {max(near) * 1000:.0f} ms near the save")
+        gaps = video_gaps(rec)
+        for save_at in saves:
+            near = [g for t, g in gaps if save_at - 2 <= t <= save_at + 6]
+            self.assertTrue(near, f"no video around the save at {save_at:.1f} s in nginx's recording")
+            self.assertLessEqual(max(near), 0.150, f"video gap of {max(near) * 1000:.0f} ms near the save at {save_at:.1f} s")
         r = avsync(rec)
         audio = [x for x in r["streams"] if x.get("kind") == "audio"]
         self.assertTrue(audio and all(a.get("gaps", 0) == 0 for a in audio), r["streams"])
@@ -250,6 +283,87 @@ print(json.dumps(out))
         self.assertGreaterEqual(end, 2 - 0.1)
         self.assertLessEqual(end, 2 + GOP_S + 0.1)
         self.assertIn("replay buffer is off", out["no_ring"])
+
+    def test_control_socket(self):
+        import socket as _socket
+        import stat as _stat
+        clips = self.tmp / "clips"
+        clips.mkdir()
+        sock = self.tmp / "ctl.sock"
+        stats_path = self.track_file(self.tmp / "stats.jsonl")
+        proc = self.popen(["--no-publish", "--source", "test", "--res", "480p", "--replay-seconds", "4",
+                           "--replay-dir", clips, "--control", sock, "--stats-json", stats_path, "--duration", "60"])
+        deadline = time.monotonic() + 10
+        while not sock.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(_stat.S_IMODE(sock.stat().st_mode), 0o600)
+        # Clients that misbehave: one idle, one sending garbage without a newline, one a garbage line.
+        idle = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        idle.connect(str(sock))
+        partial = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        partial.connect(str(sock))
+        partial.sendall(b"\x00\xff{{{ not a command")
+        self.assertFalse(control(sock, "\x01\x02 garbage")["ok"])
+        self.assertIn("unknown command", control(sock, "frobnicate")["error"])
+        self.assertIn("not a JSON object", control(sock, '{"cmd": [1,2]}')["error"])
+        self.assertIn("100...50000", control(sock, "set-bitrate 5")["error"])
+        with _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM) as s:
+            s.settimeout(10)
+            s.connect(str(sock))
+            s.sendall(b"x" * 10000)
+            answer = s.recv(4096)
+            self.assertIn(b"line longer than", answer)
+        sub = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        sub.settimeout(30)
+        sub.connect(str(sock))
+        sub.sendall(b"subscribe\n")
+        self.assertEqual(json.loads(sub.makefile().readline()), {"ok": True, "subscribed": True})
+        stats = control(sock, '{"cmd":"stats"}')
+        last_line = None
+        deadline = time.monotonic() + 5
+        while last_line is None and time.monotonic() < deadline:
+            lines = [l for l in stats_path.read_text().splitlines() if l.strip()]
+            last_line = json.loads(lines[-1]) if lines else None
+            time.sleep(0.2)
+        self.assertIsNotNone(last_line)
+        self.assertEqual(set(stats), set(last_line))
+        self.assertEqual(control(sock, "keyframe"), {"ok": True})
+        self.assertEqual(control(sock, "set-bitrate 800"), {"ok": True, "kbps": 800})
+        time.sleep(6)
+        clip = self.tmp / "ctl-clip.mp4"
+        r = subprocess.run([str(BROADCASTCTL), str(sock), "save-replay", "3", str(clip)],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        answer = json.loads(r.stdout)
+        self.assertTrue(answer["ok"] and answer["path"] == str(clip) and answer["bytes"] == clip.stat().st_size, answer)
+        self.assertGreaterEqual(answer["duration_s"], 3 - 0.1)
+        event = json.loads(sub.makefile().readline())
+        self.assertEqual(event["event"], "replay-saved")
+        self.assertEqual(event["path"], str(clip))
+        self.assertClip(clip, 3)
+        bad = subprocess.run([str(BROADCASTCTL), str(sock), "save-replay", "2", str(self.tmp / "no" / "x.mp4")],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(bad.returncode, 1, bad.stdout + bad.stderr)
+        self.assertIn("No such file or directory", json.loads(bad.stdout)["error"])
+        # The stream kept going through all of it.
+        before = json.loads(stats_path.read_text().splitlines()[-1])["video_frames_sent"]
+        time.sleep(2)
+        self.assertGreater(json.loads(stats_path.read_text().splitlines()[-1])["video_frames_sent"], before + 30)
+        self.assertEqual(control(sock, "stop"), {"ok": True})
+        rc, err = self.finish(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+        self.assertFalse(sock.exists(), "the socket file is removed at exit")
+        for s_ in (idle, partial, sub):
+            s_.close()
+
+        # A path that exists, or in a missing directory: exit 2 before anything starts.
+        taken = self.tmp / "taken"
+        taken.write_text("")
+        for path, why in ((taken, "already exists"), (self.tmp / "missing" / "c.sock", "No such file or directory")):
+            r = self.run_broadcast(["--no-publish", "--source", "test", "--replay-seconds", "5", "--control", path,
+                                    "--duration", "1"])
+            self.assertEqual(r.returncode, 2, r.describe())
+            self.assertIn(f"--control {path}: {why}", r.stderr)
 
     def test_bad_input(self):
         for value in ("0", "-5", "x"):

@@ -174,6 +174,20 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
     /// Destinations' display names (secrets redacted).
     public var destinationNames: [String] { pipeline?.destinations.names ?? [] }
 
+    // MARK: - Control
+
+    /// Asks the encoder for a keyframe on the next picture (the control socket's `keyframe`).
+    package func requestKeyframe() { pipeline?.videoLane?.requestKeyframe() }
+
+    /// Sets the x264 target and VBV maximum to `kbps` (the control socket's `set-bitrate`);
+    /// the bitrate controller may still lower it when the link backs up. False without video.
+    package func setVideoBitrate(kbps: Int) -> Bool {
+        guard state == .running, let enc = pipeline?.videoEncoder else { return false }
+        enc.requestBitrate(kbps: kbps)
+        stats.update { $0.targetVideoKbps = kbps }
+        return true
+    }
+
     // MARK: - Replay
 
     /// Saves the last `seconds` (default: all the replay buffer keeps) as an MP4 clip at `path`
