@@ -39,6 +39,7 @@ import av
 
 import support
 from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase
+from test_soak import flash_frames_not_sent
 
 PY = sys.executable
 BROADCASTCTL = BROADCAST_BIN.parent / "broadcastctl"
@@ -125,12 +126,14 @@ class ReplayTests(BroadcastTestCase):
         s = r["summary"]
         print(f"\n--- {clip.name}: {end:.2f} s, events={s.get('events')} max={s.get('max_abs_ms')} ms "
               f"unpaired={r['unpaired']} reasons={r['reasons']}", file=sys.stderr)
-        self.assertGreaterEqual(s["events"], int(seconds) - 2)
         self.assertLessEqual(s["max_abs_ms"], 35.0)
-        # A clip starts on a keyframe, which at a whole second is a flash frame: the flash
-        # detector needs a frame before it, so that one beep has no flash. Nothing else may be alone.
+        # A beep may lack its flash only where the flash frame is missing from the clip (dropped
+        # as encoder_busy on a loaded machine, counted in the stats), or at the clip's very first
+        # frame (a keyframe on a whole second: the flash detector needs a frame before it).
         self.assertEqual(r["unpaired"]["flashes"], [], r["reasons"])
-        self.assertTrue(all(b < 0.1 for b in r["unpaired"]["beeps"]), r["unpaired"])
+        lone = [b for b in r["unpaired"]["beeps"] if b >= 0.1]
+        self.assertEqual(flash_frames_not_sent(clip, lone), lone, r["reasons"])
+        self.assertGreaterEqual(s["events"] + len(r["unpaired"]["beeps"]), int(seconds) - 1)
         gaps = [x for x in r["streams"] if x.get("kind") == "audio"]
         self.assertTrue(all(g.get("gaps", 0) == 0 for g in gaps), r["streams"])
 
@@ -141,8 +144,10 @@ class ReplayTests(BroadcastTestCase):
         clips = self.tmp / "clips"
         clips.mkdir()
         sock = self.tmp / "ctl.sock"
+        stats_path = self.track_file(self.tmp / "stats.jsonl")
         proc = self.popen(["--url", ingest.url, "--source", "test", "--test-pattern", "static", "--res", "720p",
-                           "--replay-seconds", "30", "--replay-dir", clips, "--duration", "60", "--control", sock],
+                           "--replay-seconds", "30", "--replay-dir", clips, "--duration", "60", "--control", sock,
+                           "--stats-json", stats_path],
                           env={"STREAM_KEY": key})
         started = time.monotonic()
         time.sleep(44)
@@ -166,11 +171,28 @@ class ReplayTests(BroadcastTestCase):
         ingest.stop()
         rec = ingest.wait_recording(key)
         self.assertRecordingOK(rec)
+        # No gap at the saves: every frame missing from nginx's recording around a save is a
+        # counted encoder_busy drop (a loaded 2-core machine drops some anywhere in the run; a
+        # save that held the pipeline up would lose frames beyond those, or leave a long hole).
         gaps = video_gaps(rec)
+        stats = [json.loads(l) for l in stats_path.read_text().splitlines() if l.strip()]
+        last = stats[-1]["drops"]
+        self.assertEqual(last["congestion_p_frame"] + last["congestion_until_idr"] + last["queue_full"], 0, last)
+
+        def busy_at(t: float) -> int:
+            before = [x["drops"]["encoder_busy"] for x in stats if x["time_s"] <= t]
+            return before[-1] if before else 0
+
         for save_at in saves:
-            near = [g for t, g in gaps if save_at - 2 <= t <= save_at + 6]
+            lo, hi = save_at - 1, save_at + 5
+            near = [g for t, g in gaps if lo <= t <= hi]
             self.assertTrue(near, f"no video around the save at {save_at:.1f} s in nginx's recording")
-            self.assertLessEqual(max(near), 0.150, f"video gap of {max(near) * 1000:.0f} ms near the save at {save_at:.1f} s")
+            missing = sum(max(0, round(g * 30) - 1) for g in near)
+            counted = busy_at(hi + 1.5) - busy_at(lo - 1.5)
+            print(f"--- save at {save_at:.1f} s: longest gap {max(near) * 1000:.0f} ms, {missing} frames missing "
+                  f"in nginx's recording, {counted} encoder_busy drops counted", file=sys.stderr)
+            self.assertLessEqual(max(near), 0.5, f"a {max(near) * 1000:.0f} ms hole near the save at {save_at:.1f} s")
+            self.assertLessEqual(missing, counted + 1, f"frames lost near the save at {save_at:.1f} s beyond counted drops")
         r = avsync(rec)
         audio = [x for x in r["streams"] if x.get("kind") == "audio"]
         self.assertTrue(audio and all(a.get("gaps", 0) == 0 for a in audio), r["streams"])
