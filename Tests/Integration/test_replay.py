@@ -11,7 +11,7 @@ ffprobe and tools/avsync.py (never by our own MP4 parser).
   and an over-long line; a garbage client and an idle client do not hold up the stream; stop
   ends the run with exit 0 and removes the socket; broadcastctl speaks the same. A path that
   exists or sits in a missing directory: exit 2 with one line.
-- test_local_clipping_and_failed_save: --no-publish --replay-seconds alone; a save into a
+- test_local_clipping_and_failed_save: --no-publish --replay-seconds alone, Opus audio (Opus/dOps); a save into a
   directory removed mid-run is one warning line and the run still ends cleanly; a save that
   hits the file size limit (a full disk, by RLIMIT_FSIZE) likewise, leaving no partial file.
 - test_record_mp4_sigkill_and_sigint: --record out.mp4 killed with SIGKILL at 20 s decodes up
@@ -114,9 +114,9 @@ class ReplayTests(BroadcastTestCase):
         self._captured_texts += [out.decode(errors="replace"), text]
         return proc.returncode, text
 
-    def assertClip(self, clip: Path, seconds: float) -> None:
+    def assertClip(self, clip: Path, seconds: float, audio: str = "aac") -> None:
         """Decodes, starts on a keyframe, lasts `seconds` + at most one GOP, A/V in sync."""
-        self.assertRecordingOK(clip, expect_video_codec="h264", expect_audio_codec="aac")
+        self.assertRecordingOK(clip, expect_video_codec="h264", expect_audio_codec=audio)
         key, first, end = video_keyframe_first_and_span(clip)
         self.assertTrue(key, f"{clip.name} does not start on a keyframe")
         self.assertAlmostEqual(first, 0.0, delta=0.001)
@@ -201,7 +201,7 @@ class ReplayTests(BroadcastTestCase):
         clips = self.tmp / "clips"
         clips.mkdir()
         args = ["--no-publish", "--source", "test", "--test-pattern", "static", "--res", "480p",
-                "--replay-seconds", "5", "--replay-dir", clips, "--duration", "16"]
+                "--audio-codec", "opus", "--replay-seconds", "5", "--replay-dir", clips, "--duration", "16"]
         proc = self.popen(args)
         time.sleep(9)
         proc.send_signal(signal.SIGUSR1)
@@ -213,7 +213,7 @@ class ReplayTests(BroadcastTestCase):
         rc, err = self.finish(proc)
         self.assertEqual(rc, 0, err[-2000:])
         self.assertEqual(len(saved_first), 1, err[-2000:])
-        self.assertClip(clips_gone / saved_first[0].name, 5)
+        self.assertClip(clips_gone / saved_first[0].name, 5, audio="opus")
         warnings = [l for l in err.splitlines() if "warning: replay:" in l]
         self.assertEqual(len(warnings), 1, err[-2000:])
         self.assertIn("No such file or directory", warnings[0])
