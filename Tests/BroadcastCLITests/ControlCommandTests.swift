@@ -3,7 +3,7 @@ import Testing
 
 /// The control socket's request lines: words or a flat JSON object; anything else an error.
 @Suite struct ControlCommandTests {
-    @Test func wordsAndJSONMeanTheSame() {
+    @Test func wordsAndJSONMeanTheSame() throws {
         #expect(try ControlCommand.parse("save-replay").get() == .saveReplay(seconds: nil, path: nil))
         #expect(try ControlCommand.parse("save-replay 20 /tmp/a.mp4").get() == .saveReplay(seconds: 20, path: "/tmp/a.mp4"))
         #expect(try ControlCommand.parse("save-replay /tmp/a.mp4").get() == .saveReplay(seconds: nil, path: "/tmp/a.mp4"))
