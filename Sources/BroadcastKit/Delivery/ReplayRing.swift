@@ -34,12 +34,13 @@ package final class ReplayRing: @unchecked Sendable {
 
     /// Plans a ring that keeps at least `seconds` after whole-GOP eviction: the VBV maximum rate
     /// over the window plus one VBV buffer (the most x264 may put out over any stretch), the
-    /// audio rate with a quarter spare (Opus is VBR), and each tag's FLV header and bookkeeping.
-    /// The window is `seconds` + one GOP (eviction is whole GOPs) + one second for a save to
-    /// read the oldest GOP before new tags need its space.
+    /// audio rate (a quarter spare for Opus, which is VBR; vo-aacenc is CBR), and each tag's FLV
+    /// header and bookkeeping. The window is `seconds` + one GOP (eviction is whole GOPs). A save
+    /// releases the oldest GOP as soon as it is written, so a full ring waits on a pin for
+    /// milliseconds; tags that arrive meanwhile are left out of the ring and counted.
     package static func capacity(seconds: Int, video: VideoEncoderSettings?, audio: AudioEncoderSettings?) -> Capacity {
         let gop = video.map { max(1, $0.keyframeIntervalSeconds) } ?? 1
-        let window = seconds + gop + 1
+        let window = seconds + gop
         var bytes = 0
         var perSecond = 0
         if let v = video {
@@ -47,7 +48,7 @@ package final class ReplayRing: @unchecked Sendable {
             perSecond += v.fps
         }
         if let a = audio {
-            bytes += a.bitrateKbps * 125 * window * 5 / 4
+            bytes += a.bitrateKbps * 125 * window * (a.codec == .opus ? 5 : 4) / 4
             perSecond += a.sampleRate / 960 + 1          // 20 ms Opus frames at most
         }
         let entries = perSecond * window + 16
