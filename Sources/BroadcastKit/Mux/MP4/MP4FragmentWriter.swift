@@ -195,14 +195,26 @@ package final class MP4FragmentWriter {
                 endMs = max(endMs, pendingTs + (d > 0 ? d : frameMs) - originMs)
             }
         } else {
+            // Packets are frameSize apart; a hole in the timestamps (an audio gap upstream)
+            // stays a hole: that packet lasts until the next one, so later audio keeps its time.
             let frameSize = layout.audio?.frameSize ?? 1024
+            let rate = Int64(max(1, rateOrFps))
+            let frameMs = Int64(frameSize) * 1000 / rate
+            var pending: MP4Sample?
             var last: Int64 = 0
-            for s in samples where !s.isVideo {
-                w.u32(UInt32(frameSize))
+            func emit(_ s: MP4Sample, nextMs: Int64?) {
+                var d = Int64(frameSize)
+                if let n = nextMs, n - s.timestampMs > frameMs + 2 { d = (n - s.timestampMs) * rate / 1000 }
+                w.u32(UInt32(d))
                 w.u32(UInt32(s.size))
+            }
+            for s in samples where !s.isVideo {
+                if let p = pending { emit(p, nextMs: s.timestampMs) }
+                pending = s
                 last = s.timestampMs
             }
-            endMs = max(endMs, last + Int64(frameSize * 1000 / max(1, rateOrFps)) - originMs)
+            if let p = pending { emit(p, nextMs: nil) }
+            endMs = max(endMs, last + frameMs - originMs)
         }
         w.end(trun)
         w.end(traf)
