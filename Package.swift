@@ -64,7 +64,7 @@ let package = Package(
         // The CLI's parsing, configuration building, sources and reporting; `broadcast` is its thin driver.
         .target(
             name: "BroadcastCLI",
-            dependencies: ["BroadcastKit", "BroadcastCapture"],
+            dependencies: ["BroadcastKit", "BroadcastCapture", "CLinuxProcess"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .executableTarget(
@@ -77,7 +77,7 @@ let package = Package(
         // Test-only PipeWire producer: a synthetic BGRx screen with a frame counter in the pixels.
         .executableTarget(name: "pw-test-screen", dependencies: ["CPipeWireTestScreen"]),
         // Benchmarks: x264 floor, full-speed pipeline, allocation probe, concurrent sessions.
-        .executableTarget(name: "bk-bench", dependencies: ["BroadcastKit", "BroadcastCapture"], path: "Benchmarks/bk-bench",
+        .executableTarget(name: "bk-bench", dependencies: ["BroadcastKit", "BroadcastCapture", "CYUV"], path: "Benchmarks/bk-bench",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
         // Seeded randomized fuzzing of the Y4M parser and BroadcastSession.process (scripts/fuzz).
         .executableTarget(name: "bk-fuzz", dependencies: ["BroadcastKit", "BroadcastCapture"], path: "Fuzz/bk-fuzz",

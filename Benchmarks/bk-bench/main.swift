@@ -4,6 +4,9 @@
 //   bk-bench pipeline --res 720p --frames 600 [--warmup 120] [--src-res WxH]
 //                     BGRx frames -> libyuv convert/scale -> x264 -> FLV tags -> discard sink
 //   bk-bench sessions --count N --res 360p --seconds S --url URL     N live test-source sessions in one process
+//   bk-bench scaler   --src-res 2560x1440 --res 720p --frames 300
+//                     FrameConverter (striped ARGBStripeScaler + ARGBToI420, allocation-free) against
+//                     libyuv's whole-frame ARGBScale (bilinear) + ARGBToI420 on the same BGRx frame
 //
 // Each prints one JSON object on stdout. Timing is CPU time from getrusage, so a noisy machine
 // inflates wall time but not the per-frame CPU figures.
@@ -12,6 +15,7 @@ import Glibc
 #endif
 import BroadcastCapture
 import BroadcastKit
+import CYUV
 
 func die(_ m: String) -> Never { Log.line("bk-bench: \(m)"); exit(2) }
 
@@ -30,7 +34,7 @@ struct Args {
     var audio = false
 
     init(_ a: [String]) {
-        guard let m = a.first else { die("mode required: floor | pipeline | sessions") }
+        guard let m = a.first else { die("mode required: floor | pipeline | sessions | scaler") }
         mode = m
         var i = 1
         func next() -> String { i += 1; guard i < a.count else { die("\(a[i - 1]) needs a value") }; return a[i] }
@@ -199,6 +203,33 @@ case "pipeline":
         + "\"allocations_per_frame\":\(allocCounter == nil ? "null" : String(Double(allocs) / Double(args.frames))),"
         + "\"startup_allocations\":\(startupAllocations),\"audio_frames_sent\":\(st.audioFramesSent),"
         + "\"frames_encoded\":\(st.videoFramesEncoded),\"drops\":\(st.totalDrops),\"peak_rss_bytes\":\(ProcessMemory.peakResidentBytes())}")
+
+case "scaler":
+    let s = args.settings
+    let sw = args.srcWidth ?? 2560, sh = args.srcHeight ?? 1440
+    let src = UnsafeMutableRawBufferPointer.allocate(byteCount: sw * sh * 4, alignment: 64)
+    var seed: UInt32 = 7
+    for i in 0..<src.count { seed = seed &* 1_103_515_245 &+ 12345; src[i] = UInt8(truncatingIfNeeded: seed >> 24) }
+    let frame = VideoFrame(packed: .bgrx, width: sw, height: sh, stride: sw * 4, bytes: UnsafeRawBufferPointer(src), pts: 1)
+    let pool = FramePool(width: s.width, height: s.height, capacity: 1)
+    let dst = pool.frame(0)
+    let converter = FrameConverter(outputWidth: s.width, outputHeight: s.height)
+    let geo = converter.convert(frame, into: dst)
+    var c0 = cpuSeconds()
+    for _ in 0..<args.frames { converter.convert(frame, into: dst) }
+    let ours = (cpuSeconds() - c0) * 1000 / Double(args.frames)
+    let argb = UnsafeMutablePointer<UInt8>.allocate(capacity: geo.width * geo.height * 4)
+    let s8 = src.baseAddress!.assumingMemoryBound(to: UInt8.self)
+    c0 = cpuSeconds()
+    for _ in 0..<args.frames {
+        ARGBScale(s8, Int32(sw * 4), Int32(sw), Int32(sh), argb, Int32(geo.width * 4), Int32(geo.width), Int32(geo.height),
+                  kFilterBilinear)
+        ARGBToI420(argb, Int32(geo.width * 4), dst.y, Int32(dst.strideY), dst.u, Int32(dst.strideUV), dst.v,
+                   Int32(dst.strideUV), Int32(geo.width), Int32(geo.height))
+    }
+    let libyuv = (cpuSeconds() - c0) * 1000 / Double(args.frames)
+    print("{\"mode\":\"scaler\",\"src_width\":\(sw),\"src_height\":\(sh),\"width\":\(geo.width),\"height\":\(geo.height),"
+        + "\"frames\":\(args.frames),\"ours_cpu_ms_per_frame\":\(ours),\"libyuv_whole_frame_cpu_ms_per_frame\":\(libyuv)}")
 
 case "sessions":
     var sessions: [BroadcastSession] = []

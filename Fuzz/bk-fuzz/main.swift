@@ -4,7 +4,7 @@
 //           [--wild-pts] [--wild-strides] [--hang-seconds H] [--verbose]
 //
 // Every input is derived from (seed, iteration index), so a failure at iteration I replays
-// with `--seed S --from I`. A crash prints the mode/seed/iteration from a signal handler and
+// with `--seed S --from I`. Without --seed the seed is random (getrandom) and printed first. A crash prints the mode/seed/iteration from a signal handler and
 // dies by the same signal; a hang (no progress for --hang-seconds) exits 3; an oracle
 // mismatch or RSS growth past 2 MB exits 1.
 //
@@ -46,7 +46,8 @@ struct Rng {
 struct Options {
     var mode = "both"
     var iterations = 100_000
-    var seed: UInt64 = 1
+    var seed: UInt64 = 0
+    var seedGiven = false
     var maxSeconds = 0.0
     var from = 0
     var wildPts = false
@@ -62,6 +63,7 @@ func usage() -> Never {
     usage: bk-fuzz y4m|process|both [--iterations N] [--seed S] [--max-seconds T] [--from I]
                    [--wild-pts] [--wild-strides] [--hang-seconds H] [--verbose]
       both splits --iterations evenly between the two modes.
+      --seed S        replay seed S; without it the seed is random and printed first
       --wild-pts      also feed timestamps anywhere in Int64 (finds clock overflow traps)
       --wild-strides  also feed strides up to Int.max (finds size-computation overflow traps)
       --avoid-known   keep audio timestamps at or after the session origin (steps around the
@@ -91,7 +93,7 @@ func parseOptions() -> Options {
     while i < args.count {
         switch args[i] {
         case "--iterations": guard let n = Int(value()), n >= 0 else { usage() }; o.iterations = n
-        case "--seed": guard let n = UInt64(value()) else { usage() }; o.seed = n
+        case "--seed": guard let n = UInt64(value()) else { usage() }; o.seed = n; o.seedGiven = true
         case "--max-seconds": guard let n = Double(value()), n >= 0 else { usage() }; o.maxSeconds = n
         case "--from": guard let n = Int(value()), n >= 0 else { usage() }; o.from = n
         case "--hang-seconds": guard let n = Int(value()), n > 0 else { usage() }; o.hangSeconds = n
@@ -103,7 +105,19 @@ func parseOptions() -> Options {
         }
         i += 1
     }
+    if !o.seedGiven { o.seed = randomSeed() }
     return o
+}
+
+/// A fresh seed from /dev/urandom (the clock if that fails), so every run without --seed
+/// explores new inputs.
+func randomSeed() -> UInt64 {
+    var seed: UInt64 = 0
+    let fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)
+    let n = fd < 0 ? -1 : withUnsafeMutableBytes(of: &seed) { read(fd, $0.baseAddress, $0.count) }
+    if fd >= 0 { close(fd) }
+    if n != MemoryLayout<UInt64>.size { seed = UInt64(bitPattern: Int64(MediaTime.now())) }
+    return seed
 }
 
 // MARK: - Crash and hang reporting
@@ -860,6 +874,7 @@ enum Repro {
 func emit(_ line: String) { print(line); fflush(nil) }
 
 let options = parseOptions()
+if options.mode != "repro" { emit("bk-fuzz: seed \(options.seed) (replay: --seed \(options.seed))") }
 currentSeed.store(options.seed, ordering: .relaxed)
 installCrashHandler()
 startWatchdog(seconds: options.hangSeconds)
@@ -876,5 +891,5 @@ default:
     ok = runY4M(options, iterations: half, deadline: y4mDeadline)
     ok = runProcess(options, iterations: options.iterations - half, deadline: deadline) && ok
 }
-emit("bk-fuzz: \(ok ? "OK" : "FAIL") (\(Int(nowSeconds() - start)) s, peak RSS \(mb(ProcessMemory.peakResidentBytes())))")
+emit("bk-fuzz: \(ok ? "OK" : "FAIL") seed=\(options.seed) (\(Int(nowSeconds() - start)) s, peak RSS \(mb(ProcessMemory.peakResidentBytes())))")
 exit(ok ? 0 : 1)

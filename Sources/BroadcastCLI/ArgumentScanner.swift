@@ -33,6 +33,11 @@ struct ArgumentScanner {
         guard valued.insert(currentName).inserted else {
             throw UsageError("\(currentName) given twice; give it once")
         }
+        return try repeatableValue()
+    }
+
+    /// The value of an option that may be given many times, each adding one item (`--url`).
+    mutating func repeatableValue() throws -> String {
         if let v = pendingValue { pendingValue = nil; return v }
         guard index < args.count else { throw UsageError("\(currentName) needs a value") }
         let v = args[index]

@@ -9,7 +9,7 @@ import BroadcastKit
 /// the executable stays a thin driver.
 public enum BroadcastCommand {
     /// Runs the command; `arguments` exclude the program name, `environment` holds
-    /// `STREAM_KEY`/`BROADCAST_URL` when set. Every error is said as one `broadcast: ` line.
+    /// `STREAM_KEY`/`BROADCAST_URL` when set (and the test-only `BROADCAST_TEST_FAULT`). Every error is said as one `broadcast: ` line.
     public static func run(arguments: [String], environment: [String: String]) -> ExitCode {
         let options: CommandLineOptions
         do {
@@ -19,20 +19,20 @@ public enum BroadcastCommand {
         }
         if options.help { print(Usage.text); return .success }
         if options.version { print(Usage.version); return .success }
+        if let path = options.checkHeartbeat { return HeartbeatCheck.run(path: path, maxAge: options.maxAge) }
         if options.listSources {
             do { print(try PipeWireCapture.listSources()); return .success } catch { return fail(.usage, error.message) }
         }
-        if let k = options.keyFromArgv {
-            SecretScrubber.scrubArgv(value: k)
-            if !options.quiet {
-                say("warning: --key on the command line is readable by local users (ps, /proc); prefer $STREAM_KEY or --key-file")
-            }
-        }
+        if let k = options.keyFromArgv { SecretScrubber.scrubArgv(value: k) }
 
         let built: BuiltConfiguration
         switch ConfigurationBuilder(environment: environment).build(options) {
         case .success(let b): built = b
         case .failure(let e): return fail(e.exitCode, e.message)
+        }
+        // After the build, so a refused configuration stays one line.
+        if options.keyFromArgv != nil && !options.quiet {
+            say("warning: --key on the command line is readable by local users (ps, /proc); prefer $STREAM_KEY or --key-file")
         }
         built.notices.forEach(say)
 
@@ -50,7 +50,8 @@ public enum BroadcastCommand {
             if let json = ControlSocket.eventJSON(event) { control?.publish(json) }
             switch event {
             case .warning(let m): say("warning: \(m)")
-            case .failed(let m): say("error: \(m)")
+            // The session's failure is said once, by the stream loop, as the run's exit message.
+            case .failed: break
             case .reconnecting(let attempt, let delay): say("reconnecting (attempt \(attempt), in \(fixed(delay, 1)) s)")
             case .reconnected(let n): say("reconnected (\(n) so far)")
             case .started, .finished: break
@@ -79,6 +80,14 @@ public enum BroadcastCommand {
             return fail(.usage, "\(error)")
         }
 
+        var heartbeat: Heartbeat?
+        if let path = options.heartbeatPath {
+            do { heartbeat = try Heartbeat(path: path) } catch {
+                session.finish()
+                return fail(.usage, "\(error)")
+            }
+        }
+
         for source in built.sources {
             do {
                 try source.start(into: session)
@@ -91,8 +100,9 @@ public enum BroadcastCommand {
         control?.start(session: session)
         // Start-up is over: the code it touched need not stay resident for the whole run.
         ProcessTuning.releaseStartupPages()
-        return StreamLoop(session: session, sources: built.sources, reporter: reporter,
-                          duration: options.duration, quiet: options.quiet).run()
+        return StreamLoop(session: session, sources: built.sources, reporter: reporter, heartbeat: heartbeat,
+                          duration: options.duration, quiet: options.quiet,
+                          testFault: TestFault(environment["BROADCAST_TEST_FAULT"])).run()
     }
 
     /// `--print-memory-plan`: the plan for these settings on stdout; 0 if it fits, else 2.

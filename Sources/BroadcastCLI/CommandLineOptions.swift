@@ -16,8 +16,16 @@ public struct CommandLineOptions: Sendable {
     public var keyFromArgv: String?
     /// `--key-file`: a file whose first line is the stream key.
     public var keyFile: String?
-    /// `--url`: the ingest base URL.
-    public var url: String?
+    /// `--url`, in the order given (it may repeat: one destination each, the first is the primary).
+    public var urls: [DestinationSpec] = []
+    /// The first `--url`'s ingest base URL.
+    public var url: String? { urls.first?.url }
+    /// `--require-all`: any lost destination fails the run.
+    public var requireAll = false
+    /// False with `--no-enhanced-rtmp-connect`: plain RTMP connect, no reconnect requests.
+    public var enhancedRTMPConnect = true
+    /// `--bitrate-follows`: the destination the adaptive bitrate follows.
+    public var bitrateFollows = BitrateFollows.primary
     /// `--service`: ingest URL and limits of a streaming service.
     public var service: ServicePreset?
     /// `--res`: output size.
@@ -36,6 +44,8 @@ public struct CommandLineOptions: Sendable {
     public var pcmPath: String?
     /// `--pcm-format`, e.g. `s16le:48000:2`.
     public var pcmFormat = "s16le:48000:2"
+    /// Whether `--pcm-format` was given (it needs `--pcm`).
+    public var pcmFormatGiven = false
     /// `--duration` in seconds.
     public var duration: Double?
     /// `--record`: also write the FLV here.
@@ -54,6 +64,11 @@ public struct CommandLineOptions: Sendable {
     public var controlPath: String?
     /// `--stats-json`: one JSON object per second goes here.
     public var statsJSON: String?
+    /// `--heartbeat`: bumped once a second while the stream makes progress.
+    public var heartbeatPath: String?
+    /// `--check-heartbeat`: only check that file's age (with `--max-age`, default 10 s) and exit.
+    public var checkHeartbeat: String?
+    public var maxAge = 10.0
     /// `--memory-budget` in bytes; nil: the default, lowered to the cgroup limit (`MemoryBudget.resolve`).
     public var memoryBudget: Int?
     /// `--print-memory-plan`.
@@ -115,7 +130,15 @@ public struct CommandLineOptions: Sendable {
             switch name {
             case "--key": o.keyFromArgv = try s.value()
             case "--key-file": o.keyFile = try s.value()
-            case "--url": o.url = try s.value()
+            case "--url": o.urls.append(try DestinationSpec.parse(try s.repeatableValue()))
+            case "--require-all": try s.flag(); o.requireAll = true
+            case "--no-enhanced-rtmp-connect": try s.flag(); o.enhancedRTMPConnect = false
+            case "--bitrate-follows":
+                let v = try s.value()
+                guard let f = BitrateFollows(rawValue: v) else {
+                    throw UsageError("--bitrate-follows expects primary or slowest, got '\(v)'")
+                }
+                o.bitrateFollows = f
             case "--service": o.service = try ServicePreset.named(try s.value())
             case "--res": o.resolution = try Resolution(parsing: try s.value())
             case "--fps": o.fps = try s.int(1...120)
@@ -141,7 +164,7 @@ public struct CommandLineOptions: Sendable {
                     o.source = .y4m(String(v.dropFirst(4)))
                 }
             case "--pcm": o.pcmPath = try s.value()
-            case "--pcm-format": o.pcmFormat = try s.value()
+            case "--pcm-format": o.pcmFormat = try s.value(); o.pcmFormatGiven = true
             case "--duration": o.duration = try s.double(0.1...1_000_000)
             case "--record": o.recordPath = try s.value()
             case "--ca-file": o.caFile = try TLSOptions.validateCAFile(try s.value())
@@ -151,6 +174,9 @@ public struct CommandLineOptions: Sendable {
             case "--replay-seconds": o.replaySeconds = try s.int(1...3600)
             case "--replay-dir": o.replayDirectory = try s.value()
             case "--control": o.controlPath = try s.value()
+            case "--heartbeat": o.heartbeatPath = try s.value()
+            case "--check-heartbeat": o.checkHeartbeat = try s.value()
+            case "--max-age": o.maxAge = try s.double(0.1...86_400)
             case "--memory-budget": o.memoryBudget = try s.bytes()
             case "--print-memory-plan": try s.flag(); o.printMemoryPlan = true
             case "--preset":
@@ -182,8 +208,9 @@ public struct CommandLineOptions: Sendable {
             case "--test-gap-ms": o.gapMs = try s.int(0...600_000)
             case "--test-pixel-format":
                 let v = try s.value()
-                guard let f = PixelFormat(rawValue: v) else {
-                    throw UsageError("--test-pixel-format expects one of \(PixelFormat.allCases.map(\.rawValue).joined(separator: ", ")), got '\(v)'")
+                // Only the formats the test source draws (TestSourceSettings.validate).
+                guard let f = PixelFormat(rawValue: v), f == .i420 || f == .bgrx else {
+                    throw UsageError("--test-pixel-format expects i420 or bgrx, got '\(v)'")
                 }
                 o.testPixelFormat = f
             case "--test-pattern":

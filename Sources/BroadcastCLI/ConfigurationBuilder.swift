@@ -38,6 +38,7 @@ public struct ConfigurationBuilder {
         let destinations = try self.destinations(o)
         let (video, audio, capNotes) = try encoderSettings(o)
         notices += capNotes
+        try checkPCM(o)
         try checkOutputs(o, totalKbps: video.bitrateKbps + audio.bitrateKbps)
 
         let made: SourceFactory.Made
@@ -62,6 +63,9 @@ public struct ConfigurationBuilder {
         config.tlsCAFile = o.caFile
         config.captureReserveBytes = made.captureBytes
         config.replay = ReplayOptionsCheck.settings(o)
+        config.requireAllDestinations = o.requireAll
+        config.bitrateFollows = o.bitrateFollows
+        config.enhancedRTMPConnect = o.enhancedRTMPConnect
         config.reconnect = ReconnectPolicy(maxAttempts: o.reconnectAttempts, initialDelaySeconds: o.reconnectDelay)
         // The send queue holds at most ~4 s of media at the configured rates; the drop policy acts well before.
         config.congestion.maxBytes = max(512 << 10, (video.bitrateKbps + audio.bitrateKbps) * 1000 / 8 * 4)
@@ -70,11 +74,52 @@ public struct ConfigurationBuilder {
 
     /// The key: `--key`, then `--key-file`, then `$STREAM_KEY`; nil when none is given.
     func streamKey(_ o: CommandLineOptions) throws(ConfigurationError) -> String? {
-        if let k = o.keyFromArgv { return k }
-        if let f = o.keyFile {
-            do { return try SecretScrubber.readKeyFile(f) } catch { throw ConfigurationError(.usage, "\(error)") }
+        let key: String?
+        let origin: String
+        if let k = o.keyFromArgv {
+            key = k; origin = "--key"
+        } else if let f = o.keyFile {
+            do { key = try SecretScrubber.readKeyFile(f) } catch { throw ConfigurationError(.usage, "\(error)") }
+            origin = "--key-file \(f)"
+        } else {
+            key = env("STREAM_KEY"); origin = "$STREAM_KEY"
         }
-        return env("STREAM_KEY")
+        if let key { try Self.checkKey(key, origin: origin) }
+        return key
+    }
+
+    /// A key is the last path element of the ingest URL: it must be non-empty and hold no `/`
+    /// (it would move the split between application and stream), no `#` (a URL fragment), no
+    /// whitespace or control characters. `?`, `&` and `=` are allowed: some services' keys carry
+    /// query parameters. The message names the origin and the character class, never the key.
+    static func checkKey(_ key: String, origin: String) throws(ConfigurationError) {
+        if key.isEmpty { throw ConfigurationError(.usage, "\(origin): the stream key is empty") }
+        for u in key.unicodeScalars {
+            let what: String?
+            switch u {
+            case "/": what = "'/'"
+            case "#": what = "'#'"
+            case " ", "\t": what = "whitespace"
+            case _ where u.value < 0x20 || u.value == 0x7F: what = "a control character"
+            default: what = nil
+            }
+            if let what {
+                throw ConfigurationError(.usage, "\(origin): the stream key contains \(what); "
+                                         + "a key has no '/', '#', whitespace or control characters")
+            }
+        }
+    }
+
+    /// `--pcm` feeds the app-audio lane next to a Y4M video source, in `--pcm-format`.
+    func checkPCM(_ o: CommandLineOptions) throws(ConfigurationError) {
+        if o.pcmFormatGiven && o.pcmPath == nil {
+            throw ConfigurationError(.usage, "--pcm-format needs --pcm PATH")
+        }
+        guard o.pcmPath != nil else { return }
+        guard case .y4m = o.source else {
+            throw ConfigurationError(.usage, "--pcm needs --source y4m:PATH (raw PCM is the audio of a Y4M video)")
+        }
+        do { _ = try PCMFormat(parsing: o.pcmFormat) } catch { throw ConfigurationError(.usage, error.message) }
     }
 
     /// The ingest: `--url`, then `$BROADCAST_URL`, then the `--service` preset, then the local default.
@@ -88,14 +133,30 @@ public struct ConfigurationBuilder {
         var destinations: [DestinationSettings] = []
         let key = try streamKey(o)
         if o.publish {
-            let url = ingestURL(o)
-            let parsed: RTMPURL
-            do { parsed = try RTMPURL(parsing: url) } catch { throw ConfigurationError(.usage, "\(error)") }
-            if key == nil && parsed.streamKey == nil && !o.printMemoryPlan {
-                throw ConfigurationError(.usage, "no stream key: set $STREAM_KEY, or use --key-file PATH or --key KEY "
-                                         + "(or --no-publish with --record)")
+            // Each --url is one destination; without any, the one from $BROADCAST_URL, --service or the default.
+            let specs = o.urls.isEmpty ? [DestinationSpec(url: ingestURL(o))] : o.urls
+            var seen: [String] = []
+            for (i, spec) in specs.enumerated() {
+                let parsed: RTMPURL
+                do { parsed = try RTMPURL(parsing: spec.url) } catch { throw ConfigurationError(.usage, "\(error)") }
+                var own = key
+                if let f = spec.keyFile {
+                    do { own = try SecretScrubber.readKeyFile(f) } catch { throw ConfigurationError(.usage, "\(error)") }
+                }
+                if own == nil && parsed.streamKey == nil && !o.printMemoryPlan {
+                    let which = specs.count > 1 ? " for destination \(i + 1) (\(parsed.redacted))" : ""
+                    throw ConfigurationError(.usage, "no stream key\(which): set $STREAM_KEY, or use --key-file PATH or --key KEY "
+                                             + "(or --url URL,key-file=PATH, or --no-publish with --record)")
+                }
+                // The same stream twice would only meet "already publishing" on the second connection.
+                let identity = spec.url + "\u{0}" + (own ?? "")
+                if seen.contains(identity) {
+                    throw ConfigurationError(.usage, "--url: destination \(i + 1) (\(parsed.redacted)) repeats an earlier one "
+                                             + "with the same key")
+                }
+                seen.append(identity)
+                destinations.append(.rtmp(url: spec.url, streamKey: own ?? ""))
             }
-            destinations.append(.rtmp(url: url, streamKey: key ?? ""))
         }
         if let r = o.recordPath { destinations.append(.file(path: r)) }
         // A replay buffer alone (local clipping) needs no destination: the stream ends in a discard sink.
@@ -116,7 +177,8 @@ public struct ConfigurationBuilder {
         video.preset = o.preset
         var videoKbps = o.videoKbps ?? o.resolution.defaultVideoKbps(fps: o.fps)
         var audioKbps = o.audioKbps ?? (o.audioCodec == .opus ? 96 : 128)
-        if let s = o.service {
+        // One encode feeds every destination: each service's limits apply, the strictest wins.
+        for s in [o.service].compactMap({ $0 }) + o.urls.compactMap(\.service) {
             if videoKbps > s.maxVideoKbps {
                 notes.append("note: \(s.name) accepts at most \(s.maxVideoKbps) kbps video; using that")
                 videoKbps = s.maxVideoKbps
@@ -124,7 +186,7 @@ public struct ConfigurationBuilder {
             if audioKbps > s.maxAudioKbps { audioKbps = s.maxAudioKbps }
             if o.resolution.height > s.maxHeight { throw ConfigurationError(.usage, "\(s.name) accepts at most \(s.maxHeight)p") }
             if o.fps > s.maxFPS { throw ConfigurationError(.usage, "\(s.name) accepts at most \(s.maxFPS) fps") }
-            video.keyframeIntervalSeconds = s.keyframeSeconds
+            video.keyframeIntervalSeconds = min(video.keyframeIntervalSeconds, s.keyframeSeconds)
         }
         video.bitrateKbps = videoKbps
         video.maxBitrateKbps = videoKbps

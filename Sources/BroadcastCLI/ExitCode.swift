@@ -2,6 +2,8 @@
 public enum ExitCode: Int32, Sendable {
     /// Clean stop: duration reached, end of input, or SIGINT/SIGTERM.
     case success = 0
+    /// `--check-heartbeat`: the heartbeat file is missing or older than `--max-age`.
+    case unhealthy = 1
     /// Bad usage or configuration (flags, values, input format, memory plan).
     case usage = 2
     /// Could not connect or publish (unreachable server, key or app rejected, TLS refused, portal denied).

@@ -6,7 +6,7 @@ import Glibc
 /// connects: a typo in a path is a usage error (exit 2), not a failure after the stream went live.
 enum OutputPathCheck {
     /// Throws when `path` is a directory, or cannot be written, or cannot be created in its
-    /// directory. Creates and truncates nothing.
+    /// directory. Truncates nothing; a file that did not exist is created and removed again.
     static func check(_ path: String, option: String) throws(UsageError) {
         func refuse(_ reason: String) -> UsageError { UsageError("\(option) \(path): \(reason)") }
         guard !path.isEmpty else { throw UsageError("\(option) needs a non-empty path") }
@@ -23,5 +23,11 @@ enum OutputPathCheck {
         if access(dir, W_OK | X_OK) != 0 {
             throw refuse("cannot create it in \(dir): \(String(cString: strerror(errno)))")
         }
+        // access() answers yes to root everywhere except read-only mounts; /proc, /sys and
+        // similar still refuse the create. Create it exclusively and remove it again.
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw refuse("cannot create it in \(dir): \(String(cString: strerror(errno)))") }
+        close(fd)
+        unlink(path)
     }
 }

@@ -25,8 +25,10 @@ final class StatsReporter {
 
     deinit { if fd >= 0 { close(fd) } }
 
-    func report(_ s: StatsSnapshot, state: String, latency: (p50: Double, p99: Double)? = nil) {
-        let r = StatsReport(s, previous: previous, startNs: startNs, state: state, latencyMs: latency)
+    func report(_ s: StatsSnapshot, state: String, latency: (p50: Double, p99: Double)? = nil,
+                destinations: [DestinationStats] = [], downtimeSeconds: Double = 0) {
+        let r = StatsReport(s, previous: previous, startNs: startNs, state: state, latencyMs: latency,
+                            destinations: destinations, downtimeSeconds: downtimeSeconds)
         previous = s
         let t = r.timeSeconds, fps = r.fps, kbps = r.kbps, rss = r.rssBytes
         if fd >= 0 {
@@ -37,6 +39,12 @@ final class StatsReporter {
             let mm = Int(t) / 60, ss = Int(t) % 60
             var line = "\r[\(mm < 10 ? "0" : "")\(mm):\(ss < 10 ? "0" : "")\(ss)] \(state) \(fixed(fps, 1)) fps "
                 + "\(Int(kbps)) kbps  drops \(s.totalDrops)  queue \(s.queueMs) ms  rss \(fixed(Double(rss) / 1048576, 1)) MB"
+            // With several destinations, each one's state, rate, queue and drops, in order (#1 is the primary).
+            if destinations.count > 1 {
+                for (i, d) in destinations.enumerated() {
+                    line += "  #\(i + 1) \(d.state) \(Int(d.kbps))k q\(d.queueMs)ms d\(d.drops)"
+                }
+            }
             let pad = max(0, lastLineLength - line.count)
             lastLineLength = line.count
             line += String(repeating: " ", count: pad)

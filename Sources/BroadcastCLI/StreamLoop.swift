@@ -10,8 +10,11 @@ struct StreamLoop {
     let session: BroadcastSession
     let sources: [CaptureSource]
     let reporter: StatsReporter
+    let heartbeat: Heartbeat?
     let duration: Double?
     let quiet: Bool
+    /// The hidden test-only crash trigger (`BROADCAST_TEST_FAULT`), nil in normal runs.
+    var testFault: TestFault? = nil
 
     /// Runs until a stop condition; returns the exit code.
     func run() -> ExitCode {
@@ -43,13 +46,18 @@ struct StreamLoop {
             if now >= nextReport {
                 nextReport += 1_000_000_000
                 let snap = session.stats.snapshot()
-                reporter.report(snap, state: session.statusText, latency: session.videoLatencyMs)
+                reporter.report(snap, state: session.statusText, latency: session.videoLatencyMs,
+                                destinations: session.destinationStats, downtimeSeconds: session.downtimeSeconds)
+                heartbeat?.beat(snap, state: session.statusText)
+                testFault?.fireIfDue(nowNs: now, startNs: startNs, videoFramesSent: snap.videoFramesSent)
             }
         }
         for source in sources { source.stop() }
         session.finish()
         let finalStats = session.stats.snapshot()
-        reporter.report(finalStats, state: "finished", latency: session.videoLatencyMs)
+        let finalDestinations = session.destinationStats
+        reporter.report(finalStats, state: "finished", latency: session.videoLatencyMs,
+                        destinations: finalDestinations, downtimeSeconds: session.downtimeSeconds)
         reporter.endStatusLine()
         if exitCode == .success, let f = session.failure {
             exitCode = ExitCode(rawValue: f.exitCode) ?? .streaming
@@ -59,7 +67,15 @@ struct StreamLoop {
         if !quiet {
             let s = session.stats.snapshot()
             say("finished: \(s.videoFramesSent) video frames, \(s.audioFramesSent) audio frames, \(s.bytesSent) bytes sent, "
-                + "\(s.totalDrops) dropped, peak RSS \(fixed(Double(ProcessMemory.peakResidentBytes()) / 1048576, 1)) MB")
+                + "\(s.totalDrops) dropped, \(s.reconnects) reconnects, "
+                + "peak RSS \(fixed(Double(ProcessMemory.peakResidentBytes()) / 1048576, 1)) MB")
+            // One line per destination when there are several, or when one was ever down.
+            if finalDestinations.count > 1 || finalDestinations.contains(where: { $0.downtimeSeconds > 0 || $0.reconnects > 0 }) {
+                for d in finalDestinations {
+                    say("  \(d.name): \(d.state), \(d.bytesSent) bytes, \(d.drops) dropped, \(d.reconnects) reconnects, "
+                        + "down \(fixed(d.downtimeSeconds, 1)) s")
+                }
+            }
         }
         return exitCode
     }

@@ -9,13 +9,19 @@ public enum Usage {
 
     Streams video, app audio and mic audio as H.264 + AAC/Opus in FLV over RTMP, inside a hard
     memory budget. With no options it streams the best available source to the local ingest.
-    A RATE without a unit is kbps; each option that takes a value may be given once.
+    A RATE without a unit is kbps; each option that takes a value may be given once, except --url.
 
     Destination
       --key KEY              stream key (visible to local users; prefer $STREAM_KEY or --key-file)
       --key-file PATH        read the stream key from a file
       --url URL              ingest base URL (else $BROADCAST_URL, else rtmp://127.0.0.1:1935/live)
+      --url URL[,key-file=PATH][,service=NAME]
+                             may repeat: one encode to several destinations (the first is the
+                             primary); each may have its own key file and service limits
       --service NAME         twitch | youtube | facebook | kick: ingest URL and recommended limits
+      --require-all          any lost destination fails the run (else only losing every RTMP one)
+      --bitrate-follows W    primary | slowest: what the adaptive bitrate follows (default primary)
+      --no-enhanced-rtmp-connect  plain RTMP connect: no E-RTMP capsEx, server reconnect requests ignored
       --ca-file PATH         also trust this CA (PEM) for rtmps:// (the system store is always used)
       --record PATH          also write the stream to PATH: FLV, or fragmented MP4 when PATH ends in .mp4
       --record-min-free SIZE refuse to start with less free space (default: 10 min at the bitrates)
@@ -50,6 +56,9 @@ public enum Usage {
     Running
       --duration SECONDS     stop cleanly after this long
       --stats-json PATH      one JSON object per second (fps, kbps, drops, queue, RSS)
+      --heartbeat PATH       bump PATH's mtime each second while the stream makes progress
+      --check-heartbeat PATH only check PATH: exit 0 if fresh, else 1 (a liveness probe)
+      --max-age S            with --check-heartbeat: how old PATH may be          (default 10)
       --memory-budget SIZE   hard memory budget: 50M, 512K, 1G, bytes      (default 50M)
       --print-memory-plan    print the memory plan for these settings and exit
       --quiet                no status line or notices
@@ -63,8 +72,10 @@ public enum Usage {
 
     Exit codes
       0  clean stop (duration reached, end of input, SIGINT or SIGTERM)
+      1  --check-heartbeat: the heartbeat file is missing or too old
       2  bad usage or configuration (flags, values, input format, memory plan)
       3  could not connect or publish (unreachable, key or app rejected, TLS, portal denied)
-      4  failure while streaming
+      4  failure while streaming (every RTMP destination lost, or any with --require-all;
+         a run that ends while reconnecting, with how long the stream was down)
     """
 }

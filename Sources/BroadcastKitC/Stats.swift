@@ -94,6 +94,7 @@ public func _bkSessionStatsJSON(_ p: OpaquePointer?) -> UnsafeMutablePointer<CCh
         return prev
     }
     let report = StatsReport(snapshot, previous: previous, startNs: box.createdNs, state: box.session.statusText,
-                             latencyMs: box.session.videoLatencyMs)
+                             latencyMs: box.session.videoLatencyMs, destinations: box.session.destinationStats,
+                             downtimeSeconds: box.session.downtimeSeconds)
     return strdup(report.json)
 }

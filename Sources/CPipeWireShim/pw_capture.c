@@ -217,6 +217,11 @@ static void on_audio_process(void *data)
 {
     struct bk_pw_capture *c = data;
     struct pw_buffer *b;
+    /* A late callback dequeues several buffers at once, but the stream's time describes them
+     * all: the first gets the timeline's PTS, each later one starts where the one before ended
+     * (otherwise they share one PTS and the lane drops them as backwards; TSan's slowdown
+     * showed it in PipeWireCaptureTests). */
+    int64_t next_pts = INT64_MIN;
     while ((b = pw_stream_dequeue_buffer(c->stream)) != NULL) {
         struct spa_buffer *buf = b->buffer;
         struct spa_data *d = &buf->datas[0];
@@ -225,8 +230,9 @@ static void on_audio_process(void *data)
             uint32_t off = SPA_MIN(d->chunk->offset, d->maxsize);
             uint32_t size = SPA_MIN(d->chunk->size, d->maxsize - off);
             int32_t frames = (int32_t)(size / (uint32_t)bpf);
-            if (frames > 0) {
-                int64_t pts = audio_pts(c, frames);
+            if (frames > 0 && c->rate > 0) {
+                int64_t pts = next_pts != INT64_MIN ? next_pts : audio_pts(c, frames);
+                next_pts = pts + (int64_t)frames * 1000000000LL / c->rate;
                 const uint8_t *p = (const uint8_t *)d->data + off;
                 int32_t done = 0;
                 while (done < frames) {

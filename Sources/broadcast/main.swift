@@ -19,9 +19,11 @@ if getenv("SWIFT_BACKTRACE") == nil {
 // Two malloc arenas, transparent huge pages off: the same levers the benchmarks and embedders get.
 ProcessTuning.apply()
 
-var environment: [String: String] = [:]
-for name in ["STREAM_KEY", "BROADCAST_URL"] {
-    if let v = getenv(name) { environment[name] = String(cString: v) }
-}
+// No core file (it would hold the key), set before the key is read; see CoreDumpGuard.
+CoreDumpGuard.apply()
+// $STREAM_KEY is copied, then wiped from the environment block (/proc/PID/environ).
+// BROADCAST_TEST_FAULT is the hidden test-only crash trigger (TestFault), not documented in --help.
+let environment = SecretScrubber.takeEnvironment(["STREAM_KEY", "BROADCAST_URL", "BROADCAST_TEST_FAULT"],
+                                                 secret: ["STREAM_KEY"])
 let code = BroadcastCommand.run(arguments: Array(CommandLine.arguments.dropFirst()), environment: environment)
 exit(code.rawValue)

@@ -69,9 +69,8 @@ func usageError(_ args: [String]) -> String? {
     }
 
     @Test(arguments: [
-        ["--url", "rtmp://a/live", "--url", "rtmp://b/live"],
-        ["--url=rtmp://a/live", "--url", "rtmp://b/live"],
         ["--res", "720p", "--res=1080p"],
+        ["--bitrate-follows", "primary", "--bitrate-follows", "slowest"],
         ["--video-bitrate", "2500", "--video-bitrate", "3000"],
         ["--memory-budget", "50M", "--memory-budget", "60M"],
         ["--stats-json", "a", "--stats-json", "a"],
@@ -80,6 +79,27 @@ func usageError(_ args: [String]) -> String? {
     func repeatedValuedFlagIsRefused(args: [String]) {
         let name = String(args[0].prefix { $0 != "=" })
         #expect(usageError(args) == "\(name) given twice; give it once")
+    }
+
+    /// `--url` repeats: each is one destination, in order, with its own key file and service.
+    @Test func urlRepeatsWithPerDestinationSettings() throws {
+        let o = try CommandLineOptions.parse(["--url", "rtmp://a/live", "--url=rtmp://b/app,key-file=/k/b,service=twitch",
+                                              "--require-all", "--bitrate-follows", "slowest"])
+        #expect(o.urls.map(\.url) == ["rtmp://a/live", "rtmp://b/app"])
+        #expect(o.urls[0].keyFile == nil && o.urls[0].service == nil)
+        #expect(o.urls[1].keyFile == "/k/b" && o.urls[1].service?.name == "twitch")
+        #expect(o.url == "rtmp://a/live" && o.requireAll && o.bitrateFollows == .slowest)
+    }
+
+    @Test func badDestinationSettingsAreOneLineWithoutTheirValue() {
+        #expect(usageError(["--url", "rtmp://a/live,sk_live_secret"])
+                == "--url: after the URL only key-file=PATH and service=NAME may follow a comma")
+        #expect(usageError(["--url", "rtmp://a/live,key=sk_live_secret"])
+                == "--url: unknown setting 'key=' (expected key-file=PATH or service=NAME)")
+        #expect(usageError(["--url", "rtmp://a/live,key-file=a,key-file=b"]) == "--url: key-file= needs one value, given once")
+        #expect(usageError(["--url", ",service=twitch"]) == "--url needs a URL before its ,key-file= or ,service= settings")
+        #expect(usageError(["--url", "rtmp://a/live,service=nope"])?.hasPrefix("--service expects one of") == true)
+        #expect(usageError(["--bitrate-follows", "fastest"]) == "--bitrate-follows expects primary or slowest, got 'fastest'")
     }
 
     @Test func repeatedKeyIsRefusedWithoutEchoingIt() {

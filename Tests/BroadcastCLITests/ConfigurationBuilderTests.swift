@@ -113,6 +113,37 @@ private func write(_ text: String, to path: String) {
                 == "rtmp://live.twitch.tv/app")
     }
 
+    /// Each `--url` is one destination in order (then the recording); a key file of its own
+    /// wins over the shared key, and the same stream twice is refused.
+    @Test func severalDestinationsWithTheirOwnKeys() throws {
+        let dir = tempDir()
+        defer { _ = unlink(dir + "/b.key"); _ = rmdir(dir) }
+        write("keyB\n", to: dir + "/b.key")
+        let b = try built(builder(["STREAM_KEY": "shared"]),
+                          ["--url", "rtmp://a/live", "--url", "rtmp://b/live,key-file=\(dir)/b.key",
+                           "--require-all", "--bitrate-follows", "slowest"])
+        let c = b.configuration
+        var got: [String] = []
+        for d in c.destinations { if case .rtmp(let url, let key) = d { got.append("\(url) \(key)") } }
+        #expect(got == ["rtmp://a/live shared", "rtmp://b/live keyB"])
+        #expect(c.requireAllDestinations && c.bitrateFollows == .slowest)
+
+        let same = try failure(builder(["STREAM_KEY": "k"]), ["--url", "rtmp://a/live", "--url", "rtmp://a/live"])
+        #expect(same?.exitCode == .usage)
+        #expect(same?.message == "--url: destination 2 (rtmp://a/live) repeats an earlier one with the same key")
+        let noKey = try failure(builder(), ["--url", "rtmp://a/live/inline", "--url", "rtmp://b/live"])
+        #expect(noKey?.message.hasPrefix("no stream key for destination 2 (rtmp://b/live)") == true)
+    }
+
+    /// One encode feeds every destination, so the strictest service's limits apply.
+    @Test func strictestServiceLimitsTheSharedEncode() throws {
+        let b = try built(builder(["STREAM_KEY": "k"]),
+                          ["--video-bitrate", "7500", "--url", "rtmp://a/live,service=kick", "--url", "rtmp://b/live,service=twitch"])
+        #expect(b.configuration.video.bitrateKbps == 6000)
+        let e = try failure(builder(["STREAM_KEY": "k"]), ["--res", "1080p", "--fps", "60", "--url", "rtmp://a/live,service=facebook"])
+        #expect(e?.message == "facebook accepts at most 30 fps")
+    }
+
     @Test func badURLIsUsage() throws {
         let e = try failure(builder(["STREAM_KEY": "k"]), ["--url", "http://example.com/live"])
         #expect(e?.exitCode == .usage)

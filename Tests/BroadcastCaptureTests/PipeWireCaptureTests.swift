@@ -83,6 +83,11 @@ final class PipeWireRecordingSink: SampleBufferSink, @unchecked Sendable {
 
 /// These tests need a reachable PipeWire daemon with the nodes scripts/pipewire-up creates.
 enum PipeWireTestEnvironment {
+    /// Set by scripts/sanitize: under TSan/ASan the capture runs 2-15x slower and keeps only the
+    /// newest buffer by design, so the rate bounds (frames per second, share of frames, tone
+    /// purity over dropped samples) are asserted only in the plain unit run; order, PTS, sizes
+    /// and formats are asserted in both.
+    static let underSanitizer = getenv("BK_SANITIZER") != nil
     static let nodes: [PipeWireNode]? = try? PipeWireNodes.list()
     static var daemonReachable: Bool { nodes != nil }
     /// pw-test-screen next to the test bundle (swift build puts all products in one directory).
@@ -161,10 +166,11 @@ struct PipeWireCaptureTests {
         // Video: ~30 fps for ~3 s after negotiation; counters strictly increasing, few gaps.
         #expect(st.sizes == ["1280x720"])
         #expect(st.formats == ["bgrx"])
-        #expect(st.counters.count >= 60, "only \(st.counters.count) frames")
+        let rates = !PipeWireTestEnvironment.underSanitizer
+        #expect(st.counters.count >= (rates ? 60 : 10), "only \(st.counters.count) frames")
         let pairs = zip(st.counters, st.counters.dropFirst())
         #expect(pairs.allSatisfy { $0 < $1 }, "counters out of order")
-        if let first = st.counters.first, let last = st.counters.last {
+        if rates, let first = st.counters.first, let last = st.counters.last {
             let span = last - first + 1
             #expect(Double(st.counters.count) / Double(span) >= 0.95, "\(st.counters.count) of \(span)")
         }
@@ -173,8 +179,8 @@ struct PipeWireCaptureTests {
         // Audio: the 1 kHz tone on the app lane, 660 Hz on the mic lane.
         let app = try #require(st.audio[.appAudio])
         let mic = try #require(st.audio[.micAudio])
-        #expect(app.count >= 48_000, "app audio \(app.count) samples")
-        #expect(mic.count >= 48_000, "mic audio \(mic.count) samples")
+        #expect(app.count >= (rates ? 48_000 : 24_000), "app audio \(app.count) samples")
+        #expect(mic.count >= (rates ? 48_000 : 24_000), "mic audio \(mic.count) samples")
         let appTail = app.suffix(24_000), micTail = mic.suffix(24_000)
         let app1k = PipeWireRecordingSink.tonePower(appTail, frequency: 1000, rate: 48_000)
         let app660 = PipeWireRecordingSink.tonePower(appTail, frequency: 660, rate: 48_000)
@@ -182,8 +188,10 @@ struct PipeWireCaptureTests {
         let mic1k = PipeWireRecordingSink.tonePower(micTail, frequency: 1000, rate: 48_000)
         print("pipewire capture: \(st.counters.count) frames, counters \(st.counters.first ?? -1)...\(st.counters.last ?? -1), "
               + "app \(app.count) samples 1k=\(app1k) 660=\(app660), mic \(mic.count) samples 660=\(mic660) 1k=\(mic1k)")
-        #expect(app1k > 0.5 && app660 < 0.05, "app 1k \(app1k) 660 \(app660)")
-        #expect(mic660 > 0.5 && mic1k < 0.05, "mic 660 \(mic660) 1k \(mic1k)")
+        // Each lane carries its own tone, never the other's (purity only at full rate: a dropped
+        // block splits the tail's sine).
+        #expect(app1k > (rates ? 0.5 : 0.1) && app660 < 0.05, "app 1k \(app1k) 660 \(app660)")
+        #expect(mic660 > (rates ? 0.5 : 0.1) && mic1k < 0.05, "mic 660 \(mic660) 1k \(mic1k)")
         for lane in [SampleBufferType.appAudio, .micAudio] {
             let pts = st.audioPTS[lane] ?? []
             #expect(zip(pts, pts.dropFirst()).allSatisfy { $0 < $1 }, "\(lane) PTS not increasing")
@@ -218,7 +226,8 @@ struct PipeWireCaptureTests {
         #expect(st.malformed.isEmpty, "\(st.malformed.prefix(3))")
         #expect(st.sizes == ["1280x720", "1920x1080", "800x600"], "sizes seen: \(st.sizes)")
         #expect(zip(st.counters, st.counters.dropFirst()).allSatisfy { $0 < $1 }, "counters out of order")
-        #expect(st.counters.count >= 75, "only \(st.counters.count) frames in 3.5 s")
+        let minimum = PipeWireTestEnvironment.underSanitizer ? 20 : 75  // TSan saw 60 of ~105
+        #expect(st.counters.count >= minimum, "only \(st.counters.count) frames in 3.5 s")
         print("pipewire resize: \(st.counters.count) frames, sizes \(st.sizes.sorted())")
     }
 

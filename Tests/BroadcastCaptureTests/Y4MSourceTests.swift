@@ -83,6 +83,7 @@ private func expectError(_ result: Result<Void, CaptureError>, contains text: St
         let sink = RecordingSink()
         let started = MediaTime.now()
         try source.start(into: sink)
+        defer { source.stop() }  // joins the reader thread (TSan: thread leak otherwise)
         #expect(source.waitUntilFinished(timeoutNanoseconds: 5_000_000_000))
         let elapsed = MediaTime.now() - started
         #expect(source.error == nil)
@@ -191,6 +192,7 @@ private func expectError(_ result: Result<Void, CaptureError>, contains text: St
                                    realtime: false)
         let sink = RecordingSink()
         try source.start(into: sink)
+        defer { source.stop() }  // joins the reader thread (TSan: thread leak otherwise)
         #expect(source.waitUntilFinished(timeoutNanoseconds: 5_000_000_000))
         #expect(source.error == nil)
         let buffers = sink.lane(.micAudio)

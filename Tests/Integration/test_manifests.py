@@ -237,6 +237,24 @@ class ManifestTests(unittest.TestCase):
         (c,) = pod.containers
         self.assertNotIn("--duration", c.args)
         self.assertIn("memory", c.resources.limits)
+        # Liveness without a shell: the stream bumps --heartbeat, the probe is the same binary
+        # checking that file, which sits on a writable volume (the root filesystem is read-only).
+        beat = arg_value(c.args, "--heartbeat")
+        self.assertIsNotNone(beat, "--heartbeat")
+        probe = probe_exec(c.liveness_probe).command
+        self.assertEqual(probe[:3], ["/usr/local/bin/broadcast", "--check-heartbeat", beat])
+        self.assertIn(probe[3:], ([], ["--max-age", probe[-1]]))
+        self.assertTrue(any(beat.startswith(m.mount_path.rstrip("/") + "/") and not m.read_only
+                            for m in c.volume_mounts), f"{beat} is on no writable volume")
+        if BROADCAST_BIN.exists():
+            with tempfile.TemporaryDirectory() as tmp:
+                argv = [str(BROADCAST_BIN)] + probe[1:]
+                argv[2] = str(Path(tmp) / "heartbeat")
+                missing = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+                self.assertEqual(missing.returncode, 1, missing.stderr)
+                Path(argv[2]).write_text("1\n")
+                fresh = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+                self.assertEqual((fresh.returncode, fresh.stderr), (0, ""))
         # Secret items referenced by the volumes exist in the example Secret.
         for v in pod.volumes:
             if v.secret:

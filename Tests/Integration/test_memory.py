@@ -97,11 +97,19 @@ class FuzzQuickTest(unittest.TestCase):
     def test_quick_fuzz_pass(self):
         fuzz_bin = BROADCAST_BIN.parent / "bk-fuzz"
         self.assertTrue(fuzz_bin.exists(), f"{fuzz_bin} not built (scripts/build)")
+        # No --seed: a fresh random seed each CI run, printed by scripts/fuzz; a failure's
+        # message carries it (and the replay command) so the run can be reproduced.
         out = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "fuzz"), "--quick", "--no-build"],
                              env={"BK_FUZZ_BIN": str(fuzz_bin), "PATH": "/usr/bin:/bin:/opt/swift/usr/bin"},
                              capture_output=True, text=True, timeout=900)
-        self.assertEqual(out.returncode, 0, out.stdout[-3000:] + out.stderr[-2000:])
-        self.assertIn("fuzz: OK", out.stdout)
+        import re
+        m = re.search(r"^fuzz: seed (\d+) \(replay: (.*)\)$", out.stdout, re.M)
+        self.assertIsNotNone(m, "scripts/fuzz printed no seed:\n" + out.stdout[-3000:] + out.stderr[-2000:])
+        seed, replay = m.group(1), m.group(2)
+        print(f"fuzz quick pass: seed {seed}", flush=True)
+        self.assertEqual(out.returncode, 0, f"fuzz FAILED with seed {seed}; replay: {replay}\n"
+                         + out.stdout[-3000:] + out.stderr[-2000:])
+        self.assertIn(f"fuzz: OK (50000 inputs, seed {seed})", out.stdout)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,9 @@
  * pipeline clock (running time + base time: CLOCK_MONOTONIC with the default system clock), so the
  * lanes share one timeline. EOS on the video pad (or on every linked pad when video is unlinked)
  * finishes the stream (flush, send, close) and then posts EOS. Failures are element errors whose
- * text never contains the key; stream-key is write-only, so no tool or log can read it back. */
+ * text never contains the key; stream-key is write-only, so no tool or log can read it back.
+ * gst-launch's own parser logs its command line (GST_DEBUG=*:5 and up) and ps shows it, so a key
+ * typed as stream-key=... is exposed there: give it as stream-key-file=PATH or in $STREAM_KEY. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
@@ -53,13 +55,13 @@ struct _GstBroadcastSink {
     gboolean flushing;
 
     /* properties */
-    gchar *location, *stream_key, *record, *memory_budget, *preset, *audio_codec;
+    gchar *location, *stream_key, *stream_key_file, *record, *memory_budget, *preset, *audio_codec;
     guint video_bitrate, audio_bitrate, width, height, fps, keyframe_interval;
     gboolean sync;
 };
 
 enum {
-    PROP_0, PROP_LOCATION, PROP_STREAM_KEY, PROP_RECORD, PROP_MEMORY_BUDGET, PROP_VIDEO_BITRATE, PROP_PRESET,
+    PROP_0, PROP_LOCATION, PROP_STREAM_KEY, PROP_STREAM_KEY_FILE, PROP_RECORD, PROP_MEMORY_BUDGET, PROP_VIDEO_BITRATE, PROP_PRESET,
     PROP_WIDTH, PROP_HEIGHT, PROP_FPS, PROP_KEYFRAME_INTERVAL, PROP_AUDIO_CODEC, PROP_AUDIO_BITRATE, PROP_SYNC
 };
 
@@ -87,6 +89,41 @@ static void wipe_key(GstBroadcastSink *self) {
         explicit_bzero(self->stream_key, strlen(self->stream_key));
         g_free(self->stream_key);
         self->stream_key = NULL;
+    }
+}
+
+/* The key from stream-key, else the first line of stream-key-file, else $STREAM_KEY: a copy the
+ * caller wipes and frees, or NULL with *error set (a message that never holds the key). */
+static gchar *resolve_key(GstBroadcastSink *self, const gchar **error) {
+    *error = NULL;
+    if (self->stream_key && *self->stream_key) return g_strdup(self->stream_key);
+    if (self->stream_key_file && *self->stream_key_file) {
+        gchar *text = NULL;
+        gsize len = 0;
+        if (!g_file_get_contents(self->stream_key_file, &text, &len, NULL)) {
+            *error = "stream-key-file cannot be read";
+            return NULL;
+        }
+        while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r')) text[--len] = '\0';
+        gboolean bad = len == 0;
+        for (gsize i = 0; i < len; i++) bad |= (guchar)text[i] < 0x20;
+        if (bad) {
+            explicit_bzero(text, len);
+            g_free(text);
+            *error = len == 0 ? "stream-key-file is empty" : "stream-key-file holds more than one line";
+            return NULL;
+        }
+        return text;
+    }
+    const char *env = getenv("STREAM_KEY");
+    if (env && *env) return g_strdup(env);
+    return NULL;
+}
+
+static void wipe_copy(gchar *key) {
+    if (key) {
+        explicit_bzero(key, strlen(key));
+        g_free(key);
     }
 }
 
@@ -142,6 +179,12 @@ static gboolean start_session(GstBroadcastSink *self, int in_width, int in_heigh
     gint64 budget = 0;
     const char *what = NULL;
     gboolean ok = FALSE;
+    const gchar *key_error = NULL;
+    gchar *key = self->location ? resolve_key(self, &key_error) : NULL;
+    if (key_error) {
+        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s: %s", key_error, self->stream_key_file), (NULL));
+        goto out;
+    }
     if (bk_config_set_video(cfg, (w + 1) & ~1, (h + 1) & ~1, fps, (int)self->video_bitrate) != BK_OK) what = "video";
     else if (self->preset && bk_config_set_preset(cfg, self->preset) != BK_OK) what = "preset";
     else if (bk_config_set_keyframe_interval(cfg, (int)self->keyframe_interval) != BK_OK) what = "keyframe-interval";
@@ -152,8 +195,7 @@ static gboolean start_session(GstBroadcastSink *self, int in_width, int in_heigh
         GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("memory-budget '%s' unreadable (e.g. 50M, 512K, auto)",
                                                      self->memory_budget ? self->memory_budget : ""), (NULL));
         goto out;
-    } else if (self->location && bk_config_add_rtmp(cfg, self->location, self->stream_key ? self->stream_key : "")
-               != BK_OK) what = "location";
+    } else if (self->location && bk_config_add_rtmp(cfg, self->location, key ? key : "") != BK_OK) what = "location";
     else if (self->record && bk_config_add_file(cfg, self->record) != BK_OK) what = "record";
     if (what) {
         GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s: %s", what, bk_config_last_error(cfg)), (NULL));
@@ -163,8 +205,9 @@ static gboolean start_session(GstBroadcastSink *self, int in_width, int in_heigh
         GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("no destination: set location (and stream-key) or record"), (NULL));
         goto out;
     }
-    if (self->location && (!self->stream_key || !*self->stream_key)) {
-        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("location is set but stream-key is not"), (NULL));
+    if (self->location && !key) {
+        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS,
+                          ("location is set but no key: set stream-key-file, $STREAM_KEY or stream-key"), (NULL));
         goto out;
     }
     bk_session *s = bk_session_new(cfg);
@@ -190,6 +233,7 @@ static gboolean start_session(GstBroadcastSink *self, int in_width, int in_heigh
     self->session = s;
     ok = TRUE;
 out:
+    wipe_copy(key);
     bk_config_free(cfg);
     if (!ok) self->failed = TRUE;
     return ok;
@@ -447,6 +491,7 @@ static void set_property(GObject *object, guint id, const GValue *value, GParamS
     switch (id) {
     case PROP_LOCATION: g_free(self->location); self->location = g_value_dup_string(value); break;
     case PROP_STREAM_KEY: wipe_key(self); self->stream_key = g_value_dup_string(value); break;
+    case PROP_STREAM_KEY_FILE: g_free(self->stream_key_file); self->stream_key_file = g_value_dup_string(value); break;
     case PROP_RECORD: g_free(self->record); self->record = g_value_dup_string(value); break;
     case PROP_MEMORY_BUDGET: g_free(self->memory_budget); self->memory_budget = g_value_dup_string(value); break;
     case PROP_PRESET: g_free(self->preset); self->preset = g_value_dup_string(value); break;
@@ -466,6 +511,7 @@ static void get_property(GObject *object, guint id, GValue *value, GParamSpec *p
     GstBroadcastSink *self = GST_BROADCAST_SINK(object);
     switch (id) {
     case PROP_LOCATION: g_value_set_string(value, self->location); break;
+    case PROP_STREAM_KEY_FILE: g_value_set_string(value, self->stream_key_file); break;
     case PROP_RECORD: g_value_set_string(value, self->record); break;
     case PROP_MEMORY_BUDGET: g_value_set_string(value, self->memory_budget); break;
     case PROP_PRESET: g_value_set_string(value, self->preset); break;
@@ -485,6 +531,7 @@ static void finalize(GObject *object) {
     GstBroadcastSink *self = GST_BROADCAST_SINK(object);
     bk_session_free(self->session);
     wipe_key(self);
+    g_free(self->stream_key_file);
     g_free(self->location);
     g_free(self->record);
     g_free(self->memory_budget);
@@ -508,8 +555,12 @@ static void gst_broadcast_sink_class_init(GstBroadcastSinkClass *klass) {
     g_object_class_install_property(oc, PROP_LOCATION, g_param_spec_string("location", "Location",
         "RTMP(S) ingest base URL without the key, e.g. rtmp://host/live", NULL, rw));
     g_object_class_install_property(oc, PROP_STREAM_KEY, g_param_spec_string("stream-key", "Stream key",
-        "The stream key, appended to location (write-only: never shown, logged or readable back)", NULL,
+        "The stream key, appended to location (write-only: never shown, logged or readable back by the "
+        "element; but gst-launch logs and ps show its own command line: prefer stream-key-file or $STREAM_KEY)", NULL,
         G_PARAM_WRITABLE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+    g_object_class_install_property(oc, PROP_STREAM_KEY_FILE, g_param_spec_string("stream-key-file", "Stream key file",
+        "Read the stream key from the first line of this file when stream-key is not set (else $STREAM_KEY)",
+        NULL, rw));
     g_object_class_install_property(oc, PROP_RECORD, g_param_spec_string("record", "Record",
         "Also (or only) write the FLV to this file", NULL, rw));
     g_object_class_install_property(oc, PROP_MEMORY_BUDGET, g_param_spec_string("memory-budget", "Memory budget",

@@ -9,11 +9,17 @@ keeps what it measured):
             at 480p/720p/1080p, plus allocations per frame under tools/allocshim
   realtime  real-time pushes to a private nginx-rtmp, ours and ffmpeg on identical Y4M + PCM
             input files, same x264/AAC settings; CPU from wait4 rusage, peak RSS = ru_maxrss
-  scale     bk-bench sessions: 1, 2, 4 live 360p30 sessions in one process
+  scale     bk-bench sessions: 1, 2, 4, 8 live 360p30 sessions in one process; then 1, 2, 4
+            broadcast processes at once, one 360p30 stream each
   levers    720p30 test-source pushes varying one process-level lever at a time; peak RSS
             at 480p/720p/1080p under the default 50M budget (+ the memory plans)
   avsync    issue 4 acceptance: 3 concurrent test-source pushes (plain, impaired, impaired
             Opus), analysed from the nginx recordings with scripts/avsync
+  embedding the CLI's Y4M + PCM push against the same job through the C ABI (Benchmarks/c/y4m_push.c
+            built with pkg-config from a scripts/install prefix): CPU and VmHWM, same input files
+  capture   PipeWire screen capture (pw-test-screen desktops 1280x720, 2560x1440, 3840x2160, and
+            a producer insisting on 8 buffers) with desktop + mic audio, through tools/pw_memory_run.py:
+            VmHWM read from /proc (shared buffers count), the Rss split, the plan of the same run
   quality   quality under the default budget: 720p/1080p pushes of a moving Y4M (testsrc2 +
             life), the x264 configuration the memory plan chose, peak RSS, PSNR of the nginx
             recording (frames matched by timestamp) next to ffmpeg -preset veryfast offline
@@ -320,7 +326,11 @@ class Bench:
     def realtime(self) -> None:
         secs = self.a.rt_seconds
         configs = [("480p", 30), ("720p", 30), ("1080p", 30), ("720p", 60)]
-        out = {}
+        if self.a.rt_configs:
+            wanted = self.a.rt_configs.split(",")
+            configs = [c for c in configs if f"{c[0]}{c[1]}" in wanted]
+        # A run of some configurations keeps the others' earlier numbers.
+        out = dict(self.results.get("realtime") or {}) if self.a.rt_configs else {}
         for res, fps in configs:
             name = f"{res}{fps}"
             y4m, pcm = self.make_inputs(res, fps, secs)
@@ -364,6 +374,9 @@ class Bench:
             }
             oc, fc = e["ours_cpu_s"]["median"], e["ffmpeg_cpu_s"]["median"]
             orr, frr = e["ours_peak_rss_bytes"]["median"], e["ffmpeg_peak_rss_bytes"]["median"]
+            e["measured"] = {"finished": time.strftime("%Y-%m-%d %H:%M:%S"),
+                             "commit": sh("git -C " + str(REPO) + " rev-parse --short HEAD"),
+                             "runs": self.a.rt_runs, "seconds": secs}
             e["cpu_ratio"] = oc / fc if oc and fc else None
             e["rss_ratio"] = orr / frr if orr and frr else None
             out[name] = e
@@ -373,7 +386,7 @@ class Bench:
 
     def scale(self) -> None:
         out = {}
-        for n in (1, 2, 4):
+        for n in (1, 2, 4, 8):
             runs = []
             for i in range(self.a.runs):
                 r = run_measured([self.bkbench, "sessions", "--count", str(n), "--res", "360p",
@@ -399,6 +412,35 @@ class Bench:
         self.results["scale"] = {"seconds": self.a.scale_seconds, "by_count": out,
                                  "command": f"bk-bench sessions --count N --res 360p --seconds {self.a.scale_seconds} --url URL"}
         self.save()
+        # The same streams as separate processes (how a fleet runs them: one pod or unit each):
+        # N `broadcast` processes started together, each measured on its own.
+        procs = {}
+        secs = self.a.scale_seconds
+        for n in (1, 2, 4):
+            per_run = []
+            for i in range(self.a.runs):
+                with tempfile.TemporaryDirectory() as tmp:
+                    import concurrent.futures as cf
+                    def one(k: int) -> dict:
+                        return self.broadcast_run(f"proc-{n}-{i}-{k}", ["--source", "test", "--res", "360p", "--fps", "30",
+                                                                         "--duration", str(secs)])
+                    with cf.ThreadPoolExecutor(max_workers=n) as ex:
+                        rs = list(ex.map(one, range(n)))
+                per_run.append(rs)
+                self.clear_recordings()
+            ok = [[r for r in rs if r["rc"] == 0] for rs in per_run]
+            procs[str(n)] = {
+                "count": n,
+                "cpu_percent_total": summary([sum(r["cpu_percent"] for r in rs) for rs in ok if rs]),
+                "cpu_percent_per_stream": summary([r["cpu_percent"] for rs in ok for r in rs]),
+                "peak_rss_per_stream_bytes": summary([r["maxrss_bytes"] for rs in ok for r in rs]),
+                "drops": [[(r["stats"] or {}).get("drops") for r in rs] for rs in per_run],
+                "exits": [[r["rc"] for r in rs] for rs in per_run],
+            }
+            log(f"scale {n} processes: cpu/stream {procs[str(n)]['cpu_percent_per_stream']['median']}")
+        self.results["scale"]["by_processes"] = procs
+        self.results["scale"]["process_command"] = f"broadcast --source test --res 360p --fps 30 --duration {secs} (N at once)"
+        self.save()
 
     def levers(self) -> None:
         secs = self.a.lever_seconds
@@ -408,6 +450,7 @@ class Bench:
             ("dynamic_stdlib", "dynamic Swift stdlib", ["--res", "720p"], {}, "dyn"),
             ("thp_on", "THP left on (BROADCAST_ALLOW_THP=1)", ["--res", "720p"], {"BROADCAST_ALLOW_THP": "1"}, None),
             ("arenas_default", "glibc default arenas (BROADCAST_MALLOC_ARENA_MAX=0)", ["--res", "720p"], {"BROADCAST_MALLOC_ARENA_MAX": "0"}, None),
+            ("startup_pages_kept", "start-up pages kept resident (BROADCAST_KEEP_STARTUP_PAGES=1)", ["--res", "720p"], {"BROADCAST_KEEP_STARTUP_PAGES": "1"}, None),
             ("threads_1", "--x264-threads 1", ["--res", "720p", "--x264-threads", "1"], {}, None),
             ("preset_ultrafast", "--preset ultrafast", ["--res", "720p", "--preset", "ultrafast"], {}, None),
             ("preset_superfast", "--preset superfast", ["--res", "720p", "--preset", "superfast"], {}, None),
@@ -505,6 +548,105 @@ class Bench:
             ff.unlink(missing_ok=True)
             y4m.unlink(missing_ok=True)
 
+    def embedding(self) -> None:
+        secs = min(self.a.rt_seconds, 30)
+        res, fps = "720p", 30
+        y4m, pcm = self.make_inputs(res, fps, secs)
+        prefix = self.work / "prefix"
+        subprocess.run([str(REPO / "scripts/install"), "--prefix", str(prefix), "--no-build",
+                        "--build-dir", str(Path(self.a.bin_dir))], check=True, capture_output=True)
+        env = dict(os.environ, PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"))
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", "broadcastkit"], env=env, check=True,
+                               capture_output=True, text=True).stdout.split()
+        exe = self.work / "y4m_push"
+        subprocess.run(["cc", "-O2", "-o", str(exe), str(REPO / "Benchmarks/c/y4m_push.c"), *flags], check=True, env=env)
+        kb = kbps_for(res, fps)
+        ours, capi = [], []
+        for i in range(self.a.rt_runs):
+            r = self.broadcast_run(f"embed-cli-{i}", ["--res", res, "--fps", str(fps), "--source", f"y4m:{y4m}",
+                                                      "--pcm", str(pcm), "--duration", str(secs)])
+            ours.append(r)
+            c = run_measured([str(exe), self.url(), str(y4m), str(pcm), str(int(secs)), str(kb)],
+                             env={"STREAM_KEY": f"embed-capi-{i}"})
+            c["stats"] = last_json_line(c.pop("stdout", ""))
+            capi.append(c)
+            log(f"embedding run {i}: cli cpu {r['cpu_s']:.2f} s rss {r['maxrss_bytes'] / 1e6:.1f} MB; "
+                f"c-abi cpu {c['cpu_s']:.2f} s rss {c['maxrss_bytes'] / 1e6:.1f} MB (rc {r['rc']}, {c['rc']})")
+            self.clear_recordings()
+        ok, okc = [r for r in ours if r["rc"] == 0], [c for c in capi if c["rc"] == 0]
+        e = {"res": res, "fps": fps, "seconds": secs, "video_kbps": kb,
+             "cli_cpu_s": summary([r["cpu_s"] for r in ok]), "capi_cpu_s": summary([c["cpu_s"] for c in okc]),
+             "cli_peak_rss_bytes": summary([r["maxrss_bytes"] for r in ok]),
+             "capi_peak_rss_bytes": summary([c["maxrss_bytes"] for c in okc]),
+             "cli_frames_sent": [(r["stats"] or {}).get("video_frames_sent") for r in ours],
+             "capi_frames_sent": [(c["stats"] or {}).get("video_frames_sent") for c in capi],
+             "cli_rc": [r["rc"] for r in ours], "capi_rc": [c["rc"] for c in capi],
+             "cli_cmd": f"broadcast --res {res} --fps {fps} --source y4m:$WORK/{y4m.name} --pcm $WORK/{pcm.name} --duration {secs:.0f}",
+             "capi_cmd": f"y4m_push URL $WORK/{y4m.name} $WORK/{pcm.name} {secs:.0f} {kb}"}
+        oc, cc = e["cli_cpu_s"].get("median"), e["capi_cpu_s"].get("median")
+        e["cpu_ratio"] = cc / oc if oc and cc else None
+        self.results["embedding"] = e
+        self.save()
+        y4m.unlink(missing_ok=True)
+
+    def capture(self) -> None:
+        sys.path.insert(0, str(REPO / "tools"))
+        import pw_memory_run  # noqa: E402  (tools/ is not a package)
+        secs = min(self.a.rt_seconds, 30)
+        state = self.work / "pipewire"
+        up = subprocess.run([str(REPO / "scripts/pipewire-up"), "--no-screen", "--state", str(state)],
+                            capture_output=True, text=True)
+        if up.returncode != 0:
+            log(f"capture: scripts/pipewire-up failed: {up.stderr[-300:]}")
+            self.results["capture"] = {"error": up.stderr[-300:]}
+            return
+        env = dict(os.environ)
+        for line in up.stdout.splitlines():
+            m = re.match(r"export (\w+)=(.*)", line.strip())
+            if m:
+                env[m.group(1)] = m.group(2).strip("'\"")
+        cases = [("1280x720", "720p", None), ("2560x1440", "720p", None), ("2560x1440", "720p", 8),
+                 ("3840x2160", "1080p", None)]
+        out = {}
+        # The scaling step alone: our striped, allocation-free scaler against libyuv's whole-frame one.
+        scaler = []
+        for src, res in (("1920x1080", "720p"), ("2560x1440", "720p"), ("3840x2160", "720p"), ("3840x2160", "1080p")):
+            r = run_measured([self.bkbench, "scaler", "--src-res", src, "--res", res, "--frames", "200"])
+            j = last_json_line(r["stdout"])
+            if j:
+                j["command"] = f"bk-bench scaler --src-res {src} --res {res} --frames 200"
+                scaler.append(j)
+        out["scaler"] = scaler
+        try:
+            for size, res, buffers in cases:
+                name = f"{size}-{res}" + (f"-{buffers}buf" if buffers else "")
+                runs = []
+                for i in range(max(1, min(self.a.runs, 2))):
+                    r = pw_memory_run.run(size, res, int(secs), buffers, Path(self.a.bin_dir), env, self.work / "capture")
+                    r.pop("recording", None)
+                    runs.append(r)
+                    log(f"capture {name} run {i}: VmHWM {r['vmhwm_mib']} MiB, plan {r.get('plan_mb', {}).get('total')}, "
+                        f"cpu {r['cpu_s']} s, exit {r['exit']}")
+                ok = [r for r in runs if r["exit"] == 0]
+                out[name] = {
+                    "size": size, "res": res, "buffers": buffers or "default", "seconds": secs,
+                    "vmhwm_mib": summary([r["vmhwm_mib"] for r in ok]),
+                    "anon_mib": summary([r["at_max_rss_mib"].get("RssAnon") for r in ok]),
+                    "file_mib": summary([r["at_max_rss_mib"].get("RssFile") for r in ok]),
+                    "shmem_mib": summary([r["at_max_rss_mib"].get("RssShmem") for r in ok]),
+                    "plan_total_mb": (ok[0]["plan_mb"].get("total") if ok else None),
+                    "plan_capture_mb": (ok[0]["plan_mb"].get("capture source buffers") if ok else None),
+                    "cpu_percent": summary([100 * r["cpu_s"] / secs for r in ok]),
+                    "produced": [r["produced"] for r in runs], "exits": [r["exit"] for r in runs],
+                    "producer_format": runs[0]["producer_format"] if runs else "",
+                    "command": f"tools/pw_memory_run.py --size {size} --res {res} --seconds {int(secs)}"
+                               + (f" --buffers {buffers}" if buffers else ""),
+                }
+                self.results["capture"] = out
+                self.save()
+        finally:
+            subprocess.run([str(REPO / "scripts/pipewire-down"), "--state", str(state)], capture_output=True)
+
     def avsync(self) -> None:
         secs = self.a.avsync_seconds
         impair = ["--test-audio-skew-ppm", "300", "--test-jitter-ms", "15", "--test-mic-delay-ms", "700",
@@ -526,8 +668,12 @@ class Bench:
             env = dict(os.environ, STREAM_KEY=key)
             procs[slug] = (subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                             stderr=subprocess.PIPE), cmd, label, tol, stats)
+            if self.a.avsync_sequential:
+                log(f"avsync {slug}: one run of {secs} s")
+                procs[slug][0].wait(timeout=secs + 120)
         load0 = sh("cat /proc/loadavg")
-        log(f"avsync: 3 concurrent runs of {secs} s")
+        if not self.a.avsync_sequential:
+            log(f"avsync: 3 concurrent runs of {secs} s")
         out = {}
         for slug, (p, cmd, label, tol, stats) in procs.items():
             err = p.communicate(timeout=secs + 120)[1].decode(errors="replace")
@@ -555,7 +701,8 @@ class Bench:
             out[slug]["recording_bytes"] = rec.stat().st_size if rec.exists() else None
             s = j.get("summary", {})
             log(f"avsync {slug}: max|off| {s.get('max_abs_ms')} drift {s.get('drift_ms_per_hour')} ok={j.get('ok')}")
-        self.results["avsync"] = {"seconds": secs, "cases": out, "loadavg_start": load0, "loadavg_end": load1}
+        self.results["avsync"] = {"seconds": secs, "cases": out, "loadavg_start": load0, "loadavg_end": load1,
+                                  "sequential": bool(self.a.avsync_sequential)}
         self.save()
         self.clear_recordings()
 
@@ -569,12 +716,15 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--rt-runs", type=int, default=3)
     ap.add_argument("--rt-seconds", type=float, default=60)
+    ap.add_argument("--rt-configs", default="", help="realtime configurations to run, e.g. 720p30 (default: all)")
     ap.add_argument("--frames", type=int, default=600)
     ap.add_argument("--warmup", type=int, default=120)
     ap.add_argument("--scale-seconds", type=float, default=12)
     ap.add_argument("--lever-seconds", type=float, default=12)
     ap.add_argument("--avsync-seconds", type=float, default=600)
-    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,avsync,quality")
+    ap.add_argument("--avsync-sequential", action="store_true",
+                    help="run the A/V sync cases one after another instead of at once (a busy machine)")
+    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,embedding,capture,avsync,quality")
     ap.add_argument("--quick", action="store_true", help="smoke test: 1 run each, short real-time runs")
     a = ap.parse_args()
     if a.quick:
@@ -595,7 +745,7 @@ def main() -> int:
     sections = a.sections.split(",")
     b.ingest_start()
     try:
-        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "avsync", "quality"):
+        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "embedding", "capture", "avsync", "quality"):
             if s in sections:
                 log(f"section {s}")
                 t0 = time.time()

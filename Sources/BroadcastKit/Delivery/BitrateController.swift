@@ -1,6 +1,8 @@
 /// Adapts the x264 bitrate to what the network actually carries, then climbs back.
 ///
-/// Once a second: if the primary send queue holds more than `backlogMs`, the video target drops
+/// It follows one destination (`BitrateFollows`): the primary, or the slowest network
+/// publisher that is live (the one with the longest queue this second). Once a second: if that
+/// destination's send queue holds more than `backlogMs`, the video target drops
 /// to 85% of the measured send rate (minus audio), never below `floorKbps`, and that rate is
 /// remembered as the link's ceiling. After `calmSeconds` of a near-empty queue it climbs: +25%
 /// a second while well below the remembered ceiling, only +10% every other second near it
@@ -9,7 +11,8 @@
 /// that recovers is used fully again.
 package final class BitrateController: @unchecked Sendable {
     private let encoder: VideoEncoder
-    private let queue: SendQueue
+    private let destinations: [Destination]
+    private let follows: BitrateFollows
     private let stats: BroadcastStats
     let targetKbps: Int
     let audioKbps: Int
@@ -17,15 +20,19 @@ package final class BitrateController: @unchecked Sendable {
     let backlogMs = 300
     let calmSeconds = 2
     private(set) var currentKbps: Int
-    private var lastBytes = 0
+    /// Bytes sent per destination at the previous tick, so the followed one may change between ticks.
+    private var lastBytes: [Int]
     private var lastNs: Int64 = 0
     private var calm = 0
     private var ceilingKbps: Int?
     private var secondsSinceCongestion = 0
 
-    init(encoder: VideoEncoder, queue: SendQueue, targetKbps: Int, audioKbps: Int, stats: BroadcastStats) {
+    init(encoder: VideoEncoder, destinations: [Destination], follows: BitrateFollows, targetKbps: Int, audioKbps: Int,
+         stats: BroadcastStats) {
         self.encoder = encoder
-        self.queue = queue
+        self.destinations = destinations
+        self.follows = follows
+        lastBytes = Array(repeating: 0, count: destinations.count)
         self.targetKbps = targetKbps
         self.audioKbps = audioKbps
         self.stats = stats
@@ -33,13 +40,30 @@ package final class BitrateController: @unchecked Sendable {
         currentKbps = targetKbps
     }
 
+    /// The index of the destination followed this second.
+    private func followed() -> Int {
+        guard follows == .slowest else { return 0 }
+        var pick = 0, longest = -1
+        for (i, d) in destinations.enumerated() where d.sink.isNetworkPublisher && d.state == .live {
+            let ms = d.queue.queuedDurationMs
+            if ms > longest { longest = ms; pick = i }
+        }
+        return pick
+    }
+
     func tick(nowNs: Int64) {
-        let sent = stats.snapshot().bytesSent
-        defer { lastBytes = sent; lastNs = nowNs }
+        guard !destinations.isEmpty else { return }
+        let i = followed()
+        let sent = destinations[i].bytesSent
+        let before = lastBytes[i]
+        defer {
+            for (j, d) in destinations.enumerated() { lastBytes[j] = d.bytesSent }
+            lastNs = nowNs
+        }
         guard lastNs > 0 else { return }
         let seconds = Double(nowNs - lastNs) / 1e9
-        let sentKbps = Int(Double(sent - lastBytes) * 8 / 1000 / seconds)
-        let backlog = queue.queuedDurationMs
+        let sentKbps = Int(Double(sent - before) * 8 / 1000 / seconds)
+        let backlog = destinations[i].queue.queuedDurationMs
         secondsSinceCongestion += 1
         if secondsSinceCongestion > 20 { ceilingKbps = nil }
         if backlog > backlogMs {

@@ -23,11 +23,25 @@ package final class Destination: @unchecked Sendable {
     private let failure = Mutex<TransportError?>(nil)
     private let sentBytes = Atomic<Int>(0)
     private let reconnect: ReconnectPolicy
+    private let reconnectCount = Atomic<Int>(0)
+    /// The run ended while this destination was reconnecting (reported as "lost").
+    private let endedDown = Atomic<Bool>(false)
+    /// When the link went down (0 while live), and the downtime of earlier outages.
+    private let downSinceNs = Atomic<Int64>(0)
+    private let downAccumulatedNs = Atomic<Int64>(0)
+    /// Send rate over the last second, in bits/s, sampled by the housekeeper.
+    private let rateBitsPerSecond = Atomic<Int>(0)
+    private var rateLastBytes = 0
+    private var rateLastNs: Int64 = 0
     /// onMetaData and sequence headers, kept to resend first on every reconnect.
     private let headerStore = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
     private var headers: [(type: FLVTagType, offset: Int, length: Int, keyframe: Bool)] = []
     /// After a reconnect, video waits for the next keyframe so no P-frame goes out without its references.
     private var videoNeedsKeyframe = false
+    /// An IDR was asked for since the server requested a reconnect (asked once per request).
+    private var keyframeAskedForRequest = false
+    /// When the sink last accepted a tag (sender thread only).
+    private var lastWriteNs: Int64 = 0
     private var rng = SplitMixRandom(seed: UInt64(truncatingIfNeeded: MediaTime.now()))
     /// Events for the session (reconnecting/reconnected); called from the sender thread.
     var onEvent: (@Sendable (BroadcastEvent) -> Void)?
@@ -41,7 +55,7 @@ package final class Destination: @unchecked Sendable {
         self.stats = stats
         self.reconnect = reconnect
         queue = SendQueue(policy: policy, stats: stats)
-        thread = WorkerThread(name: isPrimary ? "bk-send" : "bk-record")
+        thread = WorkerThread(name: isPrimary || sink.isNetworkPublisher ? "bk-send" : "bk-record")
     }
 
     deinit { headerStore.deallocate() }
@@ -60,6 +74,75 @@ package final class Destination: @unchecked Sendable {
     package var acceptsTags: Bool { let s = state; return s == .live || s == .reconnecting }
 
     package var state: State { State(rawValue: stateValue.load(ordering: .acquiring)) ?? .failed }
+
+    /// Every state change goes through here so the downtime clock starts when the link is lost
+    /// and stops when it is back (or when the run ends).
+    /// `since`: when the link really stopped delivering (the last write that went through), so a
+    /// stall before the failure was noticed counts as down too.
+    private func setState(_ next: State, since: Int64 = 0) {
+        let now = MediaTime.now()
+        switch next {
+        case .reconnecting, .failed:
+            let start = since > 0 && since < now ? since : now
+            if downSinceNs.load(ordering: .acquiring) == 0 { downSinceNs.store(start, ordering: .releasing) }
+        case .live, .closed:
+            let since = downSinceNs.exchange(0, ordering: .acquiringAndReleasing)
+            if since > 0 { downAccumulatedNs.add(now - since, ordering: .relaxed) }
+        case .idle:
+            break
+        }
+        stateValue.store(next.rawValue, ordering: .releasing)
+    }
+
+    /// Seconds this destination was not delivering after it first went live (lost links,
+    /// reconnects, a failure until the end of the run).
+    package var downtimeSeconds: Double {
+        let since = downSinceNs.load(ordering: .acquiring)
+        let open = since > 0 ? MediaTime.now() - since : 0
+        return Double(downAccumulatedNs.load(ordering: .relaxed) + open) / 1e9
+    }
+
+    /// The run ended while this destination was reconnecting (set by `finish`).
+    package var endedWhileDown: Bool { endedDown.load(ordering: .acquiring) }
+
+    /// Successful reconnects of this destination.
+    package var reconnects: Int { reconnectCount.load(ordering: .relaxed) }
+
+    /// Samples the send rate; called once a second by the housekeeper only.
+    package func sampleRate(nowNs: Int64) {
+        let bytes = bytesSent
+        if rateLastNs > 0, nowNs > rateLastNs {
+            rateBitsPerSecond.store(Int(Double(bytes - rateLastBytes) * 8e9 / Double(nowNs - rateLastNs)), ordering: .relaxed)
+        }
+        rateLastBytes = bytes
+        rateLastNs = nowNs
+    }
+
+    /// "rtmp", "file", "discard" or "custom".
+    package var kind: String {
+        switch sink {
+        case is RTMPPublisher: return "rtmp"
+        case is FLVFileSink: return "file"
+        case is DiscardSink: return "discard"
+        default: return "custom"
+        }
+    }
+
+    /// This destination's line in a stats report (no key: the name is the redacted display name).
+    package var statsNow: DestinationStats {
+        let word: String
+        switch state {
+        case .idle: word = "connecting"
+        case .live: word = "live"
+        case .reconnecting: word = "reconnecting"
+        case .failed: word = "failed"
+        case .closed: word = endedDown.load(ordering: .acquiring) ? "lost" : "closed"
+        }
+        return DestinationStats(name: sink.displayName, kind: kind, state: word,
+                                kbps: Double(rateBitsPerSecond.load(ordering: .relaxed)) / 1000,
+                                bytesSent: bytesSent, queueBytes: queue.queuedBytes, queueMs: queue.queuedDurationMs,
+                                drops: queue.droppedTags, reconnects: reconnects, downtimeSeconds: downtimeSeconds)
+    }
     /// The error that stopped this destination, if any.
     package var error: TransportError? { failure.withLock { $0 } }
     /// Body bytes the sink accepted.
@@ -74,7 +157,7 @@ package final class Destination: @unchecked Sendable {
         } catch {
             throw TransportError.connectFailed("\(sink.displayName): \(error)")
         }
-        stateValue.store(State.live.rawValue, ordering: .releasing)
+        setState(.live)
         thread.start { [self] in run() }
     }
 
@@ -86,9 +169,19 @@ package final class Destination: @unchecked Sendable {
                     guard tag.isKeyframe else { return }
                     videoNeedsKeyframe = false
                 }
+                // A server's reconnect request is honoured at a keyframe: the old session ends on a
+                // whole GOP and the new one starts decodable with this very frame.
+                if tag.type == .video && !tag.isHeader && tag.isKeyframe && sink.reconnectRequested {
+                    guard reconnectAtKeyframe() else { return }
+                }
                 do {
                     try sink.write(tag)
+                    lastWriteNs = MediaTime.now()
                     sentBytes.add(tag.body.count, ordering: .relaxed)
+                    if sink.reconnectRequested && !keyframeAskedForRequest {
+                        keyframeAskedForRequest = true
+                        onKeyframeNeeded?()
+                    }
                     if isPrimary {
                         account(tag)
                         if tag.captureNs > 0 { latency.record(MediaTime.now() - tag.captureNs) }
@@ -102,24 +195,64 @@ package final class Destination: @unchecked Sendable {
         }
     }
 
+    /// Closes and reopens the sink for a server's reconnect request (to the new tcUrl when one was
+    /// given), without backoff. False when that failed: the usual reconnect takes over.
+    private func reconnectAtKeyframe() -> Bool {
+        keyframeAskedForRequest = false
+        onEvent?(.warning("\(sink.displayName): the server asked for a reconnect (E-RTMP); reconnecting at this keyframe"))
+        do {
+            try sink.open()
+            for h in headers {
+                try sink.write(FLVTag(type: h.type, timestampMs: 0,
+                                      body: UnsafeRawBufferPointer(start: headerStore.baseAddress! + h.offset, count: h.length),
+                                      isKeyframe: h.keyframe, isHeader: true))
+            }
+        } catch {
+            handleFailure((error as? TransportError) ?? .connectFailed("\(error)"))
+            return false
+        }
+        stats.update { $0.reconnects += 1 }
+        reconnectCount.add(1, ordering: .relaxed)
+        onEvent?(.reconnected(count: stats.snapshot().reconnects))
+        return true
+    }
+
     private func handleFailure(_ error: TransportError) {
+        var error = error
+        if stopping.load(ordering: .acquiring), sink.isNetworkPublisher, !error.isRefusal {
+            // The stop's deadline cut a write that was not getting through: say so, not what the
+            // cut socket reported.
+            let down = Double(MediaTime.now() - (lastWriteNs > 0 ? lastWriteNs : MediaTime.now())) / 1e9
+            error = .writeFailed("\(sink.displayName): not delivering when the run ended (nothing got through for "
+                                 + "\(fixed(down, 1)) s: a stalled link); what was queued did not reach the server")
+        }
         failure.withLock { $0 = error }
         if reconnect.maxAttempts >= 0, !stopping.load(ordering: .acquiring), !error.isRefusal {
-            stateValue.store(State.reconnecting.rawValue, ordering: .releasing)
+            setState(.reconnecting, since: lastWriteNs)
+            onEvent?(.warning("\(describe(error)); reconnecting"))
             return
         }
-        stateValue.store(State.failed.rawValue, ordering: .releasing)
+        setState(.failed, since: lastWriteNs)
+    }
+
+    /// `error` with this destination's name in front (once).
+    private func describe(_ error: TransportError) -> String {
+        let m = error.description
+        return m.contains(sink.displayName) ? m : "\(sink.displayName): \(m)"
     }
 
     /// Retries with backoff until connected, refused, out of attempts or stopping. The queue keeps
     /// filling meanwhile under the congestion policy, so memory stays within its byte cap.
     private func reconnectLoop() {
+        // Closing the abandoned connection at once lets the server drop the old session as soon as
+        // the path carries the FIN, so a later publish is less likely to meet "already publishing".
         sink.close()
         var attempt = 0
+        var saidStale = false
         while !stopping.load(ordering: .acquiring) {
             attempt += 1
             if reconnect.maxAttempts > 0 && attempt > reconnect.maxAttempts {
-                stateValue.store(State.failed.rawValue, ordering: .releasing)
+                setState(.failed)
                 return
             }
             let delay = reconnect.delay(attempt: attempt, unit: rng.nextUnit())
@@ -141,8 +274,14 @@ package final class Destination: @unchecked Sendable {
                 let e = (error as? TransportError) ?? .connectFailed("\(error)")
                 failure.withLock { $0 = e }
                 if e.isRefusal {
-                    stateValue.store(State.failed.rawValue, ordering: .releasing)
+                    setState(.failed)
                     return
+                }
+                if case .streamNameInUse = e, !saidStale {
+                    saidStale = true
+                    onEvent?(.warning("\(sink.displayName): the server still holds the previous session of this stream "
+                                      + "(a stale publisher from before the connection was lost) and answers 'already "
+                                      + "publishing'; retrying within the backoff until it lets go"))
                 }
                 sink.close()
                 continue
@@ -151,7 +290,8 @@ package final class Destination: @unchecked Sendable {
             onKeyframeNeeded?()
             failure.withLock { $0 = nil }
             stats.update { $0.reconnects += 1 }
-            stateValue.store(State.live.rawValue, ordering: .releasing)
+            reconnectCount.add(1, ordering: .relaxed)
+            setState(.live)
             onEvent?(.reconnected(count: stats.snapshot().reconnects))
             return
         }
@@ -175,7 +315,9 @@ package final class Destination: @unchecked Sendable {
 
     /// Lets the sender drain what is queued until `deadlineNs`, then closes the sink.
     package func finish(deadlineNs: Int64) {
-        let drained = queue.waitUntilDrained(deadlineNs: deadlineNs)
+        // A destination that is reconnecting cannot drain: do not hold the stop for it.
+        let wasDown = state == .reconnecting
+        let drained = !wasDown && queue.waitUntilDrained(deadlineNs: deadlineNs)
         stopping.store(true, ordering: .releasing)
         // Past the deadline the sender may sit in a write on a stalled link: cut it short so
         // stopping stays within its bound.
@@ -186,7 +328,16 @@ package final class Destination: @unchecked Sendable {
             queue.removeAll()
         }
         thread.join()
+        // Reconnecting now, whether it was at the start of the stop or the link failed during the
+        // drain: the run ended while this destination was down.
+        if state == .reconnecting { endedDown.store(true, ordering: .releasing) }
         sink.close()
-        stateValue.store(State.closed.rawValue, ordering: .releasing)
+        // A failed destination stays failed (its downtime counts to the end of the run).
+        if state == .failed {
+            let since = downSinceNs.exchange(0, ordering: .acquiringAndReleasing)
+            if since > 0 { downAccumulatedNs.add(MediaTime.now() - since, ordering: .relaxed) }
+        } else {
+            setState(.closed)
+        }
     }
 }

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A bounded FIFO of FLV tags between the muxer and one destination's sender thread.
 ///
 /// Tag bodies live in one preallocated byte ring and metadata in a fixed entry ring, so the
@@ -27,6 +29,7 @@ package final class SendQueue: @unchecked Sendable {
     private var purgeRequested = false
     private let cond = ConditionLock()
     private let stats: BroadcastStats?
+    private let dropped = Atomic<Int>(0)
 
     /// Called (outside the lock) when admission starts dropping video: the session asks the encoder for an IDR.
     package var onKeyframeNeeded: (@Sendable () -> Void)?
@@ -43,6 +46,9 @@ package final class SendQueue: @unchecked Sendable {
 
     /// Bytes preallocated by this queue, for the memory plan.
     package var reservedBytes: Int { policy.maxBytes + entries.reservedBytes }
+
+    /// Tags this queue refused (every reason), for the per-destination stats.
+    package var droppedTags: Int { dropped.load(ordering: .relaxed) }
 
     /// Queued body bytes right now.
     package var queuedBytes: Int { cond.withLock { bytes.usedBytes } }
@@ -95,7 +101,10 @@ package final class SendQueue: @unchecked Sendable {
             cond.broadcast()
             return nil
         }
-        if let r = result { stats?.countDrop(r) }
+        if let r = result {
+            stats?.countDrop(r)
+            dropped.add(1, ordering: .relaxed)
+        }
         if needKeyframe { onKeyframeNeeded?() }
         return result
     }

@@ -40,6 +40,14 @@ public struct BroadcastConfiguration: Sendable {
     public var reconnect: ReconnectPolicy = .default
     /// The rolling replay buffer (off by default).
     public var replay: ReplaySettings = .default
+    /// Every destination must stay up: any lost one fails the run (else only losing all network
+    /// publishers does, and a lost one is a warning).
+    public var requireAllDestinations: Bool = false
+    /// With several network publishers, which one the adaptive bitrate follows.
+    public var bitrateFollows: BitrateFollows = .primary
+    /// Announce Enhanced RTMP v2 support (`capsEx`) in RTMP connect and honour the server's
+    /// reconnect requests; false sends a plain connect for servers that refuse unknown fields.
+    public var enhancedRTMPConnect: Bool = true
 
     public init(video: VideoEncoderSettings = .default, audio: AudioEncoderSettings = .default,
                 hasVideo: Bool = true, hasAudio: Bool = true, destinations: [DestinationSettings] = [],

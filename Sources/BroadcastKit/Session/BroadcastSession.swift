@@ -35,7 +35,8 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
 
     public var state: State { State(rawValue: stateValue.load(ordering: .acquiring)) ?? .failed }
 
-    /// Set when the primary destination failed while streaming (the CLI exits 4).
+    /// Set when the run failed while streaming: every network destination lost (or any, with
+    /// `requireAllDestinations`), or the primary when there is none (the CLI exits 4, or 3 for a refusal).
     public var failure: BroadcastError? { failureValue.withLock { $0 } }
 
     /// Opens the encoders and allocates every pool and queue, then returns the memory plan
@@ -87,7 +88,8 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         var bitrate: BitrateController?
         if let enc = p.videoEncoder, cfg.adaptiveBitrate, let primary = p.destinations.primary,
            primary.sink.isNetworkPublisher {
-            bitrate = BitrateController(encoder: enc, queue: primary.queue, targetKbps: cfg.video.bitrateKbps,
+            bitrate = BitrateController(encoder: enc, destinations: p.destinations.all, follows: cfg.bitrateFollows,
+                                        targetKbps: cfg.video.bitrateKbps,
                                         audioKbps: cfg.hasAudio ? cfg.audio.bitrateKbps : 0, stats: stats)
         }
         stats.update { $0.targetVideoKbps = cfg.video.bitrateKbps }
@@ -133,16 +135,20 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         let deadline = MediaTime.now() + timeoutNs
         pipeline?.drainLanes()
         housekeeper?.stop()
-        // A run that ends while its primary is still reconnecting lost the stream from the moment
-        // the link went down: that is a failure (exit 4), never a clean stop.
-        if let primary = pipeline?.destinations.primary, primary.state == .reconnecting {
-            let why = primary.error?.description ?? "connection lost"
-            let message = "\(primary.sink.displayName): still reconnecting when the run ended (\(why));"
-                + " what was sent after the connection was lost did not reach the server"
-            failureValue.withLock { if $0 == nil { $0 = .streaming(message) } }
-            onEvent?(.failed(message))
-        }
         for d in pipeline?.destinations.all ?? [] { d.finish(deadlineNs: deadline) }
+        // A run that ended while its destinations were reconnecting (at the stop, or
+        // because the link failed during the final drain) lost the stream from the
+        // moment the link went down: when that is every network publisher (or any, with
+        // requireAll) it is a failure (exit 4), never a clean stop; else a warning.
+        if let lost = pipeline?.destinations.lostAtEnd(), !lost.lines.isEmpty {
+            if lost.fatal {
+                let message = lost.lines.joined(separator: "; ")
+                failureValue.withLock { if $0 == nil { $0 = .streaming(message) } }
+                onEvent?(.failed(message))
+            } else {
+                lost.lines.forEach { onEvent?(.warning($0)) }
+            }
+        }
         reportFailures()
         stateValue.store(State.finished.rawValue, ordering: .releasing)
         stats.update { $0.queueBytes = 0; $0.queueMs = 0 }
@@ -170,6 +176,12 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
               let p99 = h.percentileMs(0.99) else { return nil }
         return (p50, p99)
     }
+
+    /// Each destination's state, rate, queue, drops, reconnects and downtime, primary first.
+    public var destinationStats: [DestinationStats] { pipeline?.destinations.stats ?? [] }
+
+    /// Seconds the primary destination was not delivering (0 before start).
+    public var downtimeSeconds: Double { pipeline?.destinations.primary?.downtimeSeconds ?? 0 }
 
     /// Destinations' display names (secrets redacted).
     public var destinationNames: [String] { pipeline?.destinations.names ?? [] }

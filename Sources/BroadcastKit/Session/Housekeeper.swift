@@ -46,6 +46,7 @@ package final class Housekeeper: @unchecked Sendable {
                     let bytes = primary.queue.queuedBytes, ms = primary.queue.queuedDurationMs
                     stats.update { $0.queueBytes = bytes; $0.queueMs = ms }
                 }
+                for d in pipeline.destinations.all { d.sampleRate(nowNs: now) }
                 bitrate?.tick(nowNs: now)
             }
         }

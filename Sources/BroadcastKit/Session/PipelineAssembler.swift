@@ -13,7 +13,7 @@ package enum PipelineAssembler {
         let audioEncoder = cfg.hasAudio ? try makeAudioEncoder(cfg.audio) : nil
         let audioEncoderBytes = max(0, ProcessMemory.residentBytes() - baseline)
 
-        let destinations = DestinationSet(makeDestinations(cfg, stats: stats))
+        let destinations = DestinationSet(makeDestinations(cfg, stats: stats), requireAll: cfg.requireAllDestinations)
         let replayRing = ReplayAssembly.makeRing(cfg)
         // Interleaver staging must hold the largest frame the VBV allows plus the wait window.
         let videoStaging = max(512 << 10, cfg.video.maxBitrateKbps * 1000 / 8 * 2)
@@ -79,8 +79,10 @@ package enum PipelineAssembler {
         let sinks: [TagSink] = cfg.destinations.map { d in
             switch d {
             case .rtmp(let url, let key):
-                return RTMPPublisher(url: url, streamKey: key, connectTimeoutSeconds: cfg.connectTimeoutSeconds,
-                                     caFile: cfg.tlsCAFile)
+                let publisher = RTMPPublisher(url: url, streamKey: key, connectTimeoutSeconds: cfg.connectTimeoutSeconds,
+                                              caFile: cfg.tlsCAFile)
+                publisher.enhancedConnect = cfg.enhancedRTMPConnect
+                return publisher
             case .file(let path) where MP4FileSink.isMP4(path):
                 return MP4FileSink(path: path, video: cfg.hasVideo ? cfg.video : nil, audio: cfg.hasAudio ? cfg.audio : nil)
             case .file(let path): return FLVFileSink(path: path, hasAudio: cfg.hasAudio, hasVideo: cfg.hasVideo)
@@ -90,6 +92,8 @@ package enum PipelineAssembler {
         }
         let ordered = sinks.filter { $0.isNetworkPublisher } + sinks.filter { !$0.isNetworkPublisher }
         return ordered.enumerated().map { i, sink in
+            // Each destination gets its own queue and congestion state: a slow one drops in its own
+            // queue and never holds the others back.
             Destination(sink: sink, policy: cfg.congestion, isPrimary: i == 0, stats: stats,
                         reconnect: sink.isNetworkPublisher ? cfg.reconnect : .never)
         }

@@ -13,14 +13,21 @@ package struct StatsReport {
     package var rssBytes: Int
     package var peakRssBytes: Int
     package var latencyMs: (p50: Double, p99: Double)?
+    /// Each destination's line, primary first (names are redacted: no key).
+    package var destinations: [DestinationStats]
+    /// Seconds the primary was not delivering since it first went live.
+    package var downtimeSeconds: Double
 
     /// A report of `snapshot`, with rates against `previous` (or since `startNs` for the first).
     package init(_ snapshot: StatsSnapshot, previous: StatsSnapshot?, startNs: Int64, state: String,
                  latencyMs: (p50: Double, p99: Double)?,
+                 destinations: [DestinationStats] = [], downtimeSeconds: Double = 0,
                  rssBytes: Int = ProcessMemory.residentBytes(), peakRssBytes: Int = ProcessMemory.peakResidentBytes()) {
         self.snapshot = snapshot
         self.state = state
         self.latencyMs = latencyMs
+        self.destinations = destinations
+        self.downtimeSeconds = downtimeSeconds
         self.rssBytes = rssBytes
         self.peakRssBytes = peakRssBytes
         timeSeconds = Double(snapshot.monotonicNs - startNs) / 1e9
@@ -52,7 +59,19 @@ package struct StatsReport {
             + "\"target_video_kbps\":\(s.targetVideoKbps),\"reconnects\":\(s.reconnects),"
             + "\"late_tags_clamped\":\(s.lateTagsClamped),\"video_pts_corrections\":\(s.videoPtsCorrections),"
             + "\"latency_p50_ms\":\(latencyMs.map { fixed($0.p50, 1) } ?? "null"),"
-            + "\"latency_p99_ms\":\(latencyMs.map { fixed($0.p99, 1) } ?? "null")}"
+            + "\"latency_p99_ms\":\(latencyMs.map { fixed($0.p99, 1) } ?? "null"),"
+            + "\"downtime_s\":\(fixed(downtimeSeconds, 1)),\"destinations\":[\(destinationsJSON)]}"
+    }
+
+    private var destinationsJSON: String {
+        var out = ""
+        for (i, d) in destinations.enumerated() {
+            out += (i == 0 ? "" : ",") + "{\"name\":\(jsonString(d.name)),\"kind\":\"\(d.kind)\",\"state\":\"\(d.state)\","
+                + "\"kbps\":\(fixed(d.kbps, 1)),\"bytes_sent\":\(d.bytesSent),\"queue_bytes\":\(d.queueBytes),"
+                + "\"queue_ms\":\(d.queueMs),\"drops\":\(d.drops),\"reconnects\":\(d.reconnects),"
+                + "\"downtime_s\":\(fixed(d.downtimeSeconds, 1))}"
+        }
+        return out
     }
 }
 
@@ -66,4 +85,26 @@ package func fixed(_ v: Double, _ decimals: Int) -> String {
     var f = String(frac)
     while f.count < decimals { f = "0" + f }
     return (v < 0 && n != 0 ? "-" : "") + String(whole) + (decimals > 0 ? "." + f : "")
+}
+
+/// `s` as a JSON string literal (quotes, backslashes and control characters escaped).
+package func jsonString(_ s: String) -> String {
+    var out = "\""
+    for u in s.unicodeScalars {
+        switch u {
+        case "\"": out += "\\\""
+        case "\\": out += "\\\\"
+        case "\n": out += "\\n"
+        case "\r": out += "\\r"
+        case "\t": out += "\\t"
+        default:
+            if u.value < 0x20 {
+                let hex = String(u.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            } else {
+                out.unicodeScalars.append(u)
+            }
+        }
+    }
+    return out + "\""
 }

@@ -54,11 +54,22 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
     /// Loaded on the first `rtmps` open and kept for reconnects.
     private var tlsVerifier: TLSVerifier?
 
-    private let url: RTMPURL?
+    /// Replaced by a reconnect request's `tcUrl` (the key stays).
+    private var url: RTMPURL?
+    /// Announce E-RTMP v2 support (`capsEx`: reconnect) in connect; off for servers that refuse it.
+    package var enhancedConnect = true
+    /// The server sent NetConnection.Connect.ReconnectRequest; the destination reconnects at
+    /// the next keyframe (`open` then goes to `requestedTcUrl` when one was given).
+    package private(set) var reconnectRequested = false
+    private var requestedTcUrl: String?
     private let urlError: RTMPURLError?
     private var socket: RTMPSocket?
     /// The connected socket, readable from the thread that stops the session.
     private let socketForAbort = Atomic<Int32>(-1)
+    /// A write or read failed on this connection, or a stop cut it short: it ends with an RST
+    /// and no goodbye (see `RTMPSocket.close(abortive:)`).
+    private var linkBroken = false
+    private let ioAborted = Atomic<Bool>(false)
     /// The message stream publish was sent on; 0 while not publishing.
     private var streamID: UInt32 = 0
     private var writer = RTMPChunkWriter()
@@ -118,6 +129,14 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
 
     package func open() throws {
         close()
+        if reconnectRequested {
+            reconnectRequested = false
+            // Move to the server the request named, keeping the key; an unusable tcUrl keeps the old one.
+            if let tc = requestedTcUrl, let key = url?.streamKey, let moved = try? RTMPURL(url: tc, streamKey: key) {
+                url = moved
+            }
+            requestedTcUrl = nil
+        }
         guard let url else {
             throw TransportError.connectFailed(urlError?.description ?? "invalid RTMP URL")
         }
@@ -173,6 +192,7 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
             throw TransportError.writeFailed("\(displayName): a \(size)-byte tag is too large for RTMP")
         }
         do { try s.send(output, count: count, timeoutMs: sendTimeoutMs) } catch {
+            linkBroken = true
             throw TransportError.writeFailed("\(displayName): send failed: \(Self.describe(error))")
         }
         let now = UInt64(MediaTime.now())
@@ -180,21 +200,27 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
         lastWrite.store(now, ordering: .relaxed)
         if now &- lastDrainNs >= Self.drainIntervalNs {
             lastDrainNs = now
-            try drainIncoming(s)
+            do { try drainIncoming(s) } catch {
+                linkBroken = true
+                throw error
+            }
         }
     }
 
     /// Shuts the socket down so a write blocked on a stalled link returns at once (the stop
     /// deadline has passed). The fd itself stays open until `close()` on the sender thread.
     package func abortPendingIO() {
+        ioAborted.store(true, ordering: .releasing)
         RTMPSocket.shutdownNow(socketForAbort.load(ordering: .acquiring))
     }
 
+    /// A healthy connection says goodbye and closes with a FIN; a broken one is reset at once.
     package func close() {
         socketForAbort.store(-1, ordering: .releasing)
         guard let s = socket else { return }
-        if streamID != 0 { sendGoodbye(s, key: url?.streamKey ?? "") }
-        abandon()
+        let broken = linkBroken || ioAborted.load(ordering: .acquiring)
+        if streamID != 0 && !broken { sendGoodbye(s, key: url?.streamKey ?? "") }
+        abandon(abortive: broken)
     }
 
     // MARK: - Opening
@@ -226,7 +252,9 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
         try openingSend(s) { () throws(RTMPSocket.Failure) in
             try sendControl(s, type: RTMPMessageType.setChunkSize, value: UInt32(Self.outChunkSize))
             writer.setChunkSize(Int(Self.outChunkSize))
-            try sendCommand(s, containsKey: false) { RTMPCommand.connect(app: url.app, tcUrl: url.tcUrl, into: $0) }
+            try sendCommand(s, containsKey: false) { RTMPCommand.connect(app: url.app, tcUrl: url.tcUrl,
+                                                                       capsEx: enhancedConnect ? RTMPCommand.capsExReconnect : nil,
+                                                                       into: $0) }
         }
         _ = try awaitReply("connect") { (reply) throws(TransportError) -> Bool? in
             guard reply.transaction == RTMPCommand.connectTransaction else { return nil }
@@ -390,6 +418,11 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
             }
             guard let message else { break }
             if let reply = try handleIncoming(s, message) {
+                if enhancedConnect, reply.name == "onStatus", reply.code == RTMPCommand.reconnectRequestCode {
+                    reconnectRequested = true
+                    requestedTcUrl = reply.arguments.reversed().lazy.compactMap { $0["tcUrl"]?.string }.first
+                    continue
+                }
                 if reply.name == "onStatus", reply.level == "error" {
                     throw refusal("server refused publish or ended the stream", reply)
                 }
@@ -494,11 +527,13 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
     }
 
     /// Closes without a goodbye (refused, failed or already said).
-    private func abandon() {
+    private func abandon(abortive: Bool = false) {
         socketForAbort.store(-1, ordering: .releasing)
-        socket?.close()
+        socket?.close(abortive: abortive)
         socket = nil
         streamID = 0
+        linkBroken = false
+        ioAborted.store(false, ordering: .releasing)
     }
 
     private func grow(to needed: Int) {

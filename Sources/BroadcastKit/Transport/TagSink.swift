@@ -16,11 +16,15 @@ public protocol TagSink: AnyObject {
     /// A network publisher: it reconnects after a lost connection, and its measured throughput
     /// drives the bitrate controller. Files and custom sinks are not (default false).
     var isNetworkPublisher: Bool { get }
+    /// The server asked for a reconnect (E-RTMP v2 ReconnectRequest): the destination closes and
+    /// reopens at the next video keyframe, so the new session starts decodable (default false).
+    var reconnectRequested: Bool { get }
 }
 
 extension TagSink {
     public func abortPendingIO() {}
     public var isNetworkPublisher: Bool { false }
+    public var reconnectRequested: Bool { false }
 }
 
 /// Transport failures, each mapped to a CLI exit code.

@@ -26,4 +26,15 @@ int bk_disable_transparent_huge_pages(void);
 long bk_release_clean_file_pages(void);
 /// Names the calling thread (visible in top -H and perf); names are cut to 15 bytes.
 void bk_set_thread_name(const char *name);
+/// Makes sure a crash leaves no core file, which would hold the whole heap and with it the stream
+/// key: RLIMIT_CORE 0 (soft and hard, so no child or later code raises it) and PR_SET_DUMPABLE 0
+/// (the kernel then writes no core and hands none to a core_pattern pipe such as systemd-coredump,
+/// whatever the limit; as a side effect only root can ptrace the process or read its
+/// /proc/PID/environ, mem and smaps). Returns 0 when both took effect.
+int bk_disable_core_dumps(void);
+/// PR_GET_DUMPABLE: 1 if this process could dump core / be ptraced by its user, 0 if not.
+int bk_is_dumpable(void);
+/// Test-only: faults for real. kind 1 writes through a null pointer (SIGSEGV); any other kind
+/// calls abort() (SIGABRT). Used by the CLI's hidden BROADCAST_TEST_FAULT trigger.
+void bk_test_fault(int kind);
 #endif

@@ -112,4 +112,45 @@ final class ScriptedSink: TagSink, @unchecked Sendable {
         #expect(failures == [.streaming("primary: write failed: scripted failure")])
         for d in set.all { d.finish(deadlineNs: MediaTime.now()) }
     }
+
+    /// With network publishers, losing one is a warning while another delivers, losing the last
+    /// fails the run, and a recording's loss is never fatal; `requireAll` makes any loss fatal.
+    @Test(arguments: [false, true])
+    func networkDestinationsFailTogether(requireAll: Bool) throws {
+        let stats = BroadcastStats()
+        let a = Destination(sink: ScriptedSink("a", network: true, failWrites: true), policy: .default, isPrimary: true,
+                            stats: stats)
+        let b = Destination(sink: ScriptedSink("b", network: true), policy: .default, isPrimary: false, stats: stats)
+        let rec = Destination(sink: ScriptedSink("rec", failWrites: true), policy: .default, isPrimary: false, stats: stats)
+        let set = DestinationSet([a, b, rec], requireAll: requireAll)
+        for d in set.all { try d.open() }
+        let body: [UInt8] = [0xAF, 0x01, 0x00]
+        body.withUnsafeBytes { set.push(FLVTag(type: .audio, timestampMs: 0, body: $0)) }
+        let deadline = MediaTime.now() + 2_000_000_000
+        while (a.state != .failed || rec.state != .failed) && MediaTime.now() < deadline {
+            var ts = timespec(tv_sec: 0, tv_nsec: 5_000_000)
+            nanosleep(&ts, nil)
+        }
+        var warnings = 0, failures: [BroadcastError] = []
+        set.reportNewFailures(onEvent: { if case .warning = $0 { warnings += 1 } }, onFailure: { failures.append($0) })
+        #expect(b.state == .live)
+        if requireAll {
+            #expect(failures.count == 2 && warnings == 0)
+        } else {
+            #expect(failures.isEmpty && warnings == 2)
+            #expect(set.stats.map(\.state) == ["failed", "live", "failed"])
+            #expect(set.stats[0].downtimeSeconds >= 0 && set.stats[0].kind == "custom")
+        }
+        for d in set.all { d.finish(deadlineNs: MediaTime.now()) }
+    }
+
+    /// Every destination has its own queue, and the memory plan counts each one.
+    @Test func memoryPlanCountsEveryDestinationsQueue() throws {
+        let one = try PipelineAssembler.assemble(config([.discard]), stats: BroadcastStats())
+        let three = try PipelineAssembler.assemble(config([.discard, .discard, .discard]), stats: BroadcastStats())
+        let queues = three.destinations.all.map { ObjectIdentifier($0.queue) }
+        #expect(Set(queues).count == 3)
+        #expect(three.plan.queueBytes == three.destinations.all.reduce(0) { $0 + $1.queue.reservedBytes })
+        #expect(three.plan.queueBytes == 3 * one.plan.queueBytes)
+    }
 }

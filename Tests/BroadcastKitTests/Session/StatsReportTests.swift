@@ -19,9 +19,25 @@ import Testing
         #expect(b.timeSeconds == 3 && b.fps == 30 && b.kbps == 5000)
         #expect(b.json.contains("\"time_s\":3.000,\"state\":\"live\""))
         #expect(b.json.contains("\"fps\":30.00,\"kbps\":5000.0"))
-        #expect(b.json.contains("\"latency_p50_ms\":12.3,\"latency_p99_ms\":56.8}"))
+        #expect(b.json.contains("\"latency_p50_ms\":12.3,\"latency_p99_ms\":56.8,"))
         #expect(a.json.contains("\"latency_p50_ms\":null"))
         for r in DropReason.allCases { #expect(a.json.contains("\"\(r.rawValue)\":0")) }
+    }
+
+    /// Each destination is one object in order, its name escaped; downtime is at the top and per destination.
+    @Test func destinationsAndDowntime() {
+        let d = [DestinationStats(name: "rtmp://h/live/****", kind: "rtmp", state: "live", kbps: 2512.34, bytesSent: 10,
+                                  queueBytes: 20, queueMs: 30, drops: 4, reconnects: 1, downtimeSeconds: 2.26),
+                 DestinationStats(name: "/tmp/a \"b\".flv", kind: "file", state: "closed", kbps: 0, bytesSent: 10,
+                                  queueBytes: 0, queueMs: 0, drops: 0, reconnects: 0, downtimeSeconds: 0)]
+        let r = StatsReport(StatsSnapshot(), previous: nil, startNs: 0, state: "live", latencyMs: nil,
+                            destinations: d, downtimeSeconds: 2.26, rssBytes: 1, peakRssBytes: 2)
+        #expect(r.json.hasSuffix("\"downtime_s\":2.3,\"destinations\":["
+            + "{\"name\":\"rtmp://h/live/****\",\"kind\":\"rtmp\",\"state\":\"live\",\"kbps\":2512.3,\"bytes_sent\":10,"
+            + "\"queue_bytes\":20,\"queue_ms\":30,\"drops\":4,\"reconnects\":1,\"downtime_s\":2.3},"
+            + "{\"name\":\"/tmp/a \\\"b\\\".flv\",\"kind\":\"file\",\"state\":\"closed\",\"kbps\":0.0,\"bytes_sent\":10,"
+            + "\"queue_bytes\":0,\"queue_ms\":0,\"drops\":0,\"reconnects\":0,\"downtime_s\":0.0}]}"))
+        #expect(jsonString("a\u{1}\n") == "\"a\\u0001\\n\"")
     }
 
     @Test func fixedDecimals() {

@@ -14,7 +14,15 @@ package enum RTMPCommand {
     package static let flashVersion = "FMLE/3.0 (compatible; broadcast)"
 
     /// connect(app, type "nonprivate", flashVer, tcUrl). Returns the byte count, nil if it did not fit.
-    package static func connect(app: String, tcUrl: String, into out: UnsafeMutableRawBufferPointer) -> Int? {
+    /// E-RTMP v2 `capsEx` bit: the client handles NetConnection.Connect.ReconnectRequest.
+    package static let capsExReconnect: Double = 1
+    /// The status code of an E-RTMP v2 reconnect request (its info object may carry a new `tcUrl`).
+    package static let reconnectRequestCode = "NetConnection.Connect.ReconnectRequest"
+
+    /// `capsEx` (Enhanced RTMP v2) is added when given; servers ignore fields they do not know,
+    /// and `enhancedConnect = false` leaves it out for the ones that do not.
+    package static func connect(app: String, tcUrl: String, capsEx: Double? = nil,
+                                into out: UnsafeMutableRawBufferPointer) -> Int? {
         var w = AMF0Writer(buffer: out)
         w.writeString("connect")
         w.writeNumber(connectTransaction)
@@ -23,6 +31,7 @@ package enum RTMPCommand {
         w.writePropertyKey("type"); w.writeString("nonprivate")
         w.writePropertyKey("flashVer"); w.writeString(flashVersion)
         w.writePropertyKey("tcUrl"); w.writeString(tcUrl)
+        if let capsEx { w.writePropertyKey("capsEx"); w.writeNumber(capsEx) }
         w.writeObjectEnd()
         return w.overflowed ? nil : w.offset
     }

@@ -129,8 +129,18 @@ package final class RTMPSocket {
     }
 
     /// Ends TLS (without waiting for the server) and closes the descriptor. Safe to call twice.
-    package func close() {
-        tls?.close()
+    ///
+    /// `abortive` resets the connection (SO_LINGER 0: an RST, the unsent bytes discarded) instead
+    /// of queueing a FIN behind them. On a link that passes small packets but not full segments
+    /// a FIN never arrives, and the server keeps the old session ("already publishing"); the
+    /// one-packet RST gets through as soon as anything does.
+    package func close(abortive: Bool = false) {
+        if abortive && !closed {
+            var l = linger(l_onoff: 1, l_linger: 0)
+            _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, socklen_t(MemoryLayout<linger>.size))
+        } else {
+            tls?.close()
+        }
         tls = nil
         if !closed {
             _ = Glibc.close(fd)

@@ -23,6 +23,17 @@ struct RTMPCommandTests {
         #expect(!String(decoding: bytes, as: UTF8.self).contains("SECRET"))
     }
 
+    /// E-RTMP v2: `capsEx` (reconnect) is the last property when asked for, absent otherwise.
+    @Test func connectAnnouncesCapsExOnlyWhenAsked() throws {
+        let with = Self.encode { RTMPCommand.connect(app: "live", tcUrl: "rtmp://h/live", capsEx: RTMPCommand.capsExReconnect, into: $0) }
+        var r = AMF0Reader(with)
+        guard case .object(let props) = try r.readAll()[2] else { Issue.record("no command object"); return }
+        #expect(props.last == AMF0Property("capsEx", .number(1)))
+        #expect(props.count == 5)
+        let without = Self.encode { RTMPCommand.connect(app: "live", tcUrl: "rtmp://h/live", into: $0) }
+        #expect(!String(decoding: without, as: UTF8.self).contains("capsEx"))
+    }
+
     @Test func publishSequence() throws {
         func values(_ b: [UInt8]) throws -> [AMF0Value] { var r = AMF0Reader(b); return try r.readAll() }
         #expect(try values(Self.encode { RTMPCommand.streamNameCommand("FCPublish", transaction: 3, key: "k1", into: $0) })

@@ -1,0 +1,110 @@
+"""The stuck path of issue 14: a PMTU black hole between the publisher and nginx-rtmp.
+
+Three network namespaces, publisher -> router -> nginx, with 9000-byte MTUs; 8 s into the run
+the router's egress towards nginx gets a tbf qdisc whose burst (4000 bytes) is smaller than a
+full segment: small packets (handshake, commands, ACKs) pass, full-size segments never do.
+
+- The run ends in exit 4 with a downtime report (never exit 0 after losing the stream).
+- A broken connection is reset (RST), not closed with a FIN queued behind bytes that cannot
+  pass: nginx drops the old session at once, so the reconnect is accepted instead of meeting
+  "already publishing" (measured with a FIN close: six refusals over 50 s, see the README).
+
+Needs root (network namespaces and tc), like the soak test's memory cgroup.
+
+Run: scripts/test --no-bootstrap --integration-only -k test_pmtu_blackhole
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from support import BROADCAST_BIN, BroadcastTestCase, new_key  # noqa: E402
+
+
+def sh(*args: str) -> None:
+    subprocess.run(args, check=True, capture_output=True, timeout=30)
+
+
+def can_make_namespaces() -> bool:
+    return os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
+
+
+@unittest.skipUnless(can_make_namespaces(), "needs root, ip and tc (network namespaces)")
+class PMTUBlackHoleTest(BroadcastTestCase):
+    SECONDS = 32
+    STALL_AT = 8
+
+    def setUp(self):
+        super().setUp()
+        tag = f"bk{os.getpid() % 100000}"
+        self.a, self.r, self.b = f"{tag}a", f"{tag}r", f"{tag}b"
+        for ns in (self.a, self.r, self.b):
+            sh("ip", "netns", "add", ns)
+            self.addCleanup(subprocess.run, ["ip", "netns", "del", ns], capture_output=True)
+        sh("ip", "link", "add", f"{tag}a0", "type", "veth", "peer", "name", f"{tag}r0")
+        sh("ip", "link", "add", f"{tag}r1", "type", "veth", "peer", "name", f"{tag}b0")
+        self.router_if = f"{tag}r1"
+        for ns, dev, addr in ((self.a, f"{tag}a0", "10.77.1.1/24"), (self.r, f"{tag}r0", "10.77.1.2/24"),
+                              (self.r, f"{tag}r1", "10.77.2.1/24"), (self.b, f"{tag}b0", "10.77.2.2/24")):
+            sh("ip", "link", "set", dev, "netns", ns)
+            sh("ip", "-n", ns, "link", "set", dev, "mtu", "9000")
+            sh("ip", "-n", ns, "addr", "add", addr, "dev", dev)
+            sh("ip", "-n", ns, "link", "set", dev, "up")
+        for ns in (self.a, self.b):
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+        sh("ip", "-n", self.a, "route", "add", "default", "via", "10.77.1.2")
+        sh("ip", "-n", self.b, "route", "add", "default", "via", "10.77.2.1")
+        sh("ip", "netns", "exec", self.r, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        (self.tmp / "rec").mkdir()
+        conf = self.tmp / "nginx.conf"
+        conf.write_text(
+            "load_module /usr/lib/nginx/modules/ngx_rtmp_module.so;\n"
+            f"daemon off; master_process off; worker_processes 1; pid {self.tmp}/nginx.pid;\n"
+            f"error_log {self.tmp}/error.log info;\nevents {{ worker_connections 64; }}\n"
+            "rtmp { server { listen 10.77.2.2:1935; chunk_size 4096;\n"
+            f"  application live {{ live on; record all; record_path {self.tmp}/rec; record_unique on; }} }} }}\n")
+        self.nginx = subprocess.Popen(["ip", "netns", "exec", self.b, "nginx", "-c", str(conf), "-p", str(self.tmp),
+                                       "-e", str(self.tmp / "error.log")],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: (self.nginx.kill(), self.nginx.wait(timeout=10)))
+        time.sleep(1)
+
+    def test_black_hole_ends_in_exit_4_with_downtime_and_no_stale_lockout(self):
+        key = new_key()
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        err = self.track_file(self.tmp / "stderr.txt")
+        with err.open("wb") as e:
+            proc = subprocess.Popen(["ip", "netns", "exec", self.a, "env", f"STREAM_KEY={key}", str(BROADCAST_BIN),
+                                     "--source", "test", "--res", "480p", "--video-bitrate", "1500",
+                                     "--duration", str(self.SECONDS), "--url", "rtmp://10.77.2.2:1935/live",
+                                     "--stats-json", str(stats), "--reconnect-attempts", "0"],
+                                    stdout=subprocess.DEVNULL, stderr=e)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        time.sleep(self.STALL_AT)
+        sh("ip", "netns", "exec", self.r, "tc", "qdisc", "add", "dev", self.router_if, "root", "tbf",
+           "rate", "200mbit", "burst", "4000", "limit", "100000")
+        code = proc.wait(timeout=self.SECONDS + 30)
+        text = err.read_text()
+        self._captured_texts.append(text)
+        self.assertEqual(code, 4, text)
+        errors = [l for l in text.splitlines() if l.startswith("broadcast: error:")]
+        self.assertEqual(len(errors), 1, text)
+        self.assertRegex(errors[0], r"(down for|nothing got through for) \d+\.\d s", text)
+        last = [json.loads(l) for l in stats.read_text().splitlines() if l.strip()][-1]
+        # Down from the stall (STALL_AT) to the end, less the brief live spells after each reconnect.
+        self.assertGreater(last["downtime_s"], 0.5 * (self.SECONDS - self.STALL_AT), last)
+        # The RST freed nginx's session: the reconnect was accepted, never "already publishing".
+        self.assertNotIn("already publishing", text)
+        self.assertGreaterEqual(last["reconnects"], 1, text)
+
+
+if __name__ == "__main__":
+    unittest.main()
