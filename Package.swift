@@ -72,6 +72,8 @@ let package = Package(
             dependencies: ["BroadcastCLI", "BroadcastKit"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // The client of `broadcast --control PATH` (one command per run, or `subscribe`).
+        .executableTarget(name: "broadcastctl", swiftSettings: [.swiftLanguageMode(.v6)]),
         // Test-only PipeWire producer: a synthetic BGRx screen with a frame counter in the pixels.
         .executableTarget(name: "pw-test-screen", dependencies: ["CPipeWireTestScreen"]),
         // Benchmarks: x264 floor, full-speed pipeline, allocation probe, concurrent sessions.

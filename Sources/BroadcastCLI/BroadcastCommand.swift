@@ -41,7 +41,13 @@ public enum BroadcastCommand {
         let session = BroadcastSession(configuration: config)
         if options.printMemoryPlan { return printMemoryPlan(session, video: video) }
 
+        let control: ControlSocket?
+        do { control = try options.controlPath.map { p throws(ConfigurationError) in try ControlSocket(path: p) } }
+        catch { return fail(error.exitCode, error.message) }
+        defer { control?.close() }
+        ReplaySignal.control = control
         session.onEvent = { event in
+            if let json = ControlSocket.eventJSON(event) { control?.publish(json) }
             switch event {
             case .warning(let m): say("warning: \(m)")
             // The session's failure is said once, by the stream loop, as the run's exit message.
@@ -91,6 +97,7 @@ public enum BroadcastCommand {
                 return fail(error.kind == .denied ? .connect : .usage, error.message)
             }
         }
+        control?.start(session: session)
         // Start-up is over: the code it touched need not stay resident for the whole run.
         ProcessTuning.releaseStartupPages()
         return StreamLoop(session: session, sources: built.sources, reporter: reporter, heartbeat: heartbeat,

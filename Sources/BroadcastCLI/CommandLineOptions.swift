@@ -56,6 +56,12 @@ public struct CommandLineOptions: Sendable {
     public var caFile: String?
     /// False with `--no-publish`.
     public var publish = true
+    /// `--replay-seconds`: keep the last N seconds for clips (SIGUSR1, `saveReplay`).
+    public var replaySeconds: Int?
+    /// `--replay-dir`: where clips go (default: the current directory).
+    public var replayDirectory: String?
+    /// `--control`: the control socket's path.
+    public var controlPath: String?
     /// `--stats-json`: one JSON object per second goes here.
     public var statsJSON: String?
     /// `--heartbeat`: bumped once a second while the stream makes progress.
@@ -165,6 +171,9 @@ public struct CommandLineOptions: Sendable {
             case "--record-min-free": o.recordMinFree = try s.bytes()
             case "--no-publish": try s.flag(); o.publish = false
             case "--stats-json": o.statsJSON = try s.value()
+            case "--replay-seconds": o.replaySeconds = try s.int(1...3600)
+            case "--replay-dir": o.replayDirectory = try s.value()
+            case "--control": o.controlPath = try s.value()
             case "--heartbeat": o.heartbeatPath = try s.value()
             case "--check-heartbeat": o.checkHeartbeat = try s.value()
             case "--max-age": o.maxAge = try s.double(0.1...86_400)

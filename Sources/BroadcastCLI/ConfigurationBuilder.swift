@@ -62,6 +62,7 @@ public struct ConfigurationBuilder {
         config.memoryBudgetSource = budget.source
         config.tlsCAFile = o.caFile
         config.captureReserveBytes = made.captureBytes
+        config.replay = ReplayOptionsCheck.settings(o)
         config.requireAllDestinations = o.requireAll
         config.bitrateFollows = o.bitrateFollows
         config.enhancedRTMPConnect = o.enhancedRTMPConnect
@@ -158,7 +159,9 @@ public struct ConfigurationBuilder {
             }
         }
         if let r = o.recordPath { destinations.append(.file(path: r)) }
-        if destinations.isEmpty { throw ConfigurationError(.usage, "nothing to do: --no-publish needs --record PATH") }
+        // A replay buffer alone (local clipping) needs no destination: the stream ends in a discard sink.
+        if destinations.isEmpty && o.replaySeconds != nil { destinations.append(.discard) }
+        if destinations.isEmpty { throw ConfigurationError(.usage, "nothing to do: --no-publish needs --record PATH or --replay-seconds N") }
         return destinations
     }
 
@@ -203,6 +206,7 @@ public struct ConfigurationBuilder {
         } catch {
             throw ConfigurationError(.usage, error.description)
         }
+        try ReplayOptionsCheck.check(o)
         if let r = o.recordPath {
             do { try RecordSpaceCheck.check(path: r, bitrateKbps: totalKbps, minFreeBytes: o.recordMinFree) }
             catch { throw ConfigurationError(.usage, error.description) }

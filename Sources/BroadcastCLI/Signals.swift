@@ -28,6 +28,7 @@ enum Signals {
         sa.sa_flags = 0
         sigaction(SIGINT, &sa, nil)
         sigaction(SIGTERM, &sa, nil)
+        ReplaySignal.install()
     }
 
     static var stopRequested: Bool { stopSignals.load(ordering: .relaxed) > 0 }

@@ -24,11 +24,16 @@ struct StreamLoop {
         var nextReport = startNs + 1_000_000_000
         var exitCode = ExitCode.success
         var exitMessage: String?
+        var replayRequests = ReplaySignal.count
         while true {
             var ts = timespec(tv_sec: 0, tv_nsec: 100_000_000)
             nanosleep(&ts, nil)
             let now = MediaTime.now()
             if Signals.stopRequested { break }
+            if ReplaySignal.count != replayRequests {
+                replayRequests = ReplaySignal.count
+                ReplaySignal.save(session, quiet: quiet)
+            }
             if let f = session.failure { exitCode = ExitCode(rawValue: f.exitCode) ?? .streaming; exitMessage = f.description; break }
             if sources.allSatisfy({ $0.waitUntilFinished(timeoutNanoseconds: 0) }) {
                 if let e = sources.compactMap({ $0.error }).first {

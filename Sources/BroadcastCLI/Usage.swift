@@ -23,7 +23,7 @@ public enum Usage {
       --bitrate-follows W    primary | slowest: what the adaptive bitrate follows (default primary)
       --no-enhanced-rtmp-connect  plain RTMP connect: no E-RTMP capsEx, server reconnect requests ignored
       --ca-file PATH         also trust this CA (PEM) for rtmps:// (the system store is always used)
-      --record PATH          also write the FLV to PATH
+      --record PATH          also write the stream to PATH: FLV, or fragmented MP4 when PATH ends in .mp4
       --record-min-free SIZE refuse to start with less free space (default: 10 min at the bitrates)
       --no-publish           do not connect anywhere (use with --record)
       --reconnect-attempts N retries after a lost connection, 0 = forever   (default 20)
@@ -45,6 +45,13 @@ public enum Usage {
       --mic NODE             microphone source node (default: the default source)
       --no-app-audio         --no-mic        --cursor embedded|hidden
       --list-sources         print the PipeWire nodes that can be captured and exit
+
+    Replay clips
+      --replay-seconds N     keep the last N s (1..3600) in a fixed ring inside the memory budget;
+                             SIGUSR1 saves them as an MP4 clip; works with --no-publish alone
+      --replay-dir DIR       where clips go, as replay-YYYYMMDD-HHMMSS.mp4 (UTC)  (default .)
+      --control PATH         Unix socket (0600), JSON lines: save-replay [S] [PATH], stats, keyframe,
+                             set-bitrate KBPS, stop, subscribe (events); client: broadcastctl
 
     Running
       --duration SECONDS     stop cleanly after this long

@@ -211,6 +211,16 @@ public func _bkConfigSetReconnect(_ p: OpaquePointer?, _ attempts: Int32, _ dela
     return BK_OK
 }
 
+@_cdecl("bk_config_set_replay")
+public func _bkConfigSetReplay(_ p: OpaquePointer?, _ seconds: Int32, _ directory: UnsafePointer<CChar>?) -> bk_status {
+    guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    guard (0...3600).contains(seconds) else {
+        return c.fail(BK_ERR_INVALID_ARGUMENT, "replay seconds \(seconds) out of range (0..3600, 0 = off)")
+    }
+    c.configuration.replay = ReplaySettings(seconds: Int(seconds), directory: directory.map { String(cString: $0) } ?? ".")
+    return BK_OK
+}
+
 @_cdecl("bk_config_set_adaptive_bitrate")
 public func _bkConfigSetAdaptiveBitrate(_ p: OpaquePointer?, _ enabled: Int32) -> bk_status {
     guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }

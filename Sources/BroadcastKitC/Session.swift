@@ -227,6 +227,21 @@ public func _bkSessionFinish(_ p: OpaquePointer?) -> bk_status {
     return status
 }
 
+@_cdecl("bk_session_save_replay")
+public func _bkSessionSaveReplay(_ p: OpaquePointer?, _ path: UnsafePointer<CChar>?, _ seconds: Double,
+                                 _ savedPath: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> bk_status {
+    guard let box = sessionBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    savedPath?.pointee = nil
+    do {
+        let clip = try box.session.saveReplay(to: path.map { String(cString: $0) },
+                                              seconds: seconds > 0 && seconds.isFinite ? seconds : nil)
+        savedPath?.pointee = strdup(clip.path)
+        return BK_OK
+    } catch {
+        return box.fail(error)
+    }
+}
+
 @_cdecl("bk_session_state")
 public func _bkSessionState(_ p: OpaquePointer?) -> bk_state {
     guard let box = sessionBox(p) else { return BK_STATE_FAILED }

@@ -202,7 +202,7 @@ private func write(_ text: String, to path: String) {
     }
 
     @Test func noPublishNeedsARecording() throws {
-        #expect(try failure(builder(), ["--no-publish"])?.message == "nothing to do: --no-publish needs --record PATH")
+        #expect(try failure(builder(), ["--no-publish"])?.message == "nothing to do: --no-publish needs --record PATH or --replay-seconds N")
         let dir = tempDir()
         defer { _ = system("rm -rf '\(dir)'") }
         let b = try built(builder(), ["--no-publish", "--record", dir + "/out.flv", "--record-min-free", "0"])

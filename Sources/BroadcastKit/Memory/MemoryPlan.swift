@@ -20,6 +20,12 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     /// The x264 configuration the plan is for, e.g. "veryfast" or
     /// "veryfast-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept)"; empty without video.
     public var encoderChoice: String = ""
+    /// The replay ring and what saving a clip from it holds (0 without `--replay-seconds`).
+    public var replayBytes: Int = 0
+    /// Seconds the replay ring keeps.
+    public var replaySeconds: Int = 0
+    /// When the plan does not fit with the ring: the most seconds that would (0: none).
+    public var replayLongestFit: Int?
 
     public init(budgetBytes: Int, baselineBytes: Int, videoEncoderBytes: Int, audioEncoderBytes: Int,
                 framePoolBytes: Int, audioBytes: Int, stagingBytes: Int, queueBytes: Int,
@@ -68,7 +74,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
 
     public var totalBytes: Int {
         baselineBytes + videoEncoderBytes + audioEncoderBytes + framePoolBytes + audioBytes + stagingBytes
-            + queueBytes + encoderWorkingBytes + captureBytes
+            + queueBytes + encoderWorkingBytes + captureBytes + replayBytes
     }
 
     /// Kept free below the budget for what the plan cannot see exactly (allocator slack, thread
@@ -95,10 +101,21 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         lines.append("  interleaver staging                \(mb(stagingBytes))")
         lines.append("  send queues (byte caps)            \(mb(queueBytes))")
         lines.append("  capture source buffers             \(mb(captureBytes))")
+        if replaySeconds > 0 {
+            let label = "replay ring (\(replaySeconds) s)".padding(toLength: 35)
+            lines.append("  \(label)\(mb(replayBytes))")
+        }
         lines.append("  headroom kept free (4%)            \(mb(headroomBytes))")
         lines.append("  total                              \(mb(totalBytes)) of \(budgetBytes > 0 ? mb(budgetBytes) : "unlimited") budget")
         lines.append("  budget from                        \(budgetSource)")
+        if let n = replayLongestFit, !fits {
+            lines.append(n > 0 ? "  replay: at most --replay-seconds \(n) fits this budget"
+                               : "  replay: no replay buffer fits this budget")
+        }
         return lines.joined(separator: "\n")
     }
 }
 
+private extension String {
+    func padding(toLength n: Int) -> String { count >= n ? self + " " : self + String(repeating: " ", count: n - count) }
+}

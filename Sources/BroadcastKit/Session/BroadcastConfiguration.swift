@@ -38,6 +38,8 @@ public struct BroadcastConfiguration: Sendable {
     public var tlsCAFile: String? = nil
     /// How RTMP destinations retry after a lost connection.
     public var reconnect: ReconnectPolicy = .default
+    /// The rolling replay buffer (off by default).
+    public var replay: ReplaySettings = .default
     /// Every destination must stay up: any lost one fails the run (else only losing all network
     /// publishers does, and a lost one is a warning).
     public var requireAllDestinations: Bool = false

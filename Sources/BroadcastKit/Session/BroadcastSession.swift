@@ -185,4 +185,60 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
 
     /// Destinations' display names (secrets redacted).
     public var destinationNames: [String] { pipeline?.destinations.names ?? [] }
+
+    // MARK: - Control
+
+    /// Asks the encoder for a keyframe on the next picture (the control socket's `keyframe`).
+    package func requestKeyframe() { pipeline?.videoLane?.requestKeyframe() }
+
+    /// Sets the x264 target and VBV maximum to `kbps` (the control socket's `set-bitrate`);
+    /// the bitrate controller may still lower it when the link backs up. False without video.
+    package func setVideoBitrate(kbps: Int) -> Bool {
+        guard state == .running, let enc = pipeline?.videoEncoder else { return false }
+        enc.requestBitrate(kbps: kbps)
+        stats.update { $0.targetVideoKbps = kbps }
+        return true
+    }
+
+    // MARK: - Replay
+
+    /// Saves the last `seconds` (default: all the replay buffer keeps) as an MP4 clip at `path`
+    /// (default: a timestamped name in `configuration.replay.directory`), on the session's
+    /// replay thread while the stream goes on; `completion` runs there. A failed save is also a
+    /// `.warning` event; it never stops the session.
+    public func saveReplay(to path: String? = nil, seconds: Double? = nil,
+                           completion: @escaping @Sendable (Result<ReplayClip, BroadcastError>) -> Void) {
+        guard state == .running, let saver = pipeline?.replay else {
+            completion(.failure(.configuration(pipeline?.replay == nil
+                ? "replay: the replay buffer is off (set configuration.replay.seconds)" : "replay: the session is not running")))
+            return
+        }
+        saver.request(path: path, seconds: seconds) { [weak self] result in
+            if case .failure(let e) = result { self?.onEvent?(.warning(e.description)) }
+            completion(result)
+        }
+    }
+
+    /// `saveReplay(to:seconds:completion:)`, waiting for the clip: the calling thread blocks,
+    /// the stream does not.
+    @discardableResult
+    public func saveReplay(to path: String? = nil, seconds: Double? = nil) throws(BroadcastError) -> ReplayClip {
+        let done = ConditionLock()
+        let box = ResultBox()
+        saveReplay(to: path, seconds: seconds) { result in
+            done.withLock { box.result = result; done.broadcast() }
+        }
+        let result: Result<ReplayClip, BroadcastError> = done.withLock {
+            while box.result == nil { done.wait() }
+            return box.result!
+        }
+        return try result.get()
+    }
+
+    private final class ResultBox: @unchecked Sendable {
+        var result: Result<ReplayClip, BroadcastError>?
+    }
+
+    /// Seconds the replay buffer holds now (0 when off).
+    public var replayHeldSeconds: Double { pipeline?.replay?.ring.heldSeconds ?? 0 }
 }

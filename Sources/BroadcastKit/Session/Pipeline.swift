@@ -15,6 +15,8 @@ package final class Pipeline: @unchecked Sendable {
     package let plan: MemoryPlan
     /// Set when the memory budget forced lighter encoder settings: what was chosen, and why.
     package let downgradeNote: String?
+    /// The replay buffer and its clip writer, with `replay.seconds` > 0.
+    package var replay: ReplaySaver?
 
     package init(videoEncoder: VideoEncoder?, audioEncoder: AudioEncoder?, videoLane: VideoLane?, audioLanes: [AudioLane],
                  mixer: AudioMixer?, interleaver: Interleaver, destinations: DestinationSet, plan: MemoryPlan,
@@ -39,6 +41,7 @@ package final class Pipeline: @unchecked Sendable {
     package func startLanes() {
         videoLane?.start()
         for lane in audioLanes { lane.start() }
+        replay?.start()
     }
 
     /// Encodes what the lanes hold, flushes the mixer and the encoders, and releases every
@@ -48,5 +51,6 @@ package final class Pipeline: @unchecked Sendable {
         mixer?.flush()
         videoLane?.finish()
         interleaver.drain(nowNs: MediaTime.now())
+        replay?.stop()
     }
 }

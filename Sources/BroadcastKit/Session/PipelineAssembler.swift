@@ -14,10 +14,14 @@ package enum PipelineAssembler {
         let audioEncoderBytes = max(0, ProcessMemory.residentBytes() - baseline)
 
         let destinations = DestinationSet(makeDestinations(cfg, stats: stats), requireAll: cfg.requireAllDestinations)
+        let replayRing = ReplayAssembly.makeRing(cfg)
         // Interleaver staging must hold the largest frame the VBV allows plus the wait window.
         let videoStaging = max(512 << 10, cfg.video.maxBitrateKbps * 1000 / 8 * 2)
         let interleaver = Interleaver(hasVideo: cfg.hasVideo, hasAudio: cfg.hasAudio, videoBytes: videoStaging,
-                                      stats: stats) { [unowned destinations] tag in destinations.push(tag) }
+                                      stats: stats) { [unowned destinations] tag in
+            destinations.push(tag)
+            replayRing?.append(tag)
+        }
 
         var mixer: AudioMixer?
         var audioLanes: [AudioLane] = []
@@ -34,10 +38,12 @@ package enum PipelineAssembler {
                                audioEncoderBytes: audioEncoderBytes, framePoolBytes: 0,
                                audioBytes: (mixer?.reservedBytes ?? 0) + audioLanes.reduce(0) { $0 + $1.reservedBytes },
                                stagingBytes: interleaver.reservedBytes,
-                               queueBytes: destinations.all.reduce(0) { $0 + $1.queue.reservedBytes })
+                               queueBytes: destinations.all.reduce(0) { $0 + $1.queue.reservedBytes }
+                                   + MP4FileSink.plannedBytes(cfg))
         var plan = fixed
         plan.captureBytes = cfg.captureReserveBytes
         plan.budgetSource = cfg.memoryBudgetSource
+        ReplayAssembly.plan(&plan, ring: replayRing)
         var videoEncoder: VideoEncoder?
         var videoLane: VideoLane?
         var note: String?
@@ -51,9 +57,12 @@ package enum PipelineAssembler {
                 writer.submit(p, captureNs: arrival)
             }
         }
-        return Pipeline(videoEncoder: videoEncoder, audioEncoder: audioEncoder, videoLane: videoLane,
-                        audioLanes: audioLanes, mixer: mixer, interleaver: interleaver, destinations: destinations,
-                        plan: plan, downgradeNote: note)
+        ReplayAssembly.noteLongestFit(&plan, cfg)
+        let pipeline = Pipeline(videoEncoder: videoEncoder, audioEncoder: audioEncoder, videoLane: videoLane,
+                                audioLanes: audioLanes, mixer: mixer, interleaver: interleaver, destinations: destinations,
+                                plan: plan, downgradeNote: note)
+        pipeline.replay = ReplayAssembly.makeSaver(replayRing, cfg, video: videoEncoder, audio: audioEncoder)
+        return pipeline
     }
 
     static func makeAudioEncoder(_ settings: AudioEncoderSettings) throws(BroadcastError) -> AudioEncoder {
@@ -74,6 +83,8 @@ package enum PipelineAssembler {
                                               caFile: cfg.tlsCAFile)
                 publisher.enhancedConnect = cfg.enhancedRTMPConnect
                 return publisher
+            case .file(let path) where MP4FileSink.isMP4(path):
+                return MP4FileSink(path: path, video: cfg.hasVideo ? cfg.video : nil, audio: cfg.hasAudio ? cfg.audio : nil)
             case .file(let path): return FLVFileSink(path: path, hasAudio: cfg.hasAudio, hasVideo: cfg.hasVideo)
             case .discard: return DiscardSink()
             case .custom(let custom): return custom

@@ -215,6 +215,11 @@ bk_status bk_config_set_memory_budget(bk_config *cfg, int64_t bytes);
  *  delay in seconds (x1.5 per attempt with jitter, capped at 30 s). */
 bk_status bk_config_set_reconnect(bk_config *cfg, int attempts, double first_delay_seconds);
 
+/** Keep the last `seconds` (1..3600; 0 = off, the default) of encoded video and audio in a replay
+ *  ring planned inside the memory budget (its own line in the plan). Clips saved without a path
+ *  go to `directory` (NULL: the current directory) as replay-YYYYMMDD-HHMMSS.mp4 (UTC). */
+bk_status bk_config_set_replay(bk_config *cfg, int seconds, const char *directory);
+
 /** Adapt the x264 bitrate to the measured send rate when the queue backs up (default on). */
 bk_status bk_config_set_adaptive_bitrate(bk_config *cfg, int enabled);
 
@@ -309,6 +314,14 @@ bk_process_result bk_session_process_audio(bk_session *session, bk_audio_lane la
  *  reason as last error) when the primary destination failed during the stream, else BK_OK.
  *  A second call does nothing and returns the same. */
 bk_status bk_session_finish(bk_session *session);
+
+/** Saves the replay ring's last `seconds` (<= 0: all it keeps) as an MP4 clip at `path` (NULL: a
+ *  timestamped name in the configured directory). Blocks the calling thread until the clip is
+ *  written, on the session's replay thread; the stream goes on. Any thread, while running. When
+ *  `saved_path` is not NULL it receives the clip's path (free with bk_string_free). Errors:
+ *  BK_ERR_CONFIGURATION (no replay ring, not running, nothing buffered, a save in progress),
+ *  BK_ERR_STREAMING (the write failed: the partial file is removed, the stream is unaffected). */
+bk_status bk_session_save_replay(bk_session *session, const char *path, double seconds, char **saved_path);
 
 bk_state bk_session_state(const bk_session *session);
 

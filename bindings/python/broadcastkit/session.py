@@ -129,6 +129,7 @@ class Session:
                  preset: str = "veryfast", keyframe_interval: int = 2, audio_codec: Optional[str] = "aac",
                  audio_bitrate: int = 128, memory_budget: Union[int, str] = 50 << 20,
                  reconnect_attempts: int = 20, reconnect_delay: float = 2.0, adaptive_bitrate: bool = True,
+                 replay_seconds: int = 0, replay_dir: Optional[str] = None,
                  on_event: Optional[Callable[[Event], None]] = None):
         lib = library()
         self._lib = lib
@@ -156,6 +157,8 @@ class Session:
             check(lib.bk_config_set_memory_budget(cfg, budget))
             check(lib.bk_config_set_reconnect(cfg, reconnect_attempts, float(reconnect_delay)))
             check(lib.bk_config_set_adaptive_bitrate(cfg, 1 if adaptive_bitrate else 0))
+            if replay_seconds:
+                check(lib.bk_config_set_replay(cfg, replay_seconds, str(replay_dir).encode() if replay_dir else None))
             if url is not None:
                 if not key:
                     raise ConfigurationError("an RTMP url needs a stream key", _abi.ERR_CONFIGURATION)
@@ -317,6 +320,14 @@ class Session:
         return self._result(r)
 
     # -- stats -------------------------------------------------------------------------------
+
+    def save_replay(self, path: Optional[str] = None, seconds: Optional[float] = None) -> str:
+        """Saves the replay ring's last `seconds` (default: all of it) as an MP4 clip at `path`
+        (default: a timestamped name in replay_dir); blocks until written; returns the path."""
+        out = ctypes.c_void_p()
+        self._check(self._lib.bk_session_save_replay(self._handle(), str(path).encode() if path else None,
+                                                     float(seconds or 0), ctypes.byref(out)))
+        return _abi.take_string(self._lib, out.value) or ""
 
     def stats(self) -> dict:
         """Counters as a dict (keys as the CLI's --stats-json: video_frames_sent, drops{...}, ...).

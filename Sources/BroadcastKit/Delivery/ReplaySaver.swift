@@ -1,0 +1,162 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Saves clips from a `ReplayRing` as MP4, on its own thread (`bk-replay`), one at a time.
+///
+/// A save pins the clip in the ring, writes the init segment and one fragment per GOP straight
+/// from the ring's bytes, releasing each GOP once written, then renames `NAME.part` to `NAME`.
+/// The sample table and the `moof` buffer are allocated at init, sized by the ring, so a save
+/// allocates nothing that grows with the clip. A failed save removes its partial file and
+/// reports the reason; the stream is never touched.
+package final class ReplaySaver: @unchecked Sendable {
+    package typealias Completion = @Sendable (Result<ReplayClip, BroadcastError>) -> Void
+
+    private struct Request {
+        var path: String?
+        var seconds: Double?
+        var completion: Completion
+    }
+
+    package let ring: ReplayRing
+    package let settings: ReplaySettings
+    private let writer: MP4FragmentWriter
+    private let samples: UnsafeMutablePointer<MP4Sample>
+    private let sampleCapacity: Int
+    private let thread = WorkerThread(name: "bk-replay")
+    private let lock = ConditionLock()
+    private var pending: Request?
+    private var busy = false
+    private var stopping = false
+    private var running = false
+
+    package init(ring: ReplayRing, layout: MP4TrackLayout, settings: ReplaySettings) {
+        self.ring = ring
+        self.settings = settings
+        sampleCapacity = ring.capacity.entries
+        samples = .allocate(capacity: sampleCapacity)
+        writer = MP4FragmentWriter(layout: layout, maxSamples: sampleCapacity)
+        writer.dropCacheInterval = 4 << 20
+    }
+
+    deinit { samples.deallocate() }
+
+    package func start() {
+        lock.withLock { running = true }
+        thread.start { [self] in loop() }
+    }
+
+    /// Finishes a save in progress, fails one not yet started, and ends the thread.
+    package func stop() {
+        let dropped: Request? = lock.withLock {
+            guard running else { return nil }
+            stopping = true
+            lock.broadcast()
+            let r = pending
+            pending = nil
+            return r
+        }
+        dropped?.completion(.failure(.streaming("replay: the session finished before the clip was saved")))
+        thread.join()
+    }
+
+    /// Queues a save; `completion` runs on the replay thread (or at once when refused).
+    package func request(path: String?, seconds: Double?, completion: @escaping Completion) {
+        let refusal: String? = lock.withLock {
+            if !running || stopping { return "replay: the session is not running" }
+            if busy || pending != nil { return "replay: a clip is already being saved" }
+            pending = Request(path: path, seconds: seconds, completion: completion)
+            lock.broadcast()
+            return nil
+        }
+        if let r = refusal { completion(.failure(.configuration(r))) }
+    }
+
+    private func loop() {
+        while true {
+            lock.lock()
+            while pending == nil && !stopping { lock.wait() }
+            guard let r = pending else { lock.unlock(); return }
+            pending = nil
+            busy = true
+            lock.unlock()
+            let result = save(path: r.path, seconds: r.seconds)
+            lock.withLock { busy = false }
+            r.completion(result)
+        }
+    }
+
+    /// `DIR/replay-YYYYMMDD-HHMMSS.mp4` in UTC, with `-2`, `-3`... when that name is taken.
+    package static func timestampedPath(directory: String, now: time_t = time(nil)) -> String {
+        var t = now
+        var parts = tm()
+        gmtime_r(&t, &parts)
+        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let stamp = "\(parts.tm_year + 1900)\(two(parts.tm_mon + 1))\(two(parts.tm_mday))-"
+            + "\(two(parts.tm_hour))\(two(parts.tm_min))\(two(parts.tm_sec))"
+        let dir = directory.hasSuffix("/") ? String(directory.dropLast()) : directory
+        var candidate = "\(dir)/replay-\(stamp).mp4"
+        var n = 2
+        while access(candidate, F_OK) == 0 {
+            candidate = "\(dir)/replay-\(stamp)-\(n).mp4"
+            n += 1
+        }
+        return candidate
+    }
+
+    private func save(path requested: String?, seconds requestedSeconds: Double?) -> Result<ReplayClip, BroadcastError> {
+        let seconds = min(Double(ring.seconds), max(0.1, requestedSeconds ?? Double(ring.seconds)))
+        let path = requested ?? Self.timestampedPath(directory: settings.directory)
+        guard let clip = ring.beginClip(seconds: seconds, into: samples, capacity: sampleCapacity) else {
+            return .failure(.configuration("replay: nothing buffered yet"))
+        }
+        defer { ring.endClip() }
+        let all = UnsafeBufferPointer(start: samples, count: clip.count)
+        let origin = all[0].timestampMs
+        var lastVideo: Int64 = origin, lastAny: Int64 = origin
+        for s in all {
+            lastAny = max(lastAny, s.timestampMs)
+            if s.isVideo { lastVideo = s.timestampMs }
+        }
+        let fps = writer.layout.video?.fps ?? 0
+        let durationMs = writer.layout.video != nil ? lastVideo - origin + Int64(1000 / max(1, fps)) : lastAny - origin + 20
+
+        let temporary = path + ".part"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            return .failure(.streaming("replay: cannot create \(temporary): \(SystemError.describe())"))
+        }
+        func failed(_ what: String) -> Result<ReplayClip, BroadcastError> {
+            let reason = SystemError.describe()
+            close(fd)
+            unlink(temporary)
+            return .failure(.streaming("replay: \(what) \(path) failed: \(reason); the stream is unaffected"))
+        }
+        writer.reset()
+        guard writer.writeInit(fd: fd, durationMs: durationMs) else { return failed("writing") }
+        // One fragment per GOP, each released to the ring once written.
+        var start = 0
+        while start < all.count {
+            var end = start + 1
+            while end < all.count && !(all[end].isKeyframe) && end - start < writer.maxSamples { end += 1 }
+            var nextVideo: Int64?
+            for s in all[end...] where s.isVideo { nextVideo = s.timestampMs; break }
+            let fragment = UnsafeBufferPointer(rebasing: all[start..<end])
+            guard writer.writeFragment(fd: fd, samples: fragment, originMs: origin, nextVideoMs: nextVideo) else {
+                return failed("writing")
+            }
+            ring.releaseClip(upTo: clip.firstSeq + Int64(end))
+            start = end
+        }
+        writer.patchDuration(fd: fd)
+        guard fsync(fd) == 0 else { return failed("syncing") }
+        close(fd)
+        guard rename(temporary, path) == 0 else {
+            let reason = SystemError.describe()
+            unlink(temporary)
+            return .failure(.streaming("replay: renaming \(temporary) to \(path) failed: \(reason)"))
+        }
+        return .success(ReplayClip(path: path, durationSeconds: Double(writer.endMs) / 1000,
+                                   bytes: writer.bytesWritten))
+    }
+}

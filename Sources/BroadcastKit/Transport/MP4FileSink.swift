@@ -1,0 +1,174 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
+
+/// A `TagSink` that records fragmented MP4 (`--record NAME.mp4`): `ftyp`+`moov` once the codec
+/// headers arrived, then one `moof`+`mdat` per GOP. A process killed mid-run leaves every
+/// complete fragment playable; `close` writes the last GOP and the duration.
+///
+/// A GOP is staged in a buffer allocated at init (sized from the VBV maximum rate over one GOP
+/// plus a second, plus one VBV buffer, plus audio); a GOP that outgrows it is cut into more than
+/// one fragment, which players accept. On a write error the file is cut back to its last
+/// complete fragment and `TransportError.fileError` is thrown once, as `FLVFileSink` does.
+package final class MP4FileSink: TagSink, @unchecked Sendable {
+    package let path: String
+    package var displayName: String { path }
+    private var layout: MP4TrackLayout
+    private let expectsVideo: Bool
+    private let expectsAudio: Bool
+    private let staging: UnsafeMutableRawBufferPointer
+    private var stagedBytes = 0
+    private let samples: UnsafeMutablePointer<MP4Sample>
+    private let sampleCapacity: Int
+    private var sampleCount = 0
+    private var writer: MP4FragmentWriter?
+    private var fd: Int32 = -1
+    private var failed = false
+    private var lastAudioFlushMs: Int64 = 0
+    private let committed = Atomic<Int>(0)
+
+    /// Bytes of complete fragments (and the init segment) on disk.
+    package var bytesWritten: Int { committed.load(ordering: .relaxed) }
+
+    /// True for a path that `--record` writes as MP4 (by its extension).
+    package static func isMP4(_ path: String) -> Bool { path.lowercased().hasSuffix(".mp4") }
+
+    /// What a configuration's MP4 recordings stage (on the send-queue line of the plan: the
+    /// fragment being built is where a recording's queued bytes go next).
+    package static func plannedBytes(_ cfg: BroadcastConfiguration) -> Int {
+        cfg.destinations.reduce(0) { sum, d in
+            guard case .file(let p) = d, isMP4(p) else { return sum }
+            return sum + plannedBytes(video: cfg.hasVideo ? cfg.video : nil, audio: cfg.hasAudio ? cfg.audio : nil)
+        }
+    }
+
+    /// What the sink allocates for `video`/`audio`, for the memory plan.
+    package static func plannedBytes(video: VideoEncoderSettings?, audio: AudioEncoderSettings?) -> Int {
+        let s = sizes(video: video, audio: audio)
+        return s.bytes + s.samples * MemoryLayout<MP4Sample>.stride + MP4FragmentWriter.reservedBytes(maxSamples: s.samples)
+    }
+
+    private static func sizes(video: VideoEncoderSettings?, audio: AudioEncoderSettings?) -> (bytes: Int, samples: Int) {
+        let seconds = (video.map { max(1, $0.keyframeIntervalSeconds) } ?? 1) + 1
+        var bytes = 64 << 10, perSecond = 0
+        if let v = video { bytes += v.maxBitrateKbps * 125 * seconds + v.vbvBufferKbits * 125; perSecond += v.fps }
+        if let a = audio { bytes += a.bitrateKbps * 125 * seconds * 5 / 4; perSecond += a.sampleRate / 960 + 1 }
+        return (bytes, perSecond * seconds + 16)
+    }
+
+    package init(path: String, video: VideoEncoderSettings?, audio: AudioEncoderSettings?) {
+        self.path = path
+        expectsVideo = video != nil
+        expectsAudio = audio != nil
+        layout = MP4TrackLayout(
+            video: video.map { .init(width: $0.width, height: $0.height, fps: $0.fps, avcC: []) },
+            audio: audio.map { .init(codec: $0.codec, sampleRate: $0.sampleRate, channels: $0.channels,
+                                     bitrateKbps: $0.bitrateKbps, frameSize: $0.codec == .opus ? 960 : 1024, config: []) })
+        let s = Self.sizes(video: video, audio: audio)
+        staging = .allocate(byteCount: s.bytes, alignment: 16)
+        sampleCapacity = s.samples
+        samples = .allocate(capacity: s.samples)
+    }
+
+    deinit {
+        close()
+        staging.deallocate()
+        samples.deallocate()
+    }
+
+    package func open() throws {
+        close()
+        failed = false
+        stagedBytes = 0
+        sampleCount = 0
+        writer = nil
+        isFirstFragmentPending = true
+        committed.store(0, ordering: .relaxed)
+        let f = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
+        if f < 0 { throw TransportError.fileError("\(path): open failed: \(SystemError.describe())") }
+        fd = f
+    }
+
+    package func write(_ tag: FLVTag) throws {
+        guard fd >= 0, !failed else { return }
+        let body = tag.body
+        switch tag.type {
+        case .scriptData: return
+        case .video:
+            guard body.count > FLVTagBody.avcHeaderSize else { return }
+            if body[1] == 0 { layout.video?.avcC = Array(UnsafeRawBufferPointer(rebasing: body[FLVTagBody.avcHeaderSize...])); return }
+            guard body[1] == 1 else { return }
+        case .audio:
+            let header = layout.flvHeaderSize(isVideo: false)
+            guard body.count > header else { return }
+            let isConfig = layout.audio?.codec == .opus ? body[0] & 0x0F == 0 : body[1] == 0
+            if isConfig { layout.audio?.config = Array(UnsafeRawBufferPointer(rebasing: body[header...])); return }
+            guard layout.isMediaFrame(type: .audio, body: body) else { return }
+        }
+        if writer == nil {
+            // The init segment needs every codec configuration; frames before them cannot play.
+            guard !expectsVideo || layout.video?.avcC.isEmpty == false,
+                  !expectsAudio || layout.audio?.config.isEmpty == false else { return }
+            let w = MP4FragmentWriter(layout: layout, maxSamples: sampleCapacity)
+            guard w.writeInit(fd: fd, durationMs: 0) else { throw fail() }
+            writer = w
+            committed.store(w.bytesWritten, ordering: .relaxed)
+        }
+        let isVideo = tag.type == .video
+        let ts = Int64(tag.timestampMs)
+        // The file starts on a keyframe, with the audio from that instant.
+        if isFirstFragmentPending && expectsVideo && !(isVideo && tag.isKeyframe) { return }
+        isFirstFragmentPending = false
+        let header = layout.flvHeaderSize(isVideo: isVideo)
+        let size = body.count - header
+        // A new GOP (or a second of audio alone) closes the fragment; so does a full stage.
+        let newGOP = expectsVideo ? isVideo && tag.isKeyframe : ts - lastAudioFlushMs >= 1000
+        if sampleCount > 0 && (newGOP || sampleCount == sampleCapacity || stagedBytes + size > staging.count) {
+            try flush(nextVideoMs: isVideo ? ts : nil)
+            if !expectsVideo { lastAudioFlushMs = ts }
+        }
+        guard size <= staging.count else { return }
+        (staging.baseAddress! + stagedBytes).copyMemory(from: body.baseAddress! + header, byteCount: size)
+        samples[sampleCount] = MP4Sample(isVideo: isVideo, isKeyframe: isVideo && tag.isKeyframe, timestampMs: ts,
+                                         compositionOffsetMs: isVideo ? MP4TrackLayout.compositionOffsetMs(body) : 0,
+                                         data: UnsafeRawPointer(staging.baseAddress! + stagedBytes), size: size)
+        sampleCount += 1
+        stagedBytes += size
+    }
+
+    private var isFirstFragmentPending = true
+
+    private func flush(nextVideoMs: Int64?) throws {
+        guard let w = writer, sampleCount > 0 else { return }
+        let ok = w.writeFragment(fd: fd, samples: UnsafeBufferPointer(start: samples, count: sampleCount),
+                                 originMs: 0, nextVideoMs: nextVideoMs)
+        sampleCount = 0
+        stagedBytes = 0
+        guard ok else { throw fail() }
+        committed.store(w.bytesWritten, ordering: .relaxed)
+    }
+
+    package func close() {
+        guard fd >= 0 else { return }
+        if !failed {
+            try? flush(nextVideoMs: nil)
+            if !failed { writer?.patchDuration(fd: fd) }
+        }
+        _ = Glibc.close(fd)
+        fd = -1
+    }
+
+    /// Cuts the file back to its last complete fragment, closes it and builds the error.
+    private func fail() -> TransportError {
+        let reason = SystemError.describe()
+        failed = true
+        let keep = committed.load(ordering: .relaxed)
+        if fd >= 0 {
+            _ = ftruncate(fd, off_t(keep))
+            _ = Glibc.close(fd)
+            fd = -1
+        }
+        return .fileError("\(path): write failed after \(keep) bytes, file kept valid: \(reason)")
+    }
+}
