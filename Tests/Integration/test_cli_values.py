@@ -83,7 +83,7 @@ class BadValueTests(BroadcastTestCase):
                 self.assertIn(f"'{d}'", lines[0])
 
     def test_no_publish_without_record(self):
-        self.assertRefused(["--no-publish"], message="nothing to do: --no-publish needs --record PATH")
+        self.assertRefused(["--no-publish"], message="nothing to do: --no-publish needs --record PATH or --replay-seconds N")
 
     def test_unwritable_output_paths_refused_before_connecting(self):
         # Root passes access(2) everywhere, so the cases are ones root cannot write either:
