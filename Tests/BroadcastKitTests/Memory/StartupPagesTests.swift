@@ -4,28 +4,16 @@ import Glibc
 import Testing
 @testable import BroadcastKit
 
-/// RssFile of this process, in kB, from /proc/self/status.
-private func residentFileKB() -> Int {
-    guard let f = fopen("/proc/self/status", "r") else { return -1 }
-    defer { fclose(f) }
-    var line = [CChar](repeating: 0, count: 256)
-    while fgets(&line, Int32(line.count), f) != nil {
-        let s = String(cString: line)
-        if s.hasPrefix("RssFile:") { return Int(s.dropFirst(8).split(whereSeparator: { $0 == " " || $0 == "\t" }).first ?? "") ?? -1 }
-    }
-    return -1
-}
-
 @Suite(.serialized) struct StartupPagesTests {
     /// The test runner has touched megabytes of its own code and libraries: releasing them
     /// shrinks RssFile, and the process keeps running the code it needs afterwards (relocated
     /// data is left alone, or the calls below would crash).
     @Test func releasesCleanFilePagesAndKeepsRunning() throws {
-        let before = residentFileKB()
+        let before = ProcessMemory.fileBytes()
         let released = try #require(ProcessTuning.releaseStartupPages())
-        let after = residentFileKB()
+        let after = ProcessMemory.fileBytes()
         #expect(released > 1 << 20, "released \(released) bytes")
-        #expect(before > 0 && after > 0 && after < before - 512, "RssFile \(before) kB -> \(after) kB")
+        #expect(before > 0 && after > 0 && after < before - (512 << 10), "RssFile \(before) -> \(after) bytes")
         // Code and data from the binary, the Swift runtime and libc after the release.
         var cfg = BroadcastConfiguration.default
         cfg.destinations = [.discard]
