@@ -31,6 +31,14 @@ def fmt(s: dict | None, scale: float = 1.0, digits: int = 1, unit: str = "") -> 
     return f"{m:.{digits}f}{unit} ({lo:.{digits}f}–{hi:.{digits}f})"
 
 
+def summary_of(vals: list) -> dict | None:
+    """The run.py summary shape ({median, min, max, n}) of raw values, or None."""
+    if not vals:
+        return None
+    import statistics
+    return {"median": statistics.median(vals), "min": min(vals), "max": max(vals), "n": len(vals)}
+
+
 def num(x, digits: int = 1, unit: str = "") -> str:
     return "n/a" if x is None else f"{x:.{digits}f}{unit}"
 
@@ -515,6 +523,38 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
         w("|---|---|")
         for t in r["trivial"]:
             w(f"| {t['variant']} | {fmt(t.get('peak_rss_bytes'), MB, 1) if 'peak_rss_bytes' in t else 'build failed'} |")
+        w("")
+
+    # ---- destinations ---------------------------------------------------------------------------
+    ds = r.get("destinations") or {}
+    if ds.get("rows"):
+        w("## One encode, several destinations (issue 14)")
+        w("")
+        w(f"{ds['setup']}, {ds['seconds']} s per run: a separate ffmpeg (not measured) renders `testsrc2` with "
+          "temporal noise in real time as Y4M into the measured process's stdin. `broadcast` gets one `--url` per "
+          "destination; ffmpeg encodes once with libx264 veryfast at the same bitrate/VBV/GOP and 2 threads into "
+          "its `tee` muxer (`onfail=ignore`). Every destination is its own nginx-rtmp. CPU % = (user + system) ÷ "
+          "media seconds from `wait4`; VmHWM is `ru_maxrss`; frames = what the first destination recorded "
+          "(PyAV) of the frames sent. `broadcast` runs x264 for live latency (no lookahead or B-frames, the "
+          "configuration its memory plan picks), ffmpeg runs libx264's veryfast defaults, so the CPU columns "
+          "compare the jobs as users run them, not identical encoder settings.")
+        w("")
+        w("| destinations | broadcast CPU % | broadcast VmHWM MiB | broadcast frames | ffmpeg tee CPU % | "
+          "ffmpeg tee VmHWM MiB | ffmpeg frames | VmHWM ratio |")
+        w("|---|---|---|---|---|---|---|---|")
+        for n in sorted({x["destinations"] for x in ds["rows"]}):
+            def col(tool, key):
+                vals = [x[key] for x in ds["rows"] if x["destinations"] == n and x["tool"] == tool and x["exit"] == 0]
+                return summary_of(vals)
+            b_cpu, b_hwm, f_cpu, f_hwm = col("broadcast", "cpu_percent"), col("broadcast", "vmhwm_mib"), \
+                col("ffmpeg-tee", "cpu_percent"), col("ffmpeg-tee", "vmhwm_mib")
+            frames = lambda tool: ", ".join(f"{x['frames']}/{x['expected_frames']}" + ("" if x["exit"] == 0 else f" (exit {x['exit']})")
+                                            for x in ds["rows"] if x["destinations"] == n and x["tool"] == tool)
+            ratio = med(b_hwm) / med(f_hwm) if med(b_hwm) and med(f_hwm) else None
+            w(f"| {n} | {fmt(b_cpu)} | {fmt(b_hwm)} | {frames('broadcast')} | {fmt(f_cpu)} | {fmt(f_hwm)} | "
+              f"{frames('ffmpeg-tee')} | {num(ratio, 2)} |")
+        w("")
+        w(f"Command: `{ds['command']}` (the bench section runs the same function per row).")
         w("")
 
     # ---- avsync ---------------------------------------------------------------------------------

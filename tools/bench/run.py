@@ -647,6 +647,28 @@ class Bench:
         finally:
             subprocess.run([str(REPO / "scripts/pipewire-down"), "--state", str(state)], capture_output=True)
 
+    def destinations(self) -> None:
+        # One encode to 1/2/4 nginx-rtmp destinations against ffmpeg's tee muxer on the same frames
+        # (tools/bench/destinations.py: each destination its own nginx, moving testsrc2 + noise).
+        sys.path.insert(0, str(REPO / "tools" / "bench"))
+        import destinations as dst
+        secs = int(min(self.a.rt_seconds, 30))
+        rows = []
+        for n in (1, 2, 4):
+            for tool in ("broadcast", "ffmpeg-tee"):
+                for i in range(self.a.rt_runs):
+                    r = dst.run(tool, n, secs)
+                    r["run"] = i
+                    rows.append(r)
+                    log(f"destinations {n} {tool}: cpu {r['cpu_percent']} % vmhwm {r['vmhwm_mib']} MiB "
+                        f"frames {r['frames']}/{r['expected_frames']} exit {r['exit']}")
+                    time.sleep(1)
+        self.results["destinations"] = {
+            "seconds": secs, "rows": rows,
+            "command": ".venv/bin/python tools/bench/destinations.py --seconds SECONDS --counts 1,2,4",
+            "setup": f"{dst.W}x{dst.H}@{dst.FPS}, {dst.KBPS} kbps, veryfast, video only from a Y4M pipe"}
+        self.save()
+
     def avsync(self) -> None:
         secs = self.a.avsync_seconds
         impair = ["--test-audio-skew-ppm", "300", "--test-jitter-ms", "15", "--test-mic-delay-ms", "700",
@@ -724,7 +746,7 @@ def main() -> int:
     ap.add_argument("--avsync-seconds", type=float, default=600)
     ap.add_argument("--avsync-sequential", action="store_true",
                     help="run the A/V sync cases one after another instead of at once (a busy machine)")
-    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,embedding,capture,avsync,quality")
+    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,embedding,capture,destinations,avsync,quality")
     ap.add_argument("--quick", action="store_true", help="smoke test: 1 run each, short real-time runs")
     a = ap.parse_args()
     if a.quick:
@@ -745,7 +767,7 @@ def main() -> int:
     sections = a.sections.split(",")
     b.ingest_start()
     try:
-        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "embedding", "capture", "avsync", "quality"):
+        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "embedding", "capture", "destinations", "avsync", "quality"):
             if s in sections:
                 log(f"section {s}")
                 t0 = time.time()
