@@ -48,6 +48,12 @@ class PipelineTests(BroadcastTestCase):
         v, a = streams["video"], streams["audio"]
         self.assertEqual(v["codec_name"], "h264")
         self.assertEqual((v["width"], v["height"]), (1280, 720))
+        # The VUI says what FrameConverter computes (BT.601 matrix, limited range; sRGB primaries
+        # and transfer), so a player does not assume BT.709 for 720p and shift the colours.
+        # ColourConversionTests checks the conversion against the BT.601 formula.
+        self.assertEqual((v.get("color_space"), v.get("color_range"), v.get("color_primaries"),
+                          v.get("color_transfer"), v.get("chroma_location")),
+                         ("smpte170m", "tv", "bt709", "iec61966-2-1", "center"), v)
         self.assertLessEqual(abs(int(v["nb_read_frames"]) - sent), 3, f"ffprobe video frames {v['nb_read_frames']}, sent {sent}")
         self.assertEqual(a["codec_name"], "aac")
         # AAC-LC frames are 1024 samples each.

@@ -220,6 +220,14 @@ package final class X264Encoder: VideoEncoder, @unchecked Sendable {
         p.pointee.b_annexb = 0
         p.pointee.b_repeat_headers = 0
         p.pointee.b_aud = 0
+        // Say in the VUI what FrameConverter computes (libyuv: BT.601 coefficients, limited
+        // range), so a decoder does not guess BT.709 for HD sizes and shift the colours.
+        // Primaries and transfer are sRGB's (desktop content): BT.709 primaries, IEC 61966-2-1.
+        p.pointee.vui.i_colmatrix = 6       // smpte170m (BT.601)
+        p.pointee.vui.b_fullrange = 0       // Y 16..235, Cb/Cr 16..240
+        p.pointee.vui.i_colorprim = 1       // bt709
+        p.pointee.vui.i_transfer = 13       // iec61966-2-1 (sRGB)
+        p.pointee.vui.i_chroma_loc = 1      // centre: libyuv averages each 2x2 block
     }
 
     /// Sets the tools `t` names on top of the preset; the profile, applied afterwards, may still
