@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import unittest
@@ -47,6 +48,15 @@ def flash_frames_not_sent(rec: Path, beeps: list[float], fps: float = 30.0) -> l
 PY = sys.executable
 
 VIDEO_KBPS = 2500
+
+
+def soak_cgroup(soak_stderr: str) -> Path:
+    """The cgroup scripts/soak made, as it names it ("soak: cgroup v1|v2 PATH, cap ..."): the exact
+    path under either hierarchy, so the leftover check holds for cgroup v1 and v2 alike."""
+    m = re.search(r"soak: cgroup v([12]) (/sys/fs/cgroup/\S+), cap", soak_stderr)
+    if not m:
+        raise AssertionError(f"scripts/soak did not name its cgroup:\n{soak_stderr[-2000:]}")
+    return Path(m.group(2))
 
 
 def cgroups_writable() -> bool:
@@ -113,10 +123,31 @@ class SoakTest(BroadcastTestCase):
         self.assertEqual(summary["drops"].get("malformed", 0), 0, detail)
         self.assertEqual(summary["drops"].get("backwards_timestamp", 0), 0, detail)
         # The cgroup this soak made is gone.
-        leftovers = [d for d in os.listdir("/sys/fs/cgroup/memory")
-                     if d.startswith("broadcast-soak-")] if os.path.isdir(
-                         "/sys/fs/cgroup/memory") else []
-        self.assertEqual([d for d in leftovers if d.endswith(f"-{p.pid}")], [])
+        self.assertCgroupRemoved(p.stderr)
+
+    def assertCgroupRemoved(self, soak_stderr: str) -> None:
+        cg = soak_cgroup(soak_stderr)
+        self.assertFalse(cg.exists(), f"scripts/soak left its cgroup {cg} behind")
+
+
+@unittest.skipUnless(BROADCAST_BIN.exists(), f"{BROADCAST_BIN} not built")
+@unittest.skipUnless(cgroups_writable(), "needs a writable memory cgroup (root)")
+class SoakCleanupTest(BroadcastTestCase):
+    """Not long: a 6 s scripts/soak, for its cgroup bookkeeping only."""
+
+    def test_short_soak_removes_its_cgroup(self):
+        # 6 s: enough to create the cgroup, run broadcast inside it and clean up.
+        out = self.tmp / "short-soak"
+        p = subprocess.run([str(REPO_ROOT / "scripts" / "soak"), "--minutes", "0.1", "--res", "360p",
+                            "--memory-cap", "50M", "--out", str(out)],
+                           capture_output=True, text=True, timeout=120)
+        self._captured_texts += [p.stdout, p.stderr]
+        for name in ("stats.jsonl", "broadcast.log"):
+            self.track_file(out / name)
+        self.assertNotEqual(p.returncode, 2, f"soak setup failed:\n{p.stderr[-3000:]}")
+        cg = soak_cgroup(p.stderr)
+        self.assertTrue(cg.name.startswith("broadcast-soak-"), cg)
+        self.assertFalse(cg.exists(), f"scripts/soak left its cgroup {cg} behind")
 
 
 @unittest.skipUnless(LONG, "SKIP_LONG_TESTS set")
