@@ -32,6 +32,8 @@ struct bk_pw_capture {
     struct pw_stream *stream;
     struct spa_hook stream_listener;
     int failed;
+    /* Reached PW_STREAM_STATE_STREAMING once: a later error or disconnect means the node left. */
+    int streamed;
 
     /* negotiated video format */
     int32_t pixel_format;
@@ -322,10 +324,25 @@ static void on_state_changed(void *data, enum pw_stream_state old, enum pw_strea
     struct bk_pw_capture *c = data;
     (void)old;
     if (state == PW_STREAM_STATE_STREAMING) {
+        c->streamed = 1;
         emit_event(c, BK_PW_EVENT_STREAMING, "streaming");
-    } else if (state == PW_STREAM_STATE_ERROR) {
-        char msg[256];
-        snprintf(msg, sizeof(msg), "PipeWire stream error: %s", error ? error : "unknown");
+    } else if (state == PW_STREAM_STATE_ERROR || (state == PW_STREAM_STATE_UNCONNECTED && c->streamed)) {
+        /* Mid-stream, an error or a disconnect we did not ask for (bk_pw_capture_close stops the
+         * loop first, so it sees no callback) means the node we captured is gone: the session
+         * manager destroys our stream node once its target leaves, as node.dont-reconnect asks. */
+        char msg[320], node[96];
+        const char *what = c->config.kind == BK_PW_CAPTURE_VIDEO ? "screen" : "audio";
+        if (c->target != NULL)
+            snprintf(node, sizeof(node), "'%s'", c->target);
+        else if (c->config.target_id != PW_ID_ANY)
+            snprintf(node, sizeof(node), "%u", c->config.target_id);
+        else
+            snprintf(node, sizeof(node), "(default)");
+        if (c->streamed)
+            snprintf(msg, sizeof(msg), "PipeWire %s node %s went away mid-stream (%s)", what, node,
+                     error ? error : "stream disconnected");
+        else
+            snprintf(msg, sizeof(msg), "PipeWire stream error: %s", error ? error : "unknown");
         fail(c, msg);
     }
 }
@@ -377,7 +394,12 @@ static int connect_stream(struct bk_pw_capture *c, char *err, size_t err_len)
         if (cfg->kind == BK_PW_CAPTURE_SINK_MONITOR)
             pw_properties_set(props, PW_KEY_STREAM_CAPTURE_SINK, "true");
     }
-    if (c->target != NULL) pw_properties_set(props, PW_KEY_TARGET_OBJECT, c->target);
+    if (c->target != NULL) {
+        pw_properties_set(props, PW_KEY_TARGET_OBJECT, c->target);
+        /* The node asked for, or nothing: when it goes away, the session manager must not move
+         * the stream to another node (a default mic in place of the app audio, say) in silence. */
+        pw_properties_set(props, PW_KEY_NODE_DONT_RECONNECT, "true");
+    }
     if (c->stream_name != NULL) pw_properties_set(props, PW_KEY_NODE_NAME, c->stream_name);
     pw_properties_set(props, PW_KEY_APP_NAME, "broadcast");
 

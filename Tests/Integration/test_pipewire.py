@@ -10,14 +10,19 @@
   test: shared capture buffers are charged to the producer's cgroup, not ours); a 3840x2160
   desktop streams at --res 1080p; a producer insisting on 8 buffers costs no more than 2;
 - errors: no daemon (exit 2, says what is missing and how to fix it), a missing node (exit 2,
-  lists the nodes that exist), --list-sources.
+  lists the nodes that exist), --list-sources;
+- a node that goes away mid-stream (the screen producer exits, or the app-audio sink is
+  destroyed): the run ends with exit 4 and one line naming the node, no crash, no key leak, and
+  what was captured decodes.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 from pathlib import Path
@@ -202,6 +207,73 @@ class PipeWireCaptureTest(BroadcastTestCase):
         r = self.measured("2560x1440", "720p", 10, producer_args=["--scalable"])
         self.assertStreamed(r, "1280x720", 10)
         self.assertIn("format BGRx 1280x720", r["producer_format"])
+
+    def wait_node(self, name: str, env: dict) -> int:
+        """The id of node `name` once PipeWire lists it (within 5 s)."""
+        for _ in range(50):
+            ls = subprocess.run(["pw-cli", "ls", "Node"], env=env, capture_output=True, text=True).stdout
+            block = None
+            for chunk in ls.split("\tid ")[1:]:
+                if f'node.name = "{name}"' in chunk:
+                    block = chunk
+            if block is not None:
+                return int(block.split(",", 1)[0])
+            time.sleep(0.1)
+        self.fail(f"node {name} never appeared")
+
+    def assertNodeLossEndsTheRun(self, args: list[str], remove, node_kind: str, name: str, env: dict) -> None:
+        """Streams with `args` for 30 s, calls `remove()` after 4 s: the run must end at once with
+        exit 4 and one error line naming the node, no crash, no key anywhere, a decodable recording."""
+        ingest = start_ingest()
+        self.addCleanup(ingest.cleanup)
+        key = new_key()
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        timer = threading.Timer(4.0, remove)
+        timer.start()
+        self.addCleanup(timer.cancel)
+        r = self.run_broadcast(["--url", ingest.url, *args, "--res", "720p", "--duration", "30",
+                                "--stats-json", str(stats)], env={**env, "STREAM_KEY": key}, timeout=90)
+        timer.join()
+        self.assertEqual(r.returncode, 4, r.describe())
+        errors = [line for line in r.stderr_lines() if line.startswith("broadcast: error")]
+        self.assertEqual(len(errors), 1, r.describe())
+        self.assertIn(f"PipeWire {node_kind} node '{name}' went away mid-stream", errors[0])
+        # Ended by the loss, not by --duration 30: the last stats line is far short of it
+        # (a count of stats seconds, not a wall-clock bound on how fast it reacted).
+        lines = [json.loads(x) for x in stats.read_text().splitlines() if x.strip()]
+        self.assertLess(lines[-1]["time_s"], 20, lines[-1])
+        self.assertEqual(lines[-1]["state"], "finished")
+        self.assertGreater(lines[-1]["video_frames_sent"], 30, "streamed before the loss")
+        rec = ingest.wait_recording(key)
+        self.track_file(rec)
+        report = self.assertRecordingOK(rec, expect_video_codec="h264", expect_audio_codec="aac")
+        self.assertGreater(report.first("video").frames, 30)
+
+    def test_screen_node_that_goes_away_ends_the_run_with_exit_4(self) -> None:
+        name = f"pw-test-screen-vanish-{os.getpid()}"
+        env = {**os.environ, **self.pw_env}
+        log = self.tmp / "producer.log"
+        with open(log, "w") as out:
+            producer = subprocess.Popen([str(PRODUCER), "--name", name], env=env, stdout=out, stderr=out)
+        self.addCleanup(lambda: (producer.poll() is None and producer.kill(), producer.wait(10)))
+        self.wait_node(name, env)
+        self.assertNodeLossEndsTheRun(["--source", "screen-node", "--screen-node", name, "--app-audio", "app-sink",
+                                       "--mic", "test-mic"], producer.terminate, "screen", name, env)
+
+    def test_audio_node_that_goes_away_ends_the_run_with_exit_4(self) -> None:
+        name = f"vanishing-sink-{os.getpid()}"
+        env = {**os.environ, **self.pw_env}
+        props = (f"{{ factory.name=support.null-audio-sink node.name={name} media.class=Audio/Sink "
+                 "object.linger=true audio.position=[ FL FR ] }")
+        made = subprocess.run(["pw-cli", "create-node", "adapter", props], env=env, capture_output=True, text=True)
+        self.assertEqual(made.returncode, 0, made.stderr)
+        node = self.wait_node(name, env)
+
+        def destroy():
+            subprocess.run(["pw-cli", "destroy", str(node)], env=env, capture_output=True, timeout=10)
+        self.addCleanup(destroy)
+        self.assertNodeLossEndsTheRun(["--source", "screen-node", "--screen-node", "pw-test-screen",
+                                       "--app-audio", name, "--mic", "test-mic"], destroy, "audio", name, env)
 
     def test_missing_node_lists_the_ones_that_exist(self) -> None:
         r = self.run_broadcast(["--source", "screen-node", "--screen-node", "no-such-screen", "--no-publish",
