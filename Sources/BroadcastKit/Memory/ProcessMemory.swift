@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import CLinuxProcess
 
 /// Resident memory of this process, read from /proc without allocating.
 package enum ProcessMemory {
@@ -20,6 +21,11 @@ package enum ProcessMemory {
 
     /// Shared-memory resident bytes (RssShmem: capture buffers mapped from the producer).
     package static func sharedBytes() -> Int { statusField("RssShmem:") }
+
+    /// Bytes glibc malloc has handed out and not had back, in every arena and in mmapped blocks
+    /// (mallinfo2 uordblks + hblkhd). Unlike RSS it does not move with page reuse or trimming,
+    /// so a small leak shows as exactly its size (the fuzzer's growth verdict).
+    package static func heapInUseBytes() -> Int { Int(bk_heap_in_use()) + Int(bk_heap_mmapped()) }
 
     /// Reads a "Name:   1234 kB" line from /proc/self/status into bytes; 0 if unavailable.
     private static func statusField(_ name: StaticString) -> Int {
