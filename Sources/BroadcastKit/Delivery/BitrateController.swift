@@ -63,7 +63,12 @@ package final class BitrateController: @unchecked Sendable {
         guard lastNs > 0 else { return }
         let seconds = Double(nowNs - lastNs) / 1e9
         let sentKbps = Int(Double(sent - before) * 8 / 1000 / seconds)
-        let backlog = destinations[i].queue.queuedDurationMs
+        adapt(sentKbps: sentKbps, backlogMs: destinations[i].queue.queuedDurationMs)
+    }
+
+    /// One second's decision from what the followed destination sent (`sentKbps`, audio
+    /// included) and how much it holds queued (`backlogMs`).
+    func adapt(sentKbps: Int, backlogMs backlog: Int) {
         secondsSinceCongestion += 1
         if secondsSinceCongestion > 20 { ceilingKbps = nil }
         if backlog > backlogMs {
