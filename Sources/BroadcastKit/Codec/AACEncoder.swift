@@ -11,6 +11,8 @@ package final class AACEncoder: AudioEncoder {
     /// encoded with this class (one packet per 1024-sample frame, stamped with that frame's time) and
     /// decoded by FFmpeg's AAC decoder (PyAV 18.1 / libavcodec 62.28, ASC as extradata, no priming trim,
     /// as on FFmpeg's FLV path), peaked at input + 1600 every time (onset at +1596).
+    /// `test_codec_delay.py` checks the outcome on every run: a click decoded by PyAV plays within
+    /// 2 ms of its capture time.
     package let delaySamples = 1600
 
     private var api = VO_AUDIO_CODECAPI()
@@ -81,7 +83,9 @@ package final class AACEncoder: AudioEncoder {
         let count = frameSize * settings.channels
         for i in 0..<count {
             let s = samples[i] * 32767
-            scratch[i] = s >= 32767 ? 32767 : (s <= -32768 ? -32768 : Int16(s.rounded()))
+            // NaN fails both comparisons and would trap Int16(_:). The lanes replace NaN and the
+            // mixer clips, so none arrives from a session; this keeps the encoder safe on its own.
+            scratch[i] = s >= 32767 ? 32767 : (s <= -32768 ? -32768 : (s.isNaN ? 0 : Int16(s.rounded())))
         }
         var input = VO_CODECBUFFER(Buffer: UnsafeMutableRawPointer(scratch).assumingMemoryBound(to: UInt8.self),
                                    Length: VO_U32(count * 2), Time: 0)

@@ -56,13 +56,21 @@ package final class AudioLane: @unchecked Sendable {
         thread.start { [self] in run() }
     }
 
-    /// Caller thread: validate and copy as interleaved stereo Float32.
+    /// Caller thread: validate and copy as interleaved stereo Float32. A NaN or infinite float
+    /// sample becomes 0 (silence) and is counted in `audioNonFiniteSamples`. Otherwise the mixer's
+    /// clip turns NaN into a full-scale +1 sample (and infinities into ±1), and the 44.1 kHz
+    /// resampler's filter spreads one NaN over its whole span: a burst of full-scale clicks.
     func process(_ buf: AudioBuffer, timelineNs: (Int64) -> Int64) -> ProcessResult {
         if buf.validate() != nil {
             stats.countDrop(.malformed)
             return .dropped(.malformed)
         }
         cond.lock()
+        // finish() has begun: the lane thread may already be gone, so nothing would take this buffer.
+        if stopping {
+            cond.unlock()
+            return .notRunning
+        }
         // Capture times jitter; only an exact repeat or a jump back past 50 ms is a real rewind.
         if buf.pts == lastPts || (lastPts > Int64.min + 50_000_000 && buf.pts < lastPts - 50_000_000) {
             cond.unlock()
@@ -82,12 +90,21 @@ package final class AudioLane: @unchecked Sendable {
         lastPts = buf.pts
         let dst = storage + offset
         let n = buf.frameCount
+        var nonFinite = 0
         switch (buf.format, buf.channels) {
         case (.f32, 2):
-            dst.update(from: buf.data.baseAddress!.assumingMemoryBound(to: Float.self), count: n * 2)
+            let s = buf.data.baseAddress!.assumingMemoryBound(to: Float.self)
+            for i in 0..<(n * 2) {
+                let v = s[i]
+                if v.isFinite { dst[i] = v } else { dst[i] = 0; nonFinite += 1 }
+            }
         case (.f32, _):
             let s = buf.data.baseAddress!.assumingMemoryBound(to: Float.self)
-            for i in 0..<n { dst[2 * i] = s[i]; dst[2 * i + 1] = s[i] }
+            for i in 0..<n {
+                var v = s[i]
+                if !v.isFinite { v = 0; nonFinite += 1 }
+                dst[2 * i] = v; dst[2 * i + 1] = v
+            }
         case (.s16, 2):
             let s = buf.data.baseAddress!.assumingMemoryBound(to: Int16.self)
             for i in 0..<(n * 2) { dst[i] = Float(s[i]) * (1.0 / 32768.0) }
@@ -98,6 +115,7 @@ package final class AudioLane: @unchecked Sendable {
         entries.append(Entry(offset: offset, frames: n, rate: buf.sampleRate, timelineNs: timelineNs(buf.pts)))
         cond.broadcast()
         cond.unlock()
+        if nonFinite > 0 { stats.update { $0.audioNonFiniteSamples += nonFinite } }
         return .accepted
     }
 

@@ -78,10 +78,18 @@ package final class VideoLane: @unchecked Sendable {
         let corrections = smoother.corrections
         convertLock.unlock()
         if corrections != corrected { stats.update { $0.videoPtsCorrections = corrections } }
-        cond.withLock {
+        let queued = cond.withLock { () -> Bool in
+            // finish() has begun: the lane thread may already have taken its last frame, so a
+            // frame queued now would be counted in but never encoded.
+            guard !stopping else { return false }
             // Never full: a slot was free in the pool, and the ring holds as many entries as the pool.
             pending.append(Pending(slot: slot, timestampMs: ts, arrivalNs: arrival))
             cond.broadcast()
+            return true
+        }
+        guard queued else {
+            pool.release(slot)
+            return .notRunning
         }
         stats.update { $0.videoFramesIn += 1 }
         return .accepted

@@ -20,6 +20,8 @@ public struct StatsSnapshot: Sendable {
     public var audioSilenceInsertedMs = 0
     /// Video frames whose capture PTS the timestamp smoother moved by 1 ms or more.
     public var videoPtsCorrections = 0
+    /// NaN or infinite float audio samples the lanes replaced with 0 (silence).
+    public var audioNonFiniteSamples = 0
 
     public init() {}
 

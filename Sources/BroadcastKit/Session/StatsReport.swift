@@ -63,6 +63,7 @@ package struct StatsReport {
             + "\"rss_anon_bytes\":\(rssAnonBytes),\"rss_file_bytes\":\(rssFileBytes),\"rss_shmem_bytes\":\(rssShmemBytes),"
             + "\"target_video_kbps\":\(s.targetVideoKbps),\"reconnects\":\(s.reconnects),"
             + "\"late_tags_clamped\":\(s.lateTagsClamped),\"video_pts_corrections\":\(s.videoPtsCorrections),"
+            + "\"audio_non_finite_samples\":\(s.audioNonFiniteSamples),"
             + "\"latency_p50_ms\":\(latencyMs.map { fixed($0.p50, 1) } ?? "null"),"
             + "\"latency_p99_ms\":\(latencyMs.map { fixed($0.p99, 1) } ?? "null"),"
             + "\"downtime_s\":\(fixed(downtimeSeconds, 1)),\"destinations\":[\(destinationsJSON)]}"
