@@ -49,7 +49,8 @@ func codecStereoSine(frames: Int, start: Int = 0, hz: Float = 1000, amplitude: F
         }
         let expectedTimes: [Int64] = (0..<10).map { (n: Int) -> Int64 in Int64(n * 1024 * 1000 / 48_000) }
         #expect(packets.map(\.ts) == expectedTimes)
-        #expect(enc.delaySamples == 1600)
+        // delaySamples is not checked against a copied number here: test_codec_delay.py decodes a
+        // click with FFmpeg (PyAV) and requires it to play within 2 ms of its capture time.
     }
 
     @Test func invalidSettingsThrow() {

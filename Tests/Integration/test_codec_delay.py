@@ -1,0 +1,115 @@
+"""The audio encoders' delay, derived from decoded output instead of taken from the code.
+
+Decoders play each AAC/Opus packet late by the encoder's delay (AAC priming, Opus pre-skip);
+`AudioTagWriter` stamps packets that much earlier so that audio plays at its capture time. This
+test checks the result, not the constant: through the Python binding (so the timestamps are
+exactly ours, no capture clock in between) it sends 3 s of 320x240 video, black with one white
+frame at 1.5 s, and a tone-free audio track with a single click at 1.5 s, records FLV, and
+decodes the file with PyAV (FFmpeg's decoders). The decoded click must land on the white frame's
+time within 2 ms: a delay constant wrong by 100 samples (2.1 ms) or more fails, and the
+measured offset says by how many samples the constant is off.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import unittest
+
+from support import REPO_ROOT, BroadcastTestCase
+
+LIB = REPO_ROOT / ".build" / "release" / "libbroadcastkit.so"
+PY_BINDING = REPO_ROOT / "bindings" / "python"
+CLICK_S = 1.5
+TOLERANCE_S = 0.002
+
+# Runs in a child process (the library's threads stay out of the test runner). Real-time paced, so
+# the mixer sees audio arrive as it would live.
+SENDER = textwrap.dedent("""
+    import sys, time
+    import numpy as np
+    import broadcastkit
+
+    path, codec, click_s = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    fps, rate, chunk = 30, 48000, 480
+    black = np.zeros((240, 320, 4), np.uint8)
+    white = np.full((240, 320, 4), 255, np.uint8)
+    click_frame = round(click_s * fps)
+    click_sample = round(click_s * rate)
+    with broadcastkit.Session(record=path, width=320, height=240, fps=fps, video_bitrate=600,
+                              preset="ultrafast", audio_codec=codec) as s:
+        t0 = broadcastkit.now_ns() + 50_000_000
+        frames = 0
+        for k in range(3 * rate // chunk):
+            pts = t0 + k * chunk * 1_000_000_000 // rate
+            while frames * 1_000_000_000 // fps <= (k * chunk) * 1_000_000_000 // rate:
+                vpts = t0 + frames * 1_000_000_000 // fps
+                r = s.send_video(white if frames == click_frame else black, pts_ns=vpts)
+                assert r == "accepted", f"video frame {frames}: {r}"
+                frames += 1
+            samples = np.zeros((chunk, 2), np.float32)
+            if k * chunk <= click_sample < (k + 1) * chunk:
+                samples[click_sample - k * chunk, :] = 0.9
+            r = s.send_audio(samples, pts_ns=pts)
+            assert r == "accepted", f"audio buffer {k}: {r}"
+            wait = (pts - broadcastkit.now_ns()) / 1e9
+            if wait > 0:
+                time.sleep(wait)
+        print(s.stats()["drops"])
+""")
+
+
+def decode_flash_and_click(path) -> tuple[float, float, int]:
+    """(time of the brightest video frame, time of the loudest decoded audio sample, audio rate)."""
+    import av
+    import numpy as np
+
+    flash_t, flash_luma = None, -1.0
+    click_t, click_peak, rate = None, -1.0, 0
+    with av.open(str(path)) as c:
+        for frame in c.decode(c.streams.video[0]):
+            luma = float(frame.to_ndarray(format="gray").mean())
+            if luma > flash_luma:
+                flash_luma, flash_t = luma, float(frame.pts * frame.time_base)
+    with av.open(str(path)) as c:
+        for frame in c.decode(c.streams.audio[0]):
+            a = frame.to_ndarray()
+            # Planar: (channels, samples); packed: (1, samples * channels), interleaved.
+            first = a[0] if frame.format.is_planar else a.reshape(-1)[::len(frame.layout.channels)]
+            peak = np.abs(first)
+            i = int(peak.argmax())
+            if peak[i] > click_peak:
+                rate = frame.sample_rate
+                click_peak, click_t = float(peak[i]), float(frame.pts * frame.time_base) + i / frame.sample_rate
+    if flash_luma < 128 or click_peak < 0.1:
+        raise AssertionError(f"no flash or no click decoded (luma {flash_luma:.0f}, peak {click_peak:.3f})")
+    return flash_t, click_t, rate
+
+
+class AudioEncoderDelayTest(BroadcastTestCase):
+    def check(self, codec: str) -> None:
+        rec = self.track_file(self.tmp / f"click-{codec}.flv")
+        env = dict(os.environ, PYTHONPATH=str(PY_BINDING), BROADCASTKIT_LIBRARY=str(LIB))
+        r = subprocess.run([sys.executable, "-c", SENDER, str(rec), codec, str(CLICK_S)], env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        flash_t, click_t, rate = decode_flash_and_click(rec)
+        offset = click_t - flash_t
+        print(f"\n[{codec} delay] white frame at {flash_t:.4f} s, decoded click at {click_t:.4f} s: audio "
+              f"{offset * 1000:+.2f} ms ({offset * rate:+.0f} samples at {rate} Hz) from its capture time", file=sys.stderr)
+        self.assertAlmostEqual(flash_t, CLICK_S, delta=0.0011, msg="the white frame keeps its time")
+        self.assertLessEqual(abs(offset), TOLERANCE_S,
+                             f"{codec}: the decoded click is {offset * 1000:+.2f} ms ({offset * rate:+.0f} samples) "
+                             f"from its capture time: the encoder delay the tags are shifted by is off by that much")
+
+    def test_aac_click_plays_at_its_capture_time(self) -> None:
+        self.check("aac")
+
+    def test_opus_click_plays_at_its_capture_time(self) -> None:
+        self.check("opus")
+
+
+if __name__ == "__main__":
+    unittest.main()
