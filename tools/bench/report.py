@@ -557,6 +557,55 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
         w(f"Command: `{ds['command']}` (the bench section runs the same function per row).")
         w("")
 
+    # ---- replay ---------------------------------------------------------------------------------
+    rp = r.get("replay") or {}
+    mem = rp.get("memory") or {}
+    if mem:
+        first = next(iter(mem.values()))
+        w("## Replay ring: memory per second and clip saves (issue 16)")
+        w("")
+        w(f"Test-source pushes (moving pattern, default bitrate per resolution) to nginx-rtmp, {first['run_seconds']} s each, "
+          f"under `--memory-budget {rp.get('budget', '?')}` so that the plan picks the same x264 configuration with and "
+          f"without the ring; {cfg.get('rt_runs', '?')} pairs per resolution. Growth = VmHWM (`/usr/bin/time`) with "
+          f"`--replay-seconds N` minus without, per second = growth ÷ N. The plan's line is `replay ring (N s)` of "
+          "`--print-memory-plan` for the same arguments (MB there = MiB); it plans the VBV maximum rate over N + one GOP "
+          "plus one VBV buffer, the audio, and the clip writer's sample table. \"through ring ÷ plan\" is what the run "
+          "sent (= what went into the ring) over the plan's line: at ≥ 1 the ring has wrapped, so every page of it was touched.")
+        w("")
+        w("| res | N s | video kbps (run mean) | VmHWM without MiB | VmHWM with MiB | growth MiB | growth MiB/s | "
+          "plan ring MiB | plan MiB/s | growth ÷ plan | through ring ÷ plan | x264 (plan) |")
+        w("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for res, e in mem.items():
+            ratio = (med(e["growth_mib"]) / e["plan_ring_mib"]) if med(e["growth_mib"]) is not None and e.get("plan_ring_mib") else None
+            w(f"| {res} | {e['seconds']} | {fmt(e['video_kbps'], 1, 0)} | {fmt(e['vmhwm_without_mib'])} | {fmt(e['vmhwm_with_mib'])} | "
+              f"{fmt(e['growth_mib'], 1, 2)} | {fmt(e['growth_mib_per_s'], 1, 3)} | {num(e.get('plan_ring_mib'))} | "
+              f"{num(e.get('plan_ring_mib_per_s'), 3)} | {num(ratio, 2)} | {fmt(e.get('written_over_plan'), 1, 2)} | "
+              f"{e.get('plan_x264') or 'n/a'} |")
+        w("")
+        w(f"Command: `{first['command']}`.")
+        w("")
+    sv = rp.get("save") or {}
+    if sv.get("rows"):
+        w(f"Clip saves during a live {sv['res']}30 push with a full {sv['seconds']} s ring (first save "
+          f"{sv['wait_before_first_s']:.0f} s after start): `save-replay {sv['seconds']} PATH` on the control socket, "
+          "wall time from sending the command to the reply (the clip written, `fsync`ed and renamed). Process CPU = "
+          "every thread's time on CPU (`/proc/PID/task/*/schedstat`) over the save; the same length of time without a "
+          "save is measured 2 s after it; the spike is the difference. `bk-replay` is the saver thread alone.")
+        w("")
+        w("| save | clip s | clip MB | wall ms | process CPU ms | same time without a save ms | spike ms | bk-replay ms |")
+        w("|---|---|---|---|---|---|---|---|")
+        for row in sv["rows"]:
+            if not row.get("ok"):
+                w(f"| {row['save']} | failed: {str(row.get('error'))[:80]} | | | | | | |")
+                continue
+            w(f"| {row['save']} | {num(row.get('clip_s'))} | {num((row.get('clip_bytes') or 0) / MB, 1)} | "
+              f"{num(row['wall_ms'], 0)} | {num(row['process_cpu_ms'], 0)} | {num(row['baseline_cpu_ms'], 0)} | "
+              f"{num(row['spike_cpu_ms'], 0)} | {num(row['saver_cpu_ms'], 0)} |")
+        w("")
+        drops = {k: v for k, v in (sv.get("drops") or {}).items() if v}
+        w(f"Drops over that push: {drops or 0}; exit {sv.get('rc')}. Command: {sv['command']}.")
+        w("")
+
     # ---- avsync ---------------------------------------------------------------------------------
     if av:
         a = r["avsync"]
