@@ -21,12 +21,18 @@ ffprobe and tools/avsync.py (never by our own MP4 parser).
   starts on a keyframe and lasts 2 s + at most one GOP; with no ring, save_replay raises.
 - test_bad_input: --replay-seconds 0, negative, too large for the budget (names the longest
   that fits), --replay-dir missing or not a directory: exit 2 with one line.
+- test_aac_priming_edit_list: one run streams to nginx, records out.mp4 and saves a clip. In the
+  MP4 recording and the clip, ffprobe reads one edit list, on the audio track, starting at a
+  positive media time (the AAC encoder's priming), and applies it: the audio stream starts within
+  one AAC frame after the video, not a priming later. Each MP4's A/V offset (flash/beep
+  analyser) equals that of the FLV nginx recorded from the same run, within 2 ms.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -100,6 +106,34 @@ def avsync(path: Path) -> dict:
     if p.returncode not in (0, 1):
         raise AssertionError(f"avsync failed on {path}: {p.stderr}")
     return json.loads(p.stdout)
+
+
+def ffprobe_edits(path: Path) -> list[tuple[str, int, int]]:
+    """(handler of the trak, segment_duration, media_time) of each edit list entry, as ffprobe's
+    mov demuxer logs them at trace level."""
+    p = subprocess.run(["ffprobe", "-v", "trace", "-i", str(path)], capture_output=True, text=True, timeout=60)
+    edits, handler = [], "?"
+    pending = []
+    for line in p.stderr.splitlines():
+        m = re.search(r"duration=(-?\d+) time=(-?\d+) rate=", line)
+        if m:
+            pending.append((int(m.group(1)), int(m.group(2))))
+            continue
+        h = re.search(r"ctype=\S+\s*\n?|stype=(\w+)", line)
+        if "type:'trak'" in line or "type:'moov'" in line:
+            edits += [(handler, d, t) for d, t in pending]
+            pending, handler = [], "?"
+        if h and h.group(1):
+            handler = h.group(1)
+    edits += [(handler, d, t) for d, t in pending]
+    return edits
+
+
+def ffprobe_start_times(path: Path) -> dict[str, float]:
+    """codec_type -> start_time of each stream, by ffprobe."""
+    p = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_type,start_time", "-of", "json",
+                        str(path)], capture_output=True, text=True, timeout=60)
+    return {x["codec_type"]: float(x["start_time"]) for x in json.loads(p.stdout)["streams"]}
 
 
 class ReplayTests(BroadcastTestCase):
@@ -412,6 +446,45 @@ print(json.dumps(out))
         r = self.run_broadcast(["--no-publish", "--source", "test", "--replay-seconds", "5", "--replay-dir", afile])
         self.assertEqual(r.returncode, 2, r.describe())
         self.assertIn("not a directory", r.stderr)
+
+    def test_aac_priming_edit_list(self):
+        ingest = support.start_ingest()
+        self.addCleanup(ingest.cleanup)
+        key = support.new_key()
+        clips = self.tmp / "clips"
+        clips.mkdir()
+        rec = self.tmp / "out.mp4"
+        proc = self.popen(["--url", ingest.url, "--source", "test", "--test-pattern", "static", "--res", "480p",
+                           "--record", rec, "--replay-seconds", "8", "--replay-dir", clips, "--duration", "18"],
+                          env={"STREAM_KEY": key})
+        time.sleep(13)
+        proc.send_signal(signal.SIGUSR1)
+        rc, err = self.finish(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+        saved = sorted(clips.glob("replay-*.mp4"))
+        self.assertEqual(len(saved), 1, err[-2000:])
+        ingest.stop()
+        flv = ingest.wait_recording(key)
+        reference = avsync(flv)["summary"]
+        for mp4 in (rec, saved[0]):
+            edits = ffprobe_edits(mp4)
+            self.assertEqual(len(edits), 1, f"{mp4.name}: edit lists {edits}")
+            handler, _, media_time = edits[0]
+            self.assertEqual(handler, "soun", f"{mp4.name}: the edit list belongs to the audio track: {edits}")
+            self.assertGreater(media_time, 0, f"{mp4.name}: {edits}")
+            starts = ffprobe_start_times(mp4)
+            lead = starts["audio"] - starts["video"]
+            r = avsync(mp4)
+            s = r["summary"]
+            print(f"\n--- {mp4.name}: edit media_time {media_time}, audio starts {lead * 1000:.1f} ms after video; "
+                  f"A/V mean {s.get('mean_ms'):.1f} ms (nginx's FLV {reference.get('mean_ms'):.1f} ms), "
+                  f"max {s.get('max_abs_ms'):.1f} ms", file=sys.stderr)
+            # The file starts on a keyframe with the audio from that instant: the first audio packet
+            # plays within one AAC frame (1024 samples) of the first video frame, not a priming later.
+            self.assertGreaterEqual(lead, -0.001, f"{mp4.name}: {starts}")
+            self.assertLessEqual(lead, 1024 / 48000 + 0.001, f"{mp4.name}: {starts}")
+            self.assertLessEqual(s["max_abs_ms"], 35.0, r["reasons"])
+            self.assertAlmostEqual(s["mean_ms"], reference["mean_ms"], delta=2.0)
 
 
 if __name__ == "__main__":
