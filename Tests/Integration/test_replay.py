@@ -21,6 +21,10 @@ ffprobe and tools/avsync.py (never by our own MP4 parser).
   starts on a keyframe and lasts 2 s + at most one GOP; with no ring, save_replay raises.
 - test_bad_input: --replay-seconds 0, negative, too large for the budget (names the longest
   that fits), --replay-dir missing or not a directory: exit 2 with one line.
+- test_read_only_dir_and_full_tmpfs (root: mounts tmpfs): a --replay-dir on a read-only file
+  system is refused (exit 2, "not writable"); a save into a 256 KiB tmpfs runs out of space
+  mid-clip: one warning line naming ENOSPC, no file left, and the stream, recorded as FLV next
+  to it, goes on to the end with no hole.
 - test_aac_priming_edit_list: one run streams to nginx, records out.mp4 and saves a clip. In the
   MP4 recording and the clip, ffprobe reads one edit list, on the audio track, starting at a
   positive media time (the AAC encoder's priming), and applies it: the audio stream starts within
@@ -485,6 +489,47 @@ print(json.dumps(out))
             self.assertLessEqual(lead, 1024 / 48000 + 0.001, f"{mp4.name}: {starts}")
             self.assertLessEqual(s["max_abs_ms"], 35.0, r["reasons"])
             self.assertAlmostEqual(s["mean_ms"], reference["mean_ms"], delta=2.0)
+
+    def mount_tmpfs(self, path: Path, options: str) -> Path:
+        path.mkdir()
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, f"mount -t tmpfs -o {options}: {r.stderr}")
+        # Cleanups run last-registered first: unmounted before the test directory is removed.
+        self.addCleanup(subprocess.run, ["umount", str(path)], capture_output=True)
+        return path
+
+    @unittest.skipUnless(os.geteuid() == 0, "mounts tmpfs file systems (root)")
+    def test_read_only_dir_and_full_tmpfs(self):
+        ro = self.mount_tmpfs(self.tmp / "ro", "ro,size=1m")
+        r = self.run_broadcast(["--no-publish", "--source", "test", "--replay-seconds", "5", "--replay-dir", ro,
+                                "--duration", "1"])
+        self.assertEqual(r.returncode, 2, r.describe())
+        self.assertIn(f"--replay-dir {ro}: not writable: Read-only file system", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+        full = self.mount_tmpfs(self.tmp / "full", "size=256k")
+        live = self.tmp / "live.flv"
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        proc = self.popen(["--no-publish", "--source", "test", "--test-pattern", "static", "--res", "480p",
+                           "--record", live, "--replay-seconds", "5", "--replay-dir", full, "--duration", "14",
+                           "--stats-json", stats])
+        time.sleep(8)
+        proc.send_signal(signal.SIGUSR1)
+        rc, err = self.finish(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+        warnings = [l for l in err.splitlines() if "warning: replay:" in l]
+        self.assertEqual(len(warnings), 1, err[-2000:])
+        self.assertIn("No space left on device", warnings[0])
+        self.assertIn("the stream is unaffected", warnings[0])
+        self.assertEqual(list(full.iterdir()), [], "a failed save leaves no file")
+        self.assertIn("finished:", err)
+        # The stream went on through the failed save: the recording decodes to the end, with no hole.
+        self.assertRecordingOK(live, expect_video_codec="h264", expect_audio_codec="aac")
+        _, _, end = video_keyframe_first_and_span(live)
+        self.assertGreaterEqual(end, 14 - 1.0)
+        last = json.loads(stats.read_text().splitlines()[-1])
+        worst = max(g for _, g in video_gaps(live))
+        self.assertLessEqual(worst, 0.5, f"a {worst * 1000:.0f} ms hole in the recording; drops {last['drops']}")
 
 
 if __name__ == "__main__":
