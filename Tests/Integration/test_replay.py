@@ -113,23 +113,21 @@ def avsync(path: Path) -> dict:
 
 
 def ffprobe_edits(path: Path) -> list[tuple[str, int, int]]:
-    """(handler of the trak, segment_duration, media_time) of each edit list entry, as ffprobe's
-    mov demuxer logs them at trace level."""
-    p = subprocess.run(["ffprobe", "-v", "trace", "-i", str(path)], capture_output=True, text=True, timeout=60)
-    edits, handler = [], "?"
-    pending = []
+    """(codec_type of the track, segment_duration, media_time) of each edit list entry, as ffprobe's
+    mov demuxer logs them at trace level ("track[N].edit_count = K", then one "duration=D time=T
+    rate=R" line per entry)."""
+    p = subprocess.run(["ffprobe", "-v", "trace", "-show_entries", "stream=index,codec_type", "-of", "json", str(path)],
+                       capture_output=True, text=True, timeout=60)
+    kinds = {x["index"]: x["codec_type"] for x in json.loads(p.stdout)["streams"]}
+    edits, track = [], None
     for line in p.stderr.splitlines():
+        m = re.search(r"track\[(\d+)\]\.edit_count = (\d+)", line)
+        if m:
+            track = int(m.group(1))
+            continue
         m = re.search(r"duration=(-?\d+) time=(-?\d+) rate=", line)
         if m:
-            pending.append((int(m.group(1)), int(m.group(2))))
-            continue
-        h = re.search(r"ctype=\S+\s*\n?|stype=(\w+)", line)
-        if "type:'trak'" in line or "type:'moov'" in line:
-            edits += [(handler, d, t) for d, t in pending]
-            pending, handler = [], "?"
-        if h and h.group(1):
-            handler = h.group(1)
-    edits += [(handler, d, t) for d, t in pending]
+            edits.append((kinds.get(track, f"track {track}"), int(m.group(1)), int(m.group(2))))
     return edits
 
 
@@ -473,8 +471,8 @@ print(json.dumps(out))
         for mp4 in (rec, saved[0]):
             edits = ffprobe_edits(mp4)
             self.assertEqual(len(edits), 1, f"{mp4.name}: edit lists {edits}")
-            handler, _, media_time = edits[0]
-            self.assertEqual(handler, "soun", f"{mp4.name}: the edit list belongs to the audio track: {edits}")
+            kind, _, media_time = edits[0]
+            self.assertEqual(kind, "audio", f"{mp4.name}: the edit list belongs to the audio track: {edits}")
             self.assertGreater(media_time, 0, f"{mp4.name}: {edits}")
             starts = ffprobe_start_times(mp4)
             lead = starts["audio"] - starts["video"]
