@@ -5,7 +5,8 @@
 /// its sample rate, the movie 1 kHz (FLV milliseconds). FLV milliseconds are presentation time.
 /// An AAC packet's decoded output lags its input by the encoder delay, so the AAC track's media
 /// time runs `primingSamples` ahead of presentation time and its edit list (`elst` media_time)
-/// maps presentation 0 back to media time `primingSamples`: the priming output is not played.
+/// maps presentation time 0 to media time `primingSamples`: a decoder that honours the edit
+/// plays each decoded sample at the time its input was captured.
 package struct MP4TrackLayout: Sendable {
     package struct Video: Sendable {
         package var width: Int
