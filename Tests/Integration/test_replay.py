@@ -508,7 +508,8 @@ print(json.dumps(out))
         full = self.mount_tmpfs(self.tmp / "full", "size=256k")
         live = self.tmp / "live.flv"
         stats = self.track_file(self.tmp / "stats.jsonl")
-        proc = self.popen(["--no-publish", "--source", "test", "--test-pattern", "static", "--res", "480p",
+        # The moving pattern spends the whole bitrate: a 5 s clip is far over 256 KiB.
+        proc = self.popen(["--no-publish", "--source", "test", "--res", "480p",
                            "--record", live, "--replay-seconds", "5", "--replay-dir", full, "--duration", "14",
                            "--stats-json", stats])
         time.sleep(8)
