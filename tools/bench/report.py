@@ -566,7 +566,7 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
         w("")
         w(f"Test-source pushes (moving pattern, default bitrate per resolution) to nginx-rtmp, {first['run_seconds']} s each, "
           f"under `--memory-budget {rp.get('budget', '?')}` so that the plan picks the same x264 configuration with and "
-          f"without the ring; {cfg.get('rt_runs', '?')} pairs per resolution. Growth = VmHWM (`/usr/bin/time`) with "
+          f"without the ring; {cfg.get('rt_runs', '?')} pair(s) per resolution. Growth = VmHWM (`/usr/bin/time`) with "
           f"`--replay-seconds N` minus without, per second = growth ÷ N. The plan's line is `replay ring (N s)` of "
           "`--print-memory-plan` for the same arguments (MB there = MiB); it plans the VBV maximum rate over N + one GOP "
           "plus one VBV buffer, the audio, and the clip writer's sample table. \"through ring ÷ plan\" is what the run "
