@@ -534,7 +534,7 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
           "temporal noise in real time as Y4M into the measured process's stdin. `broadcast` gets one `--url` per "
           "destination; ffmpeg encodes once with libx264 veryfast at the same bitrate/VBV/GOP and 2 threads into "
           "its `tee` muxer (`onfail=ignore`). Every destination is its own nginx-rtmp. CPU % = (user + system) ÷ "
-          "media seconds from `wait4`; VmHWM is `ru_maxrss`; frames = what the first destination recorded "
+          "media seconds from `wait4`; VmHWM is `/usr/bin/time`'s `%M` (a child vforked from Python would report Python's peak); frames = what the first destination recorded "
           "(PyAV) of the frames sent. `broadcast` runs x264 for live latency (no lookahead or B-frames, the "
           "configuration its memory plan picks), ffmpeg runs libx264's veryfast defaults, so the CPU columns "
           "compare the jobs as users run them, not identical encoder settings.")
@@ -554,7 +554,9 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
             w(f"| {n} | {fmt(b_cpu)} | {fmt(b_hwm)} | {frames('broadcast')} | {fmt(f_cpu)} | {fmt(f_hwm)} | "
               f"{frames('ffmpeg-tee')} | {num(ratio, 2)} |")
         w("")
-        w(f"Command: `{ds['command']}` (the bench section runs the same function per row).")
+        w(f"Command: `{ds['command']}` (the bench section runs the same function per row). Load average "
+          f"at the start `{ds.get('loadavg_start', 'not recorded')}`, at the end `{ds.get('loadavg_end', 'not recorded')}`"
+          + (f"; {ds['note']}" if ds.get("note") else "") + ".")
         w("")
 
     # ---- avsync ---------------------------------------------------------------------------------

@@ -653,6 +653,7 @@ class Bench:
         sys.path.insert(0, str(REPO / "tools" / "bench"))
         import destinations as dst
         secs = int(min(self.a.rt_seconds, 30))
+        load0 = sh("cat /proc/loadavg")
         rows = []
         for n in (1, 2, 4):
             for tool in ("broadcast", "ffmpeg-tee"):
@@ -666,7 +667,8 @@ class Bench:
         self.results["destinations"] = {
             "seconds": secs, "rows": rows,
             "command": ".venv/bin/python tools/bench/destinations.py --seconds SECONDS --counts 1,2,4",
-            "setup": f"{dst.W}x{dst.H}@{dst.FPS}, {dst.KBPS} kbps, veryfast, video only from a Y4M pipe"}
+            "setup": f"{dst.W}x{dst.H}@{dst.FPS}, {dst.KBPS} kbps, veryfast, video only from a Y4M pipe",
+            "loadavg_start": load0, "loadavg_end": sh("cat /proc/loadavg")}
         self.save()
 
     def avsync(self) -> None:
