@@ -654,8 +654,11 @@ class Bench:
         import destinations as dst
         secs = int(min(self.a.rt_seconds, 30))
         load0 = sh("cat /proc/loadavg")
-        rows = []
-        for n in (1, 2, 4):
+        counts = [int(c) for c in self.a.dest_counts.split(",")]
+        # A partial rerun (--dest-counts 4) replaces only those rows.
+        rows = [x for x in ((self.results.get("destinations") or {}).get("rows") or [])
+                if x["destinations"] not in counts]
+        for n in counts:
             for tool in ("broadcast", "ffmpeg-tee"):
                 for i in range(self.a.rt_runs):
                     r = dst.run(tool, n, secs)
@@ -746,6 +749,7 @@ def main() -> int:
     ap.add_argument("--scale-seconds", type=float, default=12)
     ap.add_argument("--lever-seconds", type=float, default=12)
     ap.add_argument("--avsync-seconds", type=float, default=600)
+    ap.add_argument("--dest-counts", default="1,2,4", help="destinations section: destination counts to (re)run")
     ap.add_argument("--avsync-sequential", action="store_true",
                     help="run the A/V sync cases one after another instead of at once (a busy machine)")
     ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,embedding,capture,destinations,avsync,quality")
