@@ -534,7 +534,7 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
           "temporal noise in real time as Y4M into the measured process's stdin. `broadcast` gets one `--url` per "
           "destination; ffmpeg encodes once with libx264 veryfast at the same bitrate/VBV/GOP and 2 threads into "
           "its `tee` muxer (`onfail=ignore`). Every destination is its own nginx-rtmp. CPU % = (user + system) ÷ "
-          "media seconds from `wait4`; VmHWM is `ru_maxrss`; frames = what the first destination recorded "
+          "media seconds from `wait4`; VmHWM is `/usr/bin/time`'s `%M` (a child vforked from Python would report Python's peak); frames = what the first destination recorded "
           "(PyAV) of the frames sent. `broadcast` runs x264 for live latency (no lookahead or B-frames, the "
           "configuration its memory plan picks), ffmpeg runs libx264's veryfast defaults, so the CPU columns "
           "compare the jobs as users run them, not identical encoder settings.")
@@ -554,7 +554,9 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
             w(f"| {n} | {fmt(b_cpu)} | {fmt(b_hwm)} | {frames('broadcast')} | {fmt(f_cpu)} | {fmt(f_hwm)} | "
               f"{frames('ffmpeg-tee')} | {num(ratio, 2)} |")
         w("")
-        w(f"Command: `{ds['command']}` (the bench section runs the same function per row).")
+        w(f"Command: `{ds['command']}` (the bench section runs the same function per row). Load average "
+          f"at the start `{ds.get('loadavg_start', 'not recorded')}`, at the end `{ds.get('loadavg_end', 'not recorded')}`"
+          + (f"; {ds['note']}" if ds.get("note") else "") + ".")
         w("")
 
     # ---- replay ---------------------------------------------------------------------------------
@@ -742,12 +744,33 @@ def fleet(r: dict) -> str:
     return "\n".join(L)
 
 
-def write_between_markers(path: Path, block: str) -> None:
-    """Replaces the text between <!-- fleet:begin --> and <!-- fleet:end --> in `path`."""
+def scale_block(r: dict) -> str:
+    """Sessions in one process against one process per stream, 360p30, from the scale section:
+    CPU and memory per stream at each count, and the drops that mark where the machine runs out."""
+    sc = r.get("scale") or {}
+    bc, bp = sc.get("by_count") or {}, sc.get("by_processes") or {}
+    if not bc:
+        return ""
+    L = [f"Measured at 360p30, {sc.get('seconds', '?'):g} s per run (BENCHMARKS.md § 3):", "",
+         "| streams | in one process: CPU % per stream | in one process: RSS per stream MiB | drops | "
+         "one process each: CPU % per stream | one process each: VmHWM per stream MiB | failed exits |",
+         "|---|---|---|---|---|---|---|"]
+    for n in sorted({int(k) for k in list(bc) + list(bp)}):
+        e, p = bc.get(str(n)) or {}, bp.get(str(n)) or {}
+        drops = sum(sum((d or {}).values()) if isinstance(d, dict) else (d or 0) for d in e.get("drops", [])) if e else None
+        bad = sum(1 for rs in p.get("exits", []) for x in rs if x != 0) if p else None
+        L.append(f"| {n} | {fmt(e.get('cpu_percent_per_session'))} | {fmt(e.get('rss_per_session_bytes'), MIB)} | "
+                 f"{'n/a' if drops is None else drops} | {fmt(p.get('cpu_percent_per_stream'))} | "
+                 f"{fmt(p.get('peak_rss_per_stream_bytes'), MIB)} | {'n/a' if bad is None else bad} |")
+    return "\n".join(L)
+
+
+def write_between_markers(path: Path, block: str, name: str = "fleet") -> None:
+    """Replaces the text between <!-- NAME:begin --> and <!-- NAME:end --> in `path`."""
     if not path.exists() or not block:
         return
     text = path.read_text()
-    a, b = "<!-- fleet:begin -->", "<!-- fleet:end -->"
+    a, b = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
     if a in text and b in text:
         head, rest = text.split(a, 1)
         tail = rest.split(b, 1)[1]
@@ -771,6 +794,7 @@ def main() -> int:
     Path(a.out).write_text(report(r, made, rel))
     if Path(a.out).resolve() == (REPO / "BENCHMARKS.md").resolve():
         write_between_markers(REPO / "docs/scaling.md", fleet(r))
+        write_between_markers(REPO / "docs/scaling.md", scale_block(r), "scale")
     print(f"wrote {a.out} and {len(made)} charts in {outdir}", file=sys.stderr)
     return 0
 

@@ -657,8 +657,12 @@ class Bench:
         sys.path.insert(0, str(REPO / "tools" / "bench"))
         import destinations as dst
         secs = int(min(self.a.rt_seconds, 30))
-        rows = []
-        for n in (1, 2, 4):
+        load0 = sh("cat /proc/loadavg")
+        counts = [int(c) for c in self.a.dest_counts.split(",")]
+        # A partial rerun (--dest-counts 4) replaces only those rows.
+        rows = [x for x in ((self.results.get("destinations") or {}).get("rows") or [])
+                if x["destinations"] not in counts]
+        for n in counts:
             for tool in ("broadcast", "ffmpeg-tee"):
                 for i in range(self.a.rt_runs):
                     r = dst.run(tool, n, secs)
@@ -670,7 +674,8 @@ class Bench:
         self.results["destinations"] = {
             "seconds": secs, "rows": rows,
             "command": ".venv/bin/python tools/bench/destinations.py --seconds SECONDS --counts 1,2,4",
-            "setup": f"{dst.W}x{dst.H}@{dst.FPS}, {dst.KBPS} kbps, veryfast, video only from a Y4M pipe"}
+            "setup": f"{dst.W}x{dst.H}@{dst.FPS}, {dst.KBPS} kbps, veryfast, video only from a Y4M pipe",
+            "loadavg_start": load0, "loadavg_end": sh("cat /proc/loadavg")}
         self.save()
 
     # ---- replay (issue 16) -------------------------------------------------------------
@@ -891,6 +896,7 @@ def main() -> int:
     ap.add_argument("--scale-seconds", type=float, default=12)
     ap.add_argument("--lever-seconds", type=float, default=12)
     ap.add_argument("--avsync-seconds", type=float, default=600)
+    ap.add_argument("--dest-counts", default="1,2,4", help="destinations section: destination counts to (re)run")
     ap.add_argument("--avsync-sequential", action="store_true",
                     help="run the A/V sync cases one after another instead of at once (a busy machine)")
     ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,embedding,capture,destinations,replay,avsync,quality")
