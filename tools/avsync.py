@@ -187,12 +187,15 @@ def demux_and_decode(path: str):
                     else:
                         dur = float(packet.duration * tb) if packet.duration else 0.0
                     # Continuity is judged on what a player gets: decoded frames carry the
-                    # codec delay (Opus pre-skip) already applied.
+                    # codec delay (Opus pre-skip, an MP4 edit list's AAC priming) already
+                    # applied. A packet that decodes to nothing plays nothing, so it is no
+                    # audio of its own (FFmpeg drops an edit list's priming samples from the
+                    # first frames); a hole around it still shows between the frames that play.
                     ftimes = [_frame_time(f, None) for f in frames]
                     if frames and all(ft is not None for ft in ftimes):
                         for f, ft in zip(frames, ftimes):
                             audio_packets.append((ft, f.samples / rate if rate else 0.0))
-                    elif packet.pts is not None:
+                    elif frames and packet.pts is not None:
                         audio_packets.append((float(packet.pts * tb), dur))
                 for frame in frames:
                     _take(frame, packet, vs, lumas, audio)

@@ -18,6 +18,9 @@ import sys
 GROWTH_LIMIT_KB = 1024        # RSS may grow at most 1 MB from minute 2 to the end...
 GROWTH_MIN_SECONDS = 180      # ...judged only on runs of at least 3 minutes.
 GROWTH_FROM_S = 120.0
+RING_FLAT_KB = 1024           # VmHWM may grow at most 1 MB once the replay ring has filled...
+RING_FLAT_MIN_S = 30.0        # ...which must happen at least 30 s before the end.
+RING_PLAN_TOLERANCE = 0.10    # the plan's ring line within 10% of the VmHWM growth the ring causes
 
 
 def read_rss(path: str) -> list[dict]:
@@ -116,6 +119,9 @@ def evaluate(meta: dict, rss: list[dict], stats: list[dict]) -> tuple[dict, list
     elif meta["seconds"] >= GROWTH_MIN_SECONDS:
         reasons.append("not enough RSS samples to judge growth from minute 2")
 
+    if meta.get("replay_seconds"):
+        judge_ring(meta, rss, stats, peak_kb, summary, reasons)
+
     probe = meta.get("probe_rc", 0)
     if probe == -1:
         reasons.append(f"no recording at {meta.get('recording')}")
@@ -142,6 +148,54 @@ def evaluate(meta: dict, rss: list[dict], stats: list[dict]) -> tuple[dict, list
     else:
         summary["kbps_mean"] = mean_of(stats, "kbps", 5.0, 1e9)
     return summary, reasons
+
+
+def judge_ring(meta: dict, rss: list[dict], stats: list[dict], peak_kb: int, summary: dict,
+               reasons: list[str]) -> None:
+    """The replay ring's checks: VmHWM flat once the ring has filled, and (with a reference run
+    without the ring) the plan's ring line against the VmHWM growth the ring causes."""
+    plan_kb = meta.get("plan_ring_kb")
+    summary["plan_ring_kb"] = plan_kb
+    if not plan_kb:
+        reasons.append("no 'replay ring' line in the memory plan (plan.txt)")
+        return
+    # The ring's pages are touched as bytes first pass through it: once what was sent (everything the
+    # interleaver released, which the ring also got) reaches the planned size, it has wrapped.
+    filled = next((s["time_s"] for s in stats
+                   if s.get("video_bytes_sent", 0) + s.get("audio_bytes_sent", 0) >= plan_kb * 1024), None)
+    summary["ring_filled_s"] = filled
+    if filled is None or filled > meta["seconds"] - RING_FLAT_MIN_S:
+        reasons.append(f"the replay ring had not filled {RING_FLAT_MIN_S:.0f} s before the end "
+                       f"(filled at {filled if filled is not None else 'never'}): VmHWM flatness not judged")
+    else:
+        at_fill = next((r for r in rss if r["t"] >= filled), None)
+        if at_fill is None:
+            reasons.append("no RSS sample after the replay ring filled")
+        else:
+            growth = peak_kb - at_fill["hwm_kb"]
+            summary["hwm_at_ring_full_kb"] = at_fill["hwm_kb"]
+            summary["hwm_growth_after_ring_full_kb"] = growth
+            if growth > RING_FLAT_KB:
+                reasons.append(f"VmHWM grew {growth / 1024:.2f} MB after the replay ring filled at t={filled:.0f}s "
+                               f"(from t={at_fill['t']:.0f}s; limit 1 MB)")
+    if not meta.get("ring_reference"):
+        return
+    ref = meta.get("reference_max_hwm_kb")
+    summary["reference_max_hwm_kb"] = ref
+    if meta.get("plan_x264") != meta.get("reference_plan_x264"):
+        reasons.append(f"the ring changes the x264 configuration ({meta.get('plan_x264')!r} with it, "
+                       f"{meta.get('reference_plan_x264')!r} without): the reference is not the same run")
+        return
+    if ref is None or meta.get("reference_rc") != 0:
+        reasons.append(f"the reference run without the ring failed (exit {meta.get('reference_rc')}; "
+                       "see reference.log and reference/)")
+        return
+    growth = peak_kb - ref
+    summary["ring_growth_kb"] = growth
+    summary["plan_over_ring_growth"] = plan_kb / growth if growth > 0 else None
+    if growth <= 0 or abs(plan_kb - growth) > RING_PLAN_TOLERANCE * growth:
+        reasons.append(f"the plan's ring line {plan_kb / 1024:.1f} MB is not within 10% of the VmHWM growth "
+                       f"from enabling the ring, {growth / 1024:.2f} MB ({peak_kb / 1024:.1f} - {ref / 1024:.1f} MB)")
 
 
 def draw(path: str, meta: dict, rss: list[dict], stats: list[dict]) -> None:
@@ -237,6 +291,15 @@ def main(argv: list[str]) -> int:
                   f"{fmt_kbps(summary[f'target_video_kbps_{label}_throttle'])}")
     elif summary.get("kbps_mean") is not None:
         print(f"soak: mean kbps {summary['kbps_mean']:.0f}")
+    if meta.get("replay_seconds"):
+        print(f"soak: replay ring {meta['replay_seconds']} s: plan line {fmt_mb(summary.get('plan_ring_kb'))}, "
+              f"filled at t={summary.get('ring_filled_s')}s, VmHWM then {fmt_mb(summary.get('hwm_at_ring_full_kb'))}, "
+              f"growth after {fmt_mb(summary.get('hwm_growth_after_ring_full_kb'))}")
+        if meta.get("ring_reference"):
+            ratio = summary.get("plan_over_ring_growth")
+            print(f"soak: reference without the ring: VmHWM {fmt_mb(summary.get('reference_max_hwm_kb'))}; "
+                  f"growth from the ring {fmt_mb(summary.get('ring_growth_kb'))}; plan line / growth "
+                  f"{'n/a' if ratio is None else f'{ratio:.3f}'}")
     print(f"soak: plot {os.path.join(d, 'rss.png')}")
     if reasons:
         for r in reasons:

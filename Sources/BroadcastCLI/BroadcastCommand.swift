@@ -113,7 +113,9 @@ public enum BroadcastCommand {
             print("memory plan for \(video.width)x\(video.height)@\(video.fps) x264 \(preset), \(video.bitrateKbps) kbps:")
             if let note = session.downgradeNote { print(note) }
             print(plan.description)
-            print(plan.fits ? "fits" : "DOES NOT FIT, even with the lightest x264 preset: lower --res or raise --memory-budget")
+            let levers = plan.replaySeconds > 0 ? "lower --res, --video-bitrate or --replay-seconds, or raise --memory-budget"
+                                                : "lower --res or raise --memory-budget"
+            print(plan.fits ? "fits" : "DOES NOT FIT, even with the lightest x264 preset: \(levers)")
             return plan.fits ? .success : .usage
         } catch {
             return fail(ExitCode(rawValue: error.exitCode) ?? .usage, error.description)

@@ -15,18 +15,29 @@ ffprobe and tools/avsync.py (never by our own MP4 parser).
   directory removed mid-run is one warning line and the run still ends cleanly; a save that
   hits the file size limit (a full disk, by RLIMIT_FSIZE) likewise, leaving no partial file.
 - test_record_mp4_sigkill_and_sigint: --record out.mp4 killed with SIGKILL at 20 s decodes up
-  to its last fragment; stopped with SIGINT at 20 s it is complete with the right duration.
+  to its last fragment, a whole GOP, losing only the GOP being staged; stopped with SIGINT at
+  20 s it is complete with the right duration.
 - test_save_replay_through_the_c_abi: bindings/python (ctypes over libbroadcastkit.so) with
   replay_seconds=3: save_replay(seconds=2) while frames keep coming gives a clip that decodes,
   starts on a keyframe and lasts 2 s + at most one GOP; with no ring, save_replay raises.
 - test_bad_input: --replay-seconds 0, negative, too large for the budget (names the longest
   that fits), --replay-dir missing or not a directory: exit 2 with one line.
+- test_read_only_dir_and_full_tmpfs (root: mounts tmpfs): a --replay-dir on a read-only file
+  system is refused (exit 2, "not writable"); a save into a 256 KiB tmpfs runs out of space
+  mid-clip: one warning line naming ENOSPC, no file left, and the stream, recorded as FLV next
+  to it, goes on to the end with no hole.
+- test_aac_priming_edit_list: one run streams to nginx, records out.mp4 and saves a clip. In the
+  MP4 recording and the clip, ffprobe reads one edit list, on the audio track, starting at a
+  positive media time (the AAC encoder's priming), and applies it: the audio stream starts within
+  one AAC frame after the video, not a priming later. Each MP4's A/V offset (flash/beep
+  analyser) equals that of the FLV nginx recorded from the same run, within 2 ms.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -100,6 +111,32 @@ def avsync(path: Path) -> dict:
     if p.returncode not in (0, 1):
         raise AssertionError(f"avsync failed on {path}: {p.stderr}")
     return json.loads(p.stdout)
+
+
+def ffprobe_edits(path: Path) -> list[tuple[str, int, int]]:
+    """(codec_type of the track, segment_duration, media_time) of each edit list entry, as ffprobe's
+    mov demuxer logs them at trace level ("track[N].edit_count = K", then one "duration=D time=T
+    rate=R" line per entry)."""
+    p = subprocess.run(["ffprobe", "-v", "trace", "-show_entries", "stream=index,codec_type", "-of", "json", str(path)],
+                       capture_output=True, text=True, timeout=60)
+    kinds = {x["index"]: x["codec_type"] for x in json.loads(p.stdout)["streams"]}
+    edits, track = [], None
+    for line in p.stderr.splitlines():
+        m = re.search(r"track\[(\d+)\]\.edit_count = (\d+)", line)
+        if m:
+            track = int(m.group(1))
+            continue
+        m = re.search(r"duration=(-?\d+) time=(-?\d+) rate=", line)
+        if m:
+            edits.append((kinds.get(track, f"track {track}"), int(m.group(1)), int(m.group(2))))
+    return edits
+
+
+def ffprobe_start_times(path: Path) -> dict[str, float]:
+    """codec_type -> start_time of each stream, by ffprobe."""
+    p = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_type,start_time", "-of", "json",
+                        str(path)], capture_output=True, text=True, timeout=60)
+    return {x["codec_type"]: float(x["start_time"]) for x in json.loads(p.stdout)["streams"]}
 
 
 class ReplayTests(BroadcastTestCase):
@@ -262,8 +299,14 @@ class ReplayTests(BroadcastTestCase):
             print(f"\n--- {path.name}: ffprobe {duration:.2f} s, PyAV video end {end:.2f} s, "
                   f"{report.first('video').frames} frames", file=sys.stderr)
             if sig == signal.SIGKILL:
-                # At most the GOP being staged (and one being written) is lost.
-                self.assertGreaterEqual(end, 20 - 2 * GOP_S - 1.5)
+                # What decodes ends where a fragment (one GOP) ends, and only the GOP being staged
+                # at the kill is lost (start-up takes under 1.5 s of the 20).
+                with av.open(str(path)) as c:
+                    v = c.streams.video[0]
+                    keys = [float(p.pts * v.time_base) for p in c.demux(v) if p.pts is not None and p.is_keyframe]
+                self.assertGreaterEqual(end - keys[-1], GOP_S - 1.5 / 30,
+                                        f"{path.name}: its last GOP ({keys[-1]:.3f} s to {end:.3f} s) is cut")
+                self.assertGreaterEqual(end, 20 - GOP_S - 1.5)
             else:
                 self.assertAlmostEqual(duration, end, delta=0.1)
                 self.assertGreaterEqual(duration, 18.5)
@@ -412,6 +455,87 @@ print(json.dumps(out))
         r = self.run_broadcast(["--no-publish", "--source", "test", "--replay-seconds", "5", "--replay-dir", afile])
         self.assertEqual(r.returncode, 2, r.describe())
         self.assertIn("not a directory", r.stderr)
+
+    def test_aac_priming_edit_list(self):
+        ingest = support.start_ingest()
+        self.addCleanup(ingest.cleanup)
+        key = support.new_key()
+        clips = self.tmp / "clips"
+        clips.mkdir()
+        rec = self.tmp / "out.mp4"
+        proc = self.popen(["--url", ingest.url, "--source", "test", "--test-pattern", "static", "--res", "480p",
+                           "--record", rec, "--replay-seconds", "8", "--replay-dir", clips, "--duration", "18"],
+                          env={"STREAM_KEY": key})
+        time.sleep(13)
+        proc.send_signal(signal.SIGUSR1)
+        rc, err = self.finish(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+        saved = sorted(clips.glob("replay-*.mp4"))
+        self.assertEqual(len(saved), 1, err[-2000:])
+        ingest.stop()
+        flv = ingest.wait_recording(key)
+        reference = avsync(flv)["summary"]
+        for mp4 in (rec, saved[0]):
+            edits = ffprobe_edits(mp4)
+            self.assertEqual(len(edits), 1, f"{mp4.name}: edit lists {edits}")
+            kind, _, media_time = edits[0]
+            self.assertEqual(kind, "audio", f"{mp4.name}: the edit list belongs to the audio track: {edits}")
+            self.assertGreater(media_time, 0, f"{mp4.name}: {edits}")
+            starts = ffprobe_start_times(mp4)
+            lead = starts["audio"] - starts["video"]
+            r = avsync(mp4)
+            s = r["summary"]
+            print(f"\n--- {mp4.name}: edit media_time {media_time}, audio starts {lead * 1000:.1f} ms after video; "
+                  f"A/V mean {s.get('mean_ms'):.1f} ms (nginx's FLV {reference.get('mean_ms'):.1f} ms), "
+                  f"max {s.get('max_abs_ms'):.1f} ms", file=sys.stderr)
+            # The file starts on a keyframe with the audio from that instant: the first audio packet
+            # plays within one AAC frame (1024 samples) of the first video frame, not a priming later.
+            self.assertGreaterEqual(lead, -0.001, f"{mp4.name}: {starts}")
+            self.assertLessEqual(lead, 1024 / 48000 + 0.001, f"{mp4.name}: {starts}")
+            self.assertLessEqual(s["max_abs_ms"], 35.0, r["reasons"])
+            self.assertAlmostEqual(s["mean_ms"], reference["mean_ms"], delta=2.0)
+
+    def mount_tmpfs(self, path: Path, options: str) -> Path:
+        path.mkdir()
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, f"mount -t tmpfs -o {options}: {r.stderr}")
+        # Cleanups run last-registered first: unmounted before the test directory is removed.
+        self.addCleanup(subprocess.run, ["umount", str(path)], capture_output=True)
+        return path
+
+    @unittest.skipUnless(os.geteuid() == 0, "mounts tmpfs file systems (root)")
+    def test_read_only_dir_and_full_tmpfs(self):
+        ro = self.mount_tmpfs(self.tmp / "ro", "ro,size=1m")
+        r = self.run_broadcast(["--no-publish", "--source", "test", "--replay-seconds", "5", "--replay-dir", ro,
+                                "--duration", "1"])
+        self.assertEqual(r.returncode, 2, r.describe())
+        self.assertIn(f"--replay-dir {ro}: not writable: Read-only file system", r.stderr)
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
+
+        full = self.mount_tmpfs(self.tmp / "full", "size=256k")
+        live = self.tmp / "live.flv"
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        # The moving pattern spends the whole bitrate: a 5 s clip is far over 256 KiB.
+        proc = self.popen(["--no-publish", "--source", "test", "--res", "480p",
+                           "--record", live, "--replay-seconds", "5", "--replay-dir", full, "--duration", "14",
+                           "--stats-json", stats])
+        time.sleep(8)
+        proc.send_signal(signal.SIGUSR1)
+        rc, err = self.finish(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+        warnings = [l for l in err.splitlines() if "warning: replay:" in l]
+        self.assertEqual(len(warnings), 1, err[-2000:])
+        self.assertIn("No space left on device", warnings[0])
+        self.assertIn("the stream is unaffected", warnings[0])
+        self.assertEqual(list(full.iterdir()), [], "a failed save leaves no file")
+        self.assertIn("finished:", err)
+        # The stream went on through the failed save: the recording decodes to the end, with no hole.
+        self.assertRecordingOK(live, expect_video_codec="h264", expect_audio_codec="aac")
+        _, _, end = video_keyframe_first_and_span(live)
+        self.assertGreaterEqual(end, 14 - 1.0)
+        last = json.loads(stats.read_text().splitlines()[-1])
+        worst = max(g for _, g in video_gaps(live))
+        self.assertLessEqual(worst, 0.5, f"a {worst * 1000:.0f} ms hole in the recording; drops {last['drops']}")
 
 
 if __name__ == "__main__":

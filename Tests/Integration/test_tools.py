@@ -456,6 +456,52 @@ class SoakPlotTests(unittest.TestCase):
         self.assertEqual(rc, 1, out)
         self.assertIn("reached the cap", out)
 
+    def ring_dir(self, hwm_after_fill_kb=0, plan_kb=10240, ref_kb=None, x264=("lean", "lean"), rate_kb_s=200):
+        """A replay soak (--replay-seconds 60): what was sent reaches the plan's ring line at
+        t = plan_kb / rate_kb_s; VmHWM climbs to 30000 KiB by t=60 and grows by `hwm_after_fill_kb`
+        at t=150."""
+        stats = [{"time_s": t, "kbps": 1, "video_kbps": 1, "drops": {},
+                  "video_bytes_sent": t * rate_kb_s * 1024, "audio_bytes_sent": 0} for t in range(1, 181)]
+        hwm = [(t, min(30000, 20000 + t * 200) + (hwm_after_fill_kb if t >= 150 else 0)) for t in range(0, 181, 10)]
+        d = _soak_dir(self.tmp, self.flat(), stats=stats, hwm_kb=hwm[-1][1])
+        with open(os.path.join(d, "rss.csv"), "w") as f:
+            f.write("t_s,rss_kb,hwm_kb,cgroup_bytes,anon_kb,shmem_kb\n")
+            for t, h in hwm:
+                f.write(f"{t},{h},{h},{h * 1024},15000,0\n")
+        with open(os.path.join(d, "soak.json")) as f:
+            meta = json.load(f)
+        meta.update(replay_seconds=60, plan_ring_kb=plan_kb, ring_reference=int(ref_kb is not None),
+                    reference_max_hwm_kb=ref_kb, reference_rc=0 if ref_kb is not None else None,
+                    plan_x264=x264[0], reference_plan_x264=x264[1])
+        with open(os.path.join(d, "soak.json"), "w") as f:
+            json.dump(meta, f)
+        return d
+
+    def test_ring_vmhwm_flat_after_the_ring_filled(self):
+        rc, summary, out = self.judge(self.ring_dir(hwm_after_fill_kb=900))
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(summary["ring_filled_s"], 52)          # 10240 KiB at 200 KiB/s
+        self.assertEqual(summary["hwm_growth_after_ring_full_kb"], 900)
+        rc, summary, out = self.judge(self.ring_dir(hwm_after_fill_kb=1100))
+        self.assertEqual(rc, 1, out)
+        self.assertIn("after the replay ring filled", out)
+        rc, _, out = self.judge(self.ring_dir(rate_kb_s=60))     # fills at 171 s: too late to judge
+        self.assertEqual(rc, 1, out)
+        self.assertIn("had not filled", out)
+
+    def test_ring_plan_line_against_the_reference(self):
+        # Growth from the ring: 30000 - 20000 = 10000 KiB; the plan says 10240 (2.4% off).
+        rc, summary, out = self.judge(self.ring_dir(ref_kb=20000))
+        self.assertEqual(rc, 0, out)
+        self.assertEqual(summary["ring_growth_kb"], 10000)
+        self.assertIn("plan line / growth 1.024", out)
+        rc, _, out = self.judge(self.ring_dir(ref_kb=21000))   # 9000: the plan is 13.8% over
+        self.assertEqual(rc, 1, out)
+        self.assertIn("not within 10%", out)
+        rc, _, out = self.judge(self.ring_dir(ref_kb=20000, x264=("lean", "veryfast")))
+        self.assertEqual(rc, 1, out)
+        self.assertIn("changes the x264 configuration", out)
+
     def test_oom_kill_and_bad_recording_and_exit_code_fail(self):
         rc, summary, out = self.judge(_soak_dir(self.tmp, self.flat(), exit_code=137, oom_kill=1))
         self.assertEqual(rc, 1, out)

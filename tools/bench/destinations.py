@@ -6,7 +6,7 @@ temporal noise at 720p30 in real time (-re) as Y4M into the measured process's s
 pay for x264 at the same settings (veryfast, 2500 kbps CBR-ish VBV, 2 s GOP, 2 threads) and for
 the fan-out, and nothing else. Video only: the Y4M pipe carries no audio. Each destination is its
 own nginx-rtmp (Tests/Integration/support.start_ingest). CPU is user+system seconds per second
-of media from wait4's rusage; VmHWM is rusage's ru_maxrss. `frames` is what the first ingest
+of media from wait4's rusage; VmHWM is /usr/bin/time's %M (the child's own ru_maxrss). `frames` is what the first ingest
 recorded (PyAV), so a run that dropped frames shows it. The two are not the same x264 setup in
 every respect: `broadcast` runs x264 for live latency (no lookahead/B-frames, and its memory
 plan may pick a lighter step of its ladder), ffmpeg runs libx264's veryfast defaults.
@@ -24,6 +24,7 @@ import os
 import secrets
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -43,11 +44,25 @@ def generator(seconds: int) -> subprocess.Popen:
 
 
 def measured(argv: list[str], stdin, env: dict) -> tuple[float, int, int]:
-    """Runs argv to completion; (CPU seconds, VmHWM bytes, exit status)."""
-    p = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
-    _, status, ru = os.wait4(p.pid, 0)
-    p.returncode = os.waitstatus_to_exitcode(status)
-    return ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024, p.returncode
+    """Runs argv to completion; (CPU seconds, VmHWM bytes, exit status).
+
+    Under /usr/bin/time: Linux carries the exec'ing process's RSS high-water mark into
+    ru_maxrss, and a child vforked from this Python (which has PyAV loaded and grows as it
+    decodes recordings) would report Python's peak instead of its own. time's %M is the child's."""
+    fd, tfile = tempfile.mkstemp(prefix="dest-time-")
+    os.close(fd)
+    try:
+        p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", tfile] + argv, stdin=stdin,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        _, status, ru = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        lines = [x for x in Path(tfile).read_text().split() if x.isdigit()]
+        hwm = int(lines[-1]) * 1024 if lines else 0
+    finally:
+        os.unlink(tfile)
+    # /usr/bin/time exits with the child's status; its rusage covers the child (time's own
+    # CPU is negligible).
+    return ru.ru_utime + ru.ru_stime, hwm, p.returncode
 
 
 def run(tool: str, count: int, seconds: int) -> dict:

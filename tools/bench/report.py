@@ -534,7 +534,7 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
           "temporal noise in real time as Y4M into the measured process's stdin. `broadcast` gets one `--url` per "
           "destination; ffmpeg encodes once with libx264 veryfast at the same bitrate/VBV/GOP and 2 threads into "
           "its `tee` muxer (`onfail=ignore`). Every destination is its own nginx-rtmp. CPU % = (user + system) ÷ "
-          "media seconds from `wait4`; VmHWM is `ru_maxrss`; frames = what the first destination recorded "
+          "media seconds from `wait4`; VmHWM is `/usr/bin/time`'s `%M` (a child vforked from Python would report Python's peak); frames = what the first destination recorded "
           "(PyAV) of the frames sent. `broadcast` runs x264 for live latency (no lookahead or B-frames, the "
           "configuration its memory plan picks), ffmpeg runs libx264's veryfast defaults, so the CPU columns "
           "compare the jobs as users run them, not identical encoder settings.")
@@ -554,7 +554,58 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
             w(f"| {n} | {fmt(b_cpu)} | {fmt(b_hwm)} | {frames('broadcast')} | {fmt(f_cpu)} | {fmt(f_hwm)} | "
               f"{frames('ffmpeg-tee')} | {num(ratio, 2)} |")
         w("")
-        w(f"Command: `{ds['command']}` (the bench section runs the same function per row).")
+        w(f"Command: `{ds['command']}` (the bench section runs the same function per row). Load average "
+          f"at the start `{ds.get('loadavg_start', 'not recorded')}`, at the end `{ds.get('loadavg_end', 'not recorded')}`"
+          + (f"; {ds['note']}" if ds.get("note") else "") + ".")
+        w("")
+
+    # ---- replay ---------------------------------------------------------------------------------
+    rp = r.get("replay") or {}
+    mem = rp.get("memory") or {}
+    if mem:
+        first = next(iter(mem.values()))
+        w("## Replay ring: memory per second and clip saves (issue 16)")
+        w("")
+        w(f"Test-source pushes (moving pattern, default bitrate per resolution) to nginx-rtmp, {first['run_seconds']} s each, "
+          f"under `--memory-budget {rp.get('budget', '?')}` so that the plan picks the same x264 configuration with and "
+          f"without the ring; {cfg.get('rt_runs', '?')} pair(s) per resolution. Growth = VmHWM (`/usr/bin/time`) with "
+          f"`--replay-seconds N` minus without, per second = growth ÷ N. The plan's line is `replay ring (N s)` of "
+          "`--print-memory-plan` for the same arguments (MB there = MiB); it plans the VBV maximum rate over N + one GOP "
+          "plus one VBV buffer, the audio, and the clip writer's sample table. \"through ring ÷ plan\" is what the run "
+          "sent (= what went into the ring) over the plan's line: at ≥ 1 the ring has wrapped, so every page of it was touched.")
+        w("")
+        w("| res | N s | video kbps (run mean) | VmHWM without MiB | VmHWM with MiB | growth MiB | growth MiB/s | "
+          "plan ring MiB | plan MiB/s | growth ÷ plan | through ring ÷ plan | x264 (plan) |")
+        w("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for res, e in mem.items():
+            ratio = (med(e["growth_mib"]) / e["plan_ring_mib"]) if med(e["growth_mib"]) is not None and e.get("plan_ring_mib") else None
+            w(f"| {res} | {e['seconds']} | {fmt(e['video_kbps'], 1, 0)} | {fmt(e['vmhwm_without_mib'])} | {fmt(e['vmhwm_with_mib'])} | "
+              f"{fmt(e['growth_mib'], 1, 2)} | {fmt(e['growth_mib_per_s'], 1, 3)} | {num(e.get('plan_ring_mib'))} | "
+              f"{num(e.get('plan_ring_mib_per_s'), 3)} | {num(ratio, 2)} | {fmt(e.get('written_over_plan'), 1, 2)} | "
+              f"{e.get('plan_x264') or 'n/a'} |")
+        w("")
+        w(f"Command: `{first['command']}`.")
+        w("")
+    sv = rp.get("save") or {}
+    if sv.get("rows"):
+        w(f"Clip saves during a live {sv['res']}30 push with a full {sv['seconds']} s ring (first save "
+          f"{sv['wait_before_first_s']:.0f} s after start): `save-replay {sv['seconds']} PATH` on the control socket, "
+          "wall time from sending the command to the reply (the clip written, `fsync`ed and renamed). Process CPU = "
+          "every thread's time on CPU (`/proc/PID/task/*/schedstat`) over the save; the same length of time without a "
+          "save is measured 2 s after it; the spike is the difference. `bk-replay` is the saver thread alone.")
+        w("")
+        w("| save | clip s | clip MB | wall ms | process CPU ms | same time without a save ms | spike ms | bk-replay ms |")
+        w("|---|---|---|---|---|---|---|---|")
+        for row in sv["rows"]:
+            if not row.get("ok"):
+                w(f"| {row['save']} | failed: {str(row.get('error'))[:80]} | | | | | | |")
+                continue
+            w(f"| {row['save']} | {num(row.get('clip_s'))} | {num((row.get('clip_bytes') or 0) / MB, 1)} | "
+              f"{num(row['wall_ms'], 0)} | {num(row['process_cpu_ms'], 0)} | {num(row['baseline_cpu_ms'], 0)} | "
+              f"{num(row['spike_cpu_ms'], 0)} | {num(row['saver_cpu_ms'], 0)} |")
+        w("")
+        drops = {k: v for k, v in (sv.get("drops") or {}).items() if v}
+        w(f"Drops over that push: {drops or 0}; exit {sv.get('rc')}. Command: {sv['command']}.")
         w("")
 
     # ---- avsync ---------------------------------------------------------------------------------
@@ -693,12 +744,33 @@ def fleet(r: dict) -> str:
     return "\n".join(L)
 
 
-def write_between_markers(path: Path, block: str) -> None:
-    """Replaces the text between <!-- fleet:begin --> and <!-- fleet:end --> in `path`."""
+def scale_block(r: dict) -> str:
+    """Sessions in one process against one process per stream, 360p30, from the scale section:
+    CPU and memory per stream at each count, and the drops that mark where the machine runs out."""
+    sc = r.get("scale") or {}
+    bc, bp = sc.get("by_count") or {}, sc.get("by_processes") or {}
+    if not bc:
+        return ""
+    L = [f"Measured at 360p30, {sc.get('seconds', '?'):g} s per run (BENCHMARKS.md § 3):", "",
+         "| streams | in one process: CPU % per stream | in one process: RSS per stream MiB | drops | "
+         "one process each: CPU % per stream | one process each: VmHWM per stream MiB | failed exits |",
+         "|---|---|---|---|---|---|---|"]
+    for n in sorted({int(k) for k in list(bc) + list(bp)}):
+        e, p = bc.get(str(n)) or {}, bp.get(str(n)) or {}
+        drops = sum(sum((d or {}).values()) if isinstance(d, dict) else (d or 0) for d in e.get("drops", [])) if e else None
+        bad = sum(1 for rs in p.get("exits", []) for x in rs if x != 0) if p else None
+        L.append(f"| {n} | {fmt(e.get('cpu_percent_per_session'))} | {fmt(e.get('rss_per_session_bytes'), MIB)} | "
+                 f"{'n/a' if drops is None else drops} | {fmt(p.get('cpu_percent_per_stream'))} | "
+                 f"{fmt(p.get('peak_rss_per_stream_bytes'), MIB)} | {'n/a' if bad is None else bad} |")
+    return "\n".join(L)
+
+
+def write_between_markers(path: Path, block: str, name: str = "fleet") -> None:
+    """Replaces the text between <!-- NAME:begin --> and <!-- NAME:end --> in `path`."""
     if not path.exists() or not block:
         return
     text = path.read_text()
-    a, b = "<!-- fleet:begin -->", "<!-- fleet:end -->"
+    a, b = f"<!-- {name}:begin -->", f"<!-- {name}:end -->"
     if a in text and b in text:
         head, rest = text.split(a, 1)
         tail = rest.split(b, 1)[1]
@@ -722,6 +794,7 @@ def main() -> int:
     Path(a.out).write_text(report(r, made, rel))
     if Path(a.out).resolve() == (REPO / "BENCHMARKS.md").resolve():
         write_between_markers(REPO / "docs/scaling.md", fleet(r))
+        write_between_markers(REPO / "docs/scaling.md", scale_block(r), "scale")
     print(f"wrote {a.out} and {len(made)} charts in {outdir}", file=sys.stderr)
     return 0
 

@@ -20,6 +20,9 @@ keeps what it measured):
   capture   PipeWire screen capture (pw-test-screen desktops 1280x720, 2560x1440, 3840x2160, and
             a producer insisting on 8 buffers) with desktop + mic audio, through tools/pw_memory_run.py:
             VmHWM read from /proc (shared buffers count), the Rss split, the plan of the same run
+  replay    issue 16: the replay ring's VmHWM per second at 480p/720p/1080p (with vs without
+            --replay-seconds N, next to the plan's ring line); clip save time through the control
+            socket and the process CPU over the save against the same time without one
   quality   quality under the default budget: 720p/1080p pushes of a moving Y4M (testsrc2 +
             life), the x264 configuration the memory plan chose, peak RSS, PSNR of the nginx
             recording (frames matched by timestamp) next to ffmpeg -preset veryfast offline
@@ -46,6 +49,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 
+MIB_ = float(1 << 20)
 RES = {"360p": (640, 360), "480p": (854, 480), "720p": (1280, 720), "1080p": (1920, 1080)}
 
 
@@ -653,8 +657,12 @@ class Bench:
         sys.path.insert(0, str(REPO / "tools" / "bench"))
         import destinations as dst
         secs = int(min(self.a.rt_seconds, 30))
-        rows = []
-        for n in (1, 2, 4):
+        load0 = sh("cat /proc/loadavg")
+        counts = [int(c) for c in self.a.dest_counts.split(",")]
+        # A partial rerun (--dest-counts 4) replaces only those rows.
+        rows = [x for x in ((self.results.get("destinations") or {}).get("rows") or [])
+                if x["destinations"] not in counts]
+        for n in counts:
             for tool in ("broadcast", "ffmpeg-tee"):
                 for i in range(self.a.rt_runs):
                     r = dst.run(tool, n, secs)
@@ -666,8 +674,152 @@ class Bench:
         self.results["destinations"] = {
             "seconds": secs, "rows": rows,
             "command": ".venv/bin/python tools/bench/destinations.py --seconds SECONDS --counts 1,2,4",
-            "setup": f"{dst.W}x{dst.H}@{dst.FPS}, {dst.KBPS} kbps, veryfast, video only from a Y4M pipe"}
+            "setup": f"{dst.W}x{dst.H}@{dst.FPS}, {dst.KBPS} kbps, veryfast, video only from a Y4M pipe",
+            "loadavg_start": load0, "loadavg_end": sh("cat /proc/loadavg")}
         self.save()
+
+    # ---- replay (issue 16) -------------------------------------------------------------
+    REPLAY_BUDGET = "256M"   # roomy and the same with and without the ring: no ladder step differs
+
+    def replay_plan(self, res: str, seconds: int) -> dict:
+        """The ring line (MiB) and the x264 configuration of --print-memory-plan for a replay run."""
+        p = subprocess.run([self.broadcast, "--print-memory-plan", "--res", res, "--source", "test",
+                            "--memory-budget", self.REPLAY_BUDGET, "--replay-seconds", str(seconds), "--key", "x"],
+                           capture_output=True, text=True)
+        text = p.stdout + p.stderr
+        ring = re.search(r"replay ring \((\d+) s\)\s+([\d.]+) MB", text)
+        x264 = re.search(r"x264 configuration\s+(.+)", text)
+        return {"ring_mib": float(ring.group(2)) if ring else None, "x264": x264.group(1).strip() if x264 else None,
+                "text": text.strip()}
+
+    @staticmethod
+    def process_cpu_ns(pid: int) -> tuple[int, dict[str, int]]:
+        """CPU time of every thread of pid (ns on CPU, /proc/PID/task/TID/schedstat): total and per thread name."""
+        total, by_name = 0, {}
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                ns = int((task / "schedstat").read_text().split()[0])
+                name = (task / "comm").read_text().strip()
+            except (OSError, ValueError, IndexError):
+                continue
+            total += ns
+            by_name[name] = by_name.get(name, 0) + ns
+        return total, by_name
+
+    def replay(self) -> None:
+        # (a) The ring's memory per second: VmHWM of a test-source push (moving pattern) with
+        # --replay-seconds N minus the same push without, over N, next to the plan's ring line. The
+        # push lasts 2 (N + GOP) + 5 s so the ring wraps (its pages are touched as it first fills);
+        # bytes_into_ring / plan says whether it did.
+        n = self.a.replay_seconds
+        gop = 2
+        secs = 2 * (n + gop) + 5
+        per_res = {}
+        for res in ("480p", "720p", "1080p"):
+            plan = self.replay_plan(res, n)
+            base = ["--res", res, "--fps", "30", "--source", "test", "--duration", str(secs),
+                    "--memory-budget", self.REPLAY_BUDGET]
+            without, with_ring = [], []
+            for i in range(self.a.rt_runs):
+                for runs, extra, tag in ((without, [], "off"), (with_ring, ["--replay-seconds", str(n)], "on")):
+                    r = self.broadcast_run(f"replay-{res}-{tag}-{i}", base + extra)
+                    self.clear_recordings()
+                    if r["rc"] == 0:
+                        runs.append(r)
+                    log(f"replay {res} ring {tag} run {i}: VmHWM {r['maxrss_bytes'] / MIB_:.1f} MiB exit {r['rc']}")
+            pairs = list(zip(without, with_ring))
+            growth = [(w["maxrss_bytes"] - o["maxrss_bytes"]) / MIB_ for o, w in pairs]
+            written = [((w["stats"] or {}).get("video_bytes_sent", 0) + (w["stats"] or {}).get("audio_bytes_sent", 0))
+                       for w in with_ring]
+            per_res[res] = {
+                "seconds": n, "run_seconds": secs,
+                "vmhwm_without_mib": summary([o["maxrss_bytes"] / MIB_ for o in without]),
+                "vmhwm_with_mib": summary([w["maxrss_bytes"] / MIB_ for w in with_ring]),
+                "growth_mib": summary(growth),
+                "growth_mib_per_s": summary([g / n for g in growth]),
+                "plan_ring_mib": plan["ring_mib"],
+                "plan_ring_mib_per_s": plan["ring_mib"] / n if plan["ring_mib"] else None,
+                "plan_x264": plan["x264"],
+                "video_kbps": summary([(w["stats"] or {}).get("video_bytes_sent", 0) * 8 / 1000 / secs for w in with_ring]),
+                # What went through the ring over the run against the plan's ring line: >= 1 means it wrapped.
+                "written_over_plan": summary([b / (plan["ring_mib"] * MIB_) for b in written if plan["ring_mib"]]),
+                "drops": [(w["stats"] or {}).get("drops") for w in with_ring],
+                "command": f"broadcast {' '.join(base)} [--replay-seconds {n}]",
+            }
+            self.results["replay"] = {"memory": per_res, "budget": self.REPLAY_BUDGET}
+            self.save()
+
+        # (b) Clip save time and CPU spike: a live 720p push with a full ring; each save goes through
+        # the control socket (`save-replay N PATH`), wall time from the command to the reply. The
+        # process's CPU (every thread's schedstat) over the save is set against the same length of
+        # time without a save, measured 2 s after it; bk-replay is the saver thread alone.
+        res = "720p"
+        saves = max(1, self.a.rt_runs)
+        fill = 1.5 * (n + gop) + 3
+        total = fill + saves * 8 + 10
+        sock = self.work / "replay-ctl.sock"
+        sock.unlink(missing_ok=True)
+        clips = self.work / "replay-clips"
+        shutil.rmtree(clips, ignore_errors=True)
+        clips.mkdir(parents=True)
+        stats = self.work / "stats-replay-save.jsonl"
+        stats.unlink(missing_ok=True)
+        cmd = [self.broadcast, "--url", self.url(), "--quiet", "--stats-json", str(stats), "--res", res, "--fps", "30",
+               "--source", "test", "--replay-seconds", str(n), "--replay-dir", str(clips), "--control", str(sock),
+               "--duration", str(int(total))]
+        p = subprocess.Popen(cmd, env=dict(os.environ, STREAM_KEY="replay-save"), stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        rows = []
+        try:
+            time.sleep(fill)
+            for k in range(saves):
+                path = clips / f"clip-{k}.mp4"
+                cpu0, th0 = self.process_cpu_ns(p.pid)
+                t0 = time.monotonic()
+                with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
+                    c.settimeout(60)
+                    c.connect(str(sock))
+                    c.sendall(f"save-replay {n} {path}\n".encode())
+                    reply = b""
+                    while not reply.endswith(b"\n"):
+                        chunk = c.recv(4096)
+                        if not chunk:
+                            break
+                        reply += chunk
+                wall = time.monotonic() - t0
+                cpu1, th1 = self.process_cpu_ns(p.pid)
+                time.sleep(2)
+                b0, _ = self.process_cpu_ns(p.pid)
+                time.sleep(wall)
+                b1, _ = self.process_cpu_ns(p.pid)
+                try:
+                    answer = json.loads(reply.decode())
+                except json.JSONDecodeError:
+                    answer = {"ok": False, "error": reply.decode(errors="replace")[:200]}
+                row = {"save": k, "ok": bool(answer.get("ok")), "clip_s": answer.get("duration_s"),
+                       "clip_bytes": answer.get("bytes"), "error": answer.get("error"),
+                       "wall_ms": wall * 1000, "process_cpu_ms": (cpu1 - cpu0) / 1e6,
+                       "baseline_cpu_ms": (b1 - b0) / 1e6,
+                       "saver_cpu_ms": (th1.get("bk-replay", 0) - th0.get("bk-replay", 0)) / 1e6}
+                row["spike_cpu_ms"] = row["process_cpu_ms"] - row["baseline_cpu_ms"]
+                rows.append(row)
+                log(f"replay save {k}: {row['wall_ms']:.0f} ms wall, process CPU {row['process_cpu_ms']:.0f} ms "
+                    f"(same length without a save {row['baseline_cpu_ms']:.0f} ms), bk-replay {row['saver_cpu_ms']:.0f} ms, "
+                    f"clip {row['clip_s']} s {row['clip_bytes']} bytes")
+                time.sleep(3)
+        finally:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+            err = p.communicate(timeout=60)[1].decode(errors="replace")
+            self.clear_recordings()
+        last = last_json_line(stats.read_text()) if stats.exists() else None
+        self.results["replay"]["save"] = {
+            "res": res, "seconds": n, "wait_before_first_s": fill, "rows": rows, "rc": p.returncode,
+            "stderr": err[-500:], "drops": (last or {}).get("drops"), "video_kbps": (last or {}).get("video_kbps"),
+            "command": f"broadcast --url URL --res {res} --fps 30 --source test --replay-seconds {n} "
+                       f"--replay-dir DIR --control SOCK; then `save-replay {n} PATH` on the socket"}
+        self.save()
+        shutil.rmtree(clips, ignore_errors=True)
 
     def avsync(self) -> None:
         secs = self.a.avsync_seconds
@@ -744,14 +896,17 @@ def main() -> int:
     ap.add_argument("--scale-seconds", type=float, default=12)
     ap.add_argument("--lever-seconds", type=float, default=12)
     ap.add_argument("--avsync-seconds", type=float, default=600)
+    ap.add_argument("--dest-counts", default="1,2,4", help="destinations section: destination counts to (re)run")
     ap.add_argument("--avsync-sequential", action="store_true",
                     help="run the A/V sync cases one after another instead of at once (a busy machine)")
-    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,embedding,capture,destinations,avsync,quality")
+    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,embedding,capture,destinations,replay,avsync,quality")
+    ap.add_argument("--replay-seconds", type=int, default=20,
+                    help="replay ring length of the replay section (its pushes last 2 (N + 2) + 5 s)")
     ap.add_argument("--quick", action="store_true", help="smoke test: 1 run each, short real-time runs")
     a = ap.parse_args()
     if a.quick:
         a.runs, a.rt_runs, a.rt_seconds, a.frames, a.warmup = 1, 1, 10, 150, 30
-        a.scale_seconds, a.lever_seconds, a.avsync_seconds = 5, 6, 40
+        a.scale_seconds, a.lever_seconds, a.avsync_seconds, a.replay_seconds = 5, 6, 40, 5
     b = Bench(a)
     partial = set(a.sections.split(",")) != set(ap.get_default("sections").split(","))
     if partial and Path(a.out).exists():
@@ -767,7 +922,7 @@ def main() -> int:
     sections = a.sections.split(",")
     b.ingest_start()
     try:
-        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "embedding", "capture", "destinations", "avsync", "quality"):
+        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "embedding", "capture", "destinations", "replay", "avsync", "quality"):
             if s in sections:
                 log(f"section {s}")
                 t0 = time.time()

@@ -106,7 +106,16 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
             lines.append("  \(label)\(mb(replayBytes))")
         }
         lines.append("  headroom kept free (4%)            \(mb(headroomBytes))")
-        lines.append("  total                              \(mb(totalBytes)) of \(budgetBytes > 0 ? mb(budgetBytes) : "unlimited") budget")
+        var total = "  total                              \(mb(totalBytes)) of \(budgetBytes > 0 ? mb(budgetBytes) : "unlimited") budget"
+        if budgetBytes > 0 {
+            // The headroom is kept free on top of the total; say so, or a total just under the
+            // budget followed by "DOES NOT FIT" reads as a contradiction.
+            let needed = totalBytes + headroomBytes
+            total += needed <= budgetBytes
+                ? " (\(mb(needed)) with the headroom)"
+                : " (\(mb(needed)) with the headroom: over by \(mb(needed - budgetBytes)))"
+        }
+        lines.append(total)
         lines.append("  budget from                        \(budgetSource)")
         if let n = replayLongestFit, !fits {
             lines.append(n > 0 ? "  replay: at most --replay-seconds \(n) fits this budget"

@@ -13,7 +13,8 @@ package enum PipelineAssembler {
         let audioEncoder = cfg.hasAudio ? try makeAudioEncoder(cfg.audio) : nil
         let audioEncoderBytes = max(0, ProcessMemory.residentBytes() - baseline)
 
-        let destinations = DestinationSet(makeDestinations(cfg, stats: stats), requireAll: cfg.requireAllDestinations)
+        let destinations = DestinationSet(makeDestinations(cfg, stats: stats, audioDelaySamples: audioEncoder?.delaySamples ?? 0),
+                                          requireAll: cfg.requireAllDestinations)
         let replayRing = ReplayAssembly.makeRing(cfg)
         // Interleaver staging must hold the largest frame the VBV allows plus the wait window.
         let videoStaging = max(512 << 10, cfg.video.maxBitrateKbps * 1000 / 8 * 2)
@@ -75,7 +76,8 @@ package enum PipelineAssembler {
     }
 
     /// Network publishers first, so the primary (what "sent" reports) is the RTMP stream when there is one.
-    static func makeDestinations(_ cfg: BroadcastConfiguration, stats: BroadcastStats) -> [Destination] {
+    /// `audioDelaySamples`: the audio encoder's delay, for an MP4 recording's edit list.
+    static func makeDestinations(_ cfg: BroadcastConfiguration, stats: BroadcastStats, audioDelaySamples: Int) -> [Destination] {
         let sinks: [TagSink] = cfg.destinations.map { d in
             switch d {
             case .rtmp(let url, let key):
@@ -84,7 +86,8 @@ package enum PipelineAssembler {
                 publisher.enhancedConnect = cfg.enhancedRTMPConnect
                 return publisher
             case .file(let path) where MP4FileSink.isMP4(path):
-                return MP4FileSink(path: path, video: cfg.hasVideo ? cfg.video : nil, audio: cfg.hasAudio ? cfg.audio : nil)
+                return MP4FileSink(path: path, video: cfg.hasVideo ? cfg.video : nil, audio: cfg.hasAudio ? cfg.audio : nil,
+                                   audioDelaySamples: audioDelaySamples)
             case .file(let path): return FLVFileSink(path: path, hasAudio: cfg.hasAudio, hasVideo: cfg.hasVideo)
             case .discard: return DiscardSink()
             case .custom(let custom): return custom

@@ -49,7 +49,10 @@ package enum ReplayAssembly {
         let a = audio.map { enc in
             MP4TrackLayout.Audio(codec: enc.settings.codec, sampleRate: enc.settings.sampleRate,
                                  channels: enc.settings.channels, bitrateKbps: enc.settings.bitrateKbps,
-                                 frameSize: enc.frameSize, config: Array(enc.sequenceHeader))
+                                 frameSize: enc.frameSize, config: Array(enc.sequenceHeader),
+                                 primingSamples: MP4TrackLayout.Audio.priming(
+                                     codec: enc.settings.codec, encoderDelaySamples: enc.delaySamples,
+                                     sampleRate: enc.settings.sampleRate))
         }
         return MP4TrackLayout(video: v, audio: a)
     }

@@ -57,14 +57,18 @@ package final class MP4FileSink: TagSink, @unchecked Sendable {
         return (bytes, perSecond * seconds + 16)
     }
 
-    package init(path: String, video: VideoEncoderSettings?, audio: AudioEncoderSettings?) {
+    /// `audioDelaySamples` is the audio encoder's delay (`AudioEncoder.delaySamples`, 48 kHz
+    /// samples): AAC priming goes into the file's edit list.
+    package init(path: String, video: VideoEncoderSettings?, audio: AudioEncoderSettings?, audioDelaySamples: Int) {
         self.path = path
         expectsVideo = video != nil
         expectsAudio = audio != nil
         layout = MP4TrackLayout(
             video: video.map { .init(width: $0.width, height: $0.height, fps: $0.fps, avcC: []) },
             audio: audio.map { .init(codec: $0.codec, sampleRate: $0.sampleRate, channels: $0.channels,
-                                     bitrateKbps: $0.bitrateKbps, frameSize: $0.codec == .opus ? 960 : 1024, config: []) })
+                                     bitrateKbps: $0.bitrateKbps, frameSize: $0.codec == .opus ? 960 : 1024, config: [],
+                                     primingSamples: MP4TrackLayout.Audio.priming(
+                                         codec: $0.codec, encoderDelaySamples: audioDelaySamples, sampleRate: $0.sampleRate)) })
         let s = Self.sizes(video: video, audio: audio)
         staging = .allocate(byteCount: s.bytes, alignment: 16)
         sampleCapacity = s.samples

@@ -36,7 +36,7 @@ package final class MP4FragmentWriter {
     private let iov: UnsafeMutablePointer<iovec>
     private static let iovCapacity = 256
     private var sequence: UInt32 = 0
-    private var durationAt = -1
+    private var durationAt = MP4InitSegment.DurationOffsets(mehd: -1, editDuration: -1)
     /// Bytes written to the file so far.
     package private(set) var bytesWritten = 0
     /// End of the latest sample written, in ms after the origin.
@@ -67,7 +67,7 @@ package final class MP4FragmentWriter {
 
     /// Starts a new file: fragment numbers, sizes and durations back to zero.
     package func reset() {
-        sequence = 0; durationAt = -1; bytesWritten = 0; endMs = 0; syncedUpTo = 0
+        sequence = 0; durationAt = .init(mehd: -1, editDuration: -1); bytesWritten = 0; endMs = 0; syncedUpTo = 0
     }
 
     /// `ftyp` + `moov`; `durationMs` goes into `mehd` (0 when unknown: `finish` patches it).
@@ -137,11 +137,14 @@ package final class MP4FragmentWriter {
         return true
     }
 
-    /// Writes the final duration into `mehd` (a file already complete without it).
+    /// Writes the final duration into `mehd` and the audio edit (a file already complete without it).
     package func patchDuration(fd: Int32) {
-        guard durationAt >= 0 else { return }
+        guard durationAt.mehd >= 0 else { return }
         var be = UInt64(max(0, endMs)).bigEndian
-        _ = withUnsafeBytes(of: &be) { pwrite(fd, $0.baseAddress, 8, off_t(durationAt)) }
+        _ = withUnsafeBytes(of: &be) { pwrite(fd, $0.baseAddress, 8, off_t(durationAt.mehd)) }
+        guard durationAt.editDuration >= 0 else { return }
+        var edit = UInt32(clamping: max(0, endMs)).bigEndian
+        _ = withUnsafeBytes(of: &edit) { pwrite(fd, $0.baseAddress, 4, off_t(durationAt.editDuration)) }
     }
 
     /// One `traf`; returns where trun's data_offset must be patched (-1 with no samples).
@@ -165,7 +168,8 @@ package final class MP4FragmentWriter {
         if video {
             w.u64(UInt64(rel) * UInt64(MP4TrackLayout.videoTimescale / 1000))
         } else {
-            w.u64(UInt64(rel) * UInt64(rateOrFps) / 1000)
+            // Media time runs the priming ahead of presentation time; the edit list takes it off.
+            w.u64(UInt64(rel) * UInt64(rateOrFps) / 1000 + UInt64(layout.audio?.primingSamples ?? 0))
         }
         w.end(tfdt)
         // data offset, duration, size; video adds flags and composition offsets.

@@ -1,12 +1,22 @@
 /// `ftyp` + `moov` of a fragmented MP4 (ISO/IEC 14496-12): empty sample tables, an `mvex` with
 /// `mehd` (the duration, patched at the end when known) and one `trex` per track; `avc1`/`avcC`,
-/// `mp4a`/`esds` (ISO/IEC 14496-14) and `Opus`/`dOps` (the Opus-in-ISOBMFF mapping).
+/// `mp4a`/`esds` (ISO/IEC 14496-14) and `Opus`/`dOps` (the Opus-in-ISOBMFF mapping). An AAC
+/// track with priming gets an `edts`/`elst` whose one edit starts at media time
+/// `primingSamples` (see `MP4TrackLayout`).
 ///
 /// Written once per file, so it may use a temporary buffer.
 package enum MP4InitSegment {
-    /// Writes the segment into `w`; returns the offset of `mehd`'s 64-bit fragment_duration.
+    /// Where the durations known only at the end sit in the segment.
+    package struct DurationOffsets {
+        /// `mehd`'s 64-bit fragment_duration.
+        package var mehd: Int
+        /// The audio edit's 32-bit segment_duration, or -1 without an edit list.
+        package var editDuration: Int
+    }
+
+    /// Writes the segment into `w`; returns where the durations are, for patching.
     @discardableResult
-    package static func write(_ layout: MP4TrackLayout, durationMs: UInt64, into w: inout MP4BoxWriter) -> Int {
+    package static func write(_ layout: MP4TrackLayout, durationMs: UInt64, into w: inout MP4BoxWriter) -> DurationOffsets {
         let ftyp = w.begin("ftyp")
         w.fourCC("isom"); w.u32(0x200)
         w.fourCC("isom"); w.fourCC("iso6"); w.fourCC("iso2"); w.fourCC("avc1"); w.fourCC("mp41")
@@ -22,7 +32,8 @@ package enum MP4InitSegment {
         w.u32(UInt32(layout.trackCount + 1))                 // next_track_ID
         w.end(mvhd)
         if let v = layout.video { videoTrak(v, id: layout.videoTrackID, into: &w) }
-        if let a = layout.audio { audioTrak(a, id: layout.audioTrackID, into: &w) }
+        var editDuration = -1
+        if let a = layout.audio { editDuration = audioTrak(a, id: layout.audioTrackID, durationMs: durationMs, into: &w) }
 
         let mvex = w.begin("mvex")
         let mehd = w.beginFull("mehd", version: 1, flags: 0)
@@ -33,7 +44,7 @@ package enum MP4InitSegment {
         if layout.audio != nil { trex(&w, id: layout.audioTrackID, flags: 0x0200_0000) }
         w.end(mvex)
         w.end(moov)
-        return durationAt
+        return DurationOffsets(mehd: durationAt, editDuration: editDuration)
     }
 
     private static func matrix(_ w: inout MP4BoxWriter) {
@@ -112,9 +123,12 @@ package enum MP4InitSegment {
         w.end(trak)
     }
 
-    private static func audioTrak(_ a: MP4TrackLayout.Audio, id: UInt32, into w: inout MP4BoxWriter) {
+    /// Returns the offset of the edit's segment_duration (-1 without an edit list).
+    private static func audioTrak(_ a: MP4TrackLayout.Audio, id: UInt32, durationMs: UInt64,
+                                  into w: inout MP4BoxWriter) -> Int {
         let trak = w.begin("trak")
         tkhd(&w, id: id, audio: true, width: 0, height: 0)
+        let editDuration = a.primingSamples > 0 ? edts(mediaTime: a.primingSamples, durationMs: durationMs, into: &w) : -1
         let mdia = w.begin("mdia")
         mdhdHdlr(&w, timescale: a.sampleRate, handler: "soun", name: "SoundHandler")
         let minf = w.begin("minf")
@@ -131,6 +145,23 @@ package enum MP4InitSegment {
         w.end(minf)
         w.end(mdia)
         w.end(trak)
+        return editDuration
+    }
+
+    /// `edts` with one `elst` edit: the presentation plays the media from `mediaTime` (track
+    /// timescale) on. Its segment_duration (movie timescale) is `durationMs`, 0 while unknown
+    /// (a recording patches it at the end, like `mehd`). Returns its offset.
+    private static func edts(mediaTime: Int, durationMs: UInt64, into w: inout MP4BoxWriter) -> Int {
+        let edts = w.begin("edts")
+        let elst = w.beginFull("elst", version: 0, flags: 0)
+        w.u32(1)                                             // entry_count
+        let durationAt = w.count
+        w.u32(UInt32(min(durationMs, UInt64(UInt32.max))))   // segment_duration
+        w.u32(UInt32(mediaTime))                             // media_time
+        w.u16(1); w.u16(0)                                   // media_rate 1.0
+        w.end(elst)
+        w.end(edts)
+        return durationAt
     }
 
     /// ES_Descriptor with DecoderConfigDescriptor (AAC, object type 0x40) and the AudioSpecificConfig.

@@ -2,7 +2,11 @@
 /// codec configuration copied from the encoders (avcC, AudioSpecificConfig or OpusHead).
 ///
 /// Track 1 is video when there is video; audio follows. Video uses a 90 kHz timescale, audio
-/// its sample rate, the movie 1 kHz (FLV milliseconds).
+/// its sample rate, the movie 1 kHz (FLV milliseconds). FLV milliseconds are presentation time.
+/// An AAC packet's decoded output lags its input by the encoder delay, so the AAC track's media
+/// time runs `primingSamples` ahead of presentation time and its edit list (`elst` media_time)
+/// maps presentation time 0 to media time `primingSamples`: a decoder that honours the edit
+/// plays each decoded sample at the time its input was captured.
 package struct MP4TrackLayout: Sendable {
     package struct Video: Sendable {
         package var width: Int
@@ -21,6 +25,14 @@ package struct MP4TrackLayout: Sendable {
         package var frameSize: Int
         /// AudioSpecificConfig (AAC) or OpusHead (Opus).
         package var config: [UInt8]
+        /// AAC priming in samples of `sampleRate`: the media time the audio edit list starts at.
+        /// 0 for Opus, whose pre-skip travels in `dOps` (decoders drop it themselves).
+        package var primingSamples: Int = 0
+
+        /// The priming of an encoder whose delay is `encoderDelaySamples` at the 48 kHz timeline.
+        package static func priming(codec: AudioCodec, encoderDelaySamples: Int, sampleRate: Int) -> Int {
+            codec == .aac ? encoderDelaySamples * sampleRate / Int(AudioClock.rate) : 0
+        }
     }
 
     package var video: Video?
