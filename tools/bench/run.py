@@ -8,18 +8,20 @@ keeps what it measured):
   floor     bk-bench floor (x264 alone) and pipeline (BGRx -> libyuv -> x264 -> FLV -> discard)
             at 480p/720p/1080p, plus allocations per frame under tools/allocshim
   realtime  real-time pushes to a private nginx-rtmp, ours and ffmpeg on identical Y4M + PCM
-            input files, same x264/AAC settings; CPU from wait4 rusage, peak RSS = ru_maxrss
+            input files, same x264/AAC settings; CPU from wait4 rusage, peak RSS = /usr/bin/time's %M
   scale     bk-bench sessions: 1, 2, 4, 8 live 360p30 sessions in one process; then 1, 2, 4
             broadcast processes at once, one 360p30 stream each
   levers    720p30 test-source pushes varying one process-level lever at a time; peak RSS
             at 480p/720p/1080p under the default 50M budget (+ the memory plans)
-  avsync    issue 4 acceptance: 3 concurrent test-source pushes (plain, impaired, impaired
-            Opus), analysed from the nginx recordings with scripts/avsync
+  avsync    issues 4 and 12: 3 test-source pushes of 10 min (plain, impaired, impaired Opus), at
+            once or one after another (--avsync-sequential), analysed from the nginx recordings with scripts/avsync
   embedding the CLI's Y4M + PCM push against the same job through the C ABI (Benchmarks/c/y4m_push.c
             built with pkg-config from a scripts/install prefix): CPU and VmHWM, same input files
   capture   PipeWire screen capture (pw-test-screen desktops 1280x720, 2560x1440, 3840x2160, and
             a producer insisting on 8 buffers) with desktop + mic audio, through tools/pw_memory_run.py:
             VmHWM read from /proc (shared buffers count), the Rss split, the plan of the same run
+  destinations  issue 14: one 720p encode to 1, 2 and 4 nginx-rtmp destinations next to ffmpeg's
+            tee muxer on the same noisy testsrc2 frames (tools/bench/destinations.py per row)
   replay    issue 16: the replay ring's VmHWM per second at 480p/720p/1080p (with vs without
             --replay-seconds N, next to the plan's ring line); clip save time through the control
             socket and the process CPU over the save against the same time without one
