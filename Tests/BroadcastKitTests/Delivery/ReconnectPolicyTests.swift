@@ -59,46 +59,51 @@ import Synchronization
 }
 
 /// A network sink whose connection can be broken on demand, and whose next opens can be made to fail.
+/// Its state sits behind a pthread `ConditionLock`, not `Synchronization.Mutex`: TSan cannot see
+/// Mutex's futex on Linux and would report every access from the sender thread as a race.
 final class BreakableSink: TagSink, @unchecked Sendable {
-    private let state = Mutex((breakNextWrite: false, opensToFail: 0, opens: 0, writes: 0))
+    private let lock = ConditionLock()
+    private var breakNextWrite = false, opensToFail = 0, opens = 0, writeCount = 0
     var displayName: String { "rtmp://test.invalid/app" }
     var isNetworkPublisher: Bool { true }
     func open() throws {
-        let fail = state.withLock { (s) -> Bool in
-            s.opens += 1
-            if s.opensToFail > 0 { s.opensToFail -= 1; return true }
+        let fail = lock.withLock { () -> Bool in
+            opens += 1
+            if opensToFail > 0 { opensToFail -= 1; return true }
             return false
         }
         if fail { throw TransportError.connectFailed("refused by the test") }
     }
     func write(_ tag: FLVTag) throws {
-        let fail = state.withLock { (s) -> Bool in
-            if s.breakNextWrite { s.breakNextWrite = false; return true }
-            s.writes += 1
+        let fail = lock.withLock { () -> Bool in
+            if breakNextWrite { breakNextWrite = false; return true }
+            writeCount += 1
             return false
         }
         if fail { throw TransportError.writeFailed("broken by the test") }
     }
     func close() {}
     /// The next write fails; then `opensToFail` opens fail before one succeeds.
-    func breakConnection(opensToFail: Int) { state.withLock { $0.breakNextWrite = true; $0.opensToFail = opensToFail } }
-    var writes: Int { state.withLock { $0.writes } }
+    func breakConnection(opensToFail n: Int) { lock.withLock { breakNextWrite = true; opensToFail = n } }
+    var writes: Int { lock.withLock { writeCount } }
 }
 
+/// The destination's events, appended on its sender thread and read by the test (pthread lock, as above).
 final class EventLog: @unchecked Sendable {
-    private let events = Mutex<[BroadcastEvent]>([])
-    func append(_ e: BroadcastEvent) { events.withLock { $0.append(e) } }
+    private let lock = ConditionLock()
+    private var events: [BroadcastEvent] = []
+    func append(_ e: BroadcastEvent) { lock.withLock { events.append(e) } }
     var attempts: [(Int, Double)] {
-        events.withLock { list in
-            list.compactMap { (e: BroadcastEvent) -> (Int, Double)? in
+        lock.withLock {
+            events.compactMap { (e: BroadcastEvent) -> (Int, Double)? in
                 if case .reconnecting(let a, let d) = e { return (a, d) }
                 return nil
             }
         }
     }
     var reconnected: Int {
-        events.withLock { list in
-            list.filter { (e: BroadcastEvent) -> Bool in
+        lock.withLock {
+            events.filter { (e: BroadcastEvent) -> Bool in
                 if case .reconnected = e { return true }
                 return false
             }.count
