@@ -616,8 +616,8 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
         if a.get("note"):
             w(f"**Note on this run:** {a['note']}")
             w("")
-        how = ("**run one after another** (`--avsync-sequential`: other engineers' builds shared the machine, "
-               "lowered to nice 15)" if a.get("sequential") else "**run concurrently with each other** (after all CPU benchmarks)")
+        how = ("**run one after another** (`--avsync-sequential`)" if a.get("sequential")
+               else "**run concurrently with each other** (three encoders sharing the cores)")
         w(f"Three {a['seconds'] / 60:.0f}-minute test-source pushes at 720p30, {how} to the local nginx-rtmp, which records each publish; each recording is "
           "analysed with `scripts/avsync REC.flv --json --plot docs/bench/avsync-X.png` (flash frames vs 1 kHz "
           "beep onsets, decoded with PyAV). Load average at the start of these runs: "
