@@ -538,18 +538,43 @@ fail_errno:
     return NULL;
 }
 
+/* Runs nothing; a blocking invoke of it returns once the loop has run everything queued before. */
+static int run_nothing(struct spa_loop *loop, bool async, uint32_t seq, const void *data, size_t size, void *user_data)
+{
+    (void)loop; (void)async; (void)seq; (void)data; (void)size; (void)user_data;
+    return 0;
+}
+
 void bk_pw_capture_close(bk_pw_capture *c)
 {
     if (c == NULL) return;
-    if (c->loop != NULL) pw_thread_loop_stop(c->loop); /* joins the thread: no more callbacks */
+    /* The stream goes while the thread loop still runs. Stopping the loop first is not "no more
+     * callbacks": the context's data-loop thread keeps cycling, and once the thread loop has left
+     * its loop, libpipewire (0.3.65: spa loop_invoke with no loop thread) runs a non-RT stream's
+     * process callback inline on that data-loop thread, racing this teardown (TSan saw
+     * on_video_process there, without the lock). With the loop running, each process call is
+     * queued to the thread loop instead. So, under the lock: remove our listener and disconnect
+     * (which takes the node off the data loop: nothing new is queued after it); let the thread
+     * loop run what was queued before (it reaches no listener now, but still names the stream,
+     * so the stream must outlive it: a blocking invoke releases the lock while it waits, through
+     * the thread loop's before/after hooks, so it must be made holding it); then destroy. */
+    if (c->loop != NULL) pw_thread_loop_lock(c->loop);
     if (c->stream != NULL) {
         spa_hook_remove(&c->stream_listener);
         pw_stream_disconnect(c->stream);
+        if (c->loop != NULL)
+            pw_loop_invoke(pw_thread_loop_get_loop(c->loop), run_nothing, 0, NULL, 0, true, NULL);
         pw_stream_destroy(c->stream);
+        c->stream = NULL;
     }
     if (c->core != NULL) {
         spa_hook_remove(&c->core_listener);
         pw_core_disconnect(c->core);
+        c->core = NULL;
+    }
+    if (c->loop != NULL) {
+        pw_thread_loop_unlock(c->loop);
+        pw_thread_loop_stop(c->loop);   /* joins the thread loop's thread */
     }
     if (c->context != NULL) pw_context_destroy(c->context);
     if (c->loop != NULL) pw_thread_loop_destroy(c->loop);

@@ -248,4 +248,49 @@ struct PipeWireCaptureTests {
         #expect(ended - start >= 1_400_000_000 && ended - start < 2_000_000_000, "ended after \(ended - start) ns")
         #expect(delivered >= 30, "only \(delivered) frames in 1.5 s")
     }
+
+    /// stop() while frames flow. libpipewire runs a non-RT stream's process callback inline on
+    /// its data-loop thread once the thread loop has stopped (0.3.65), so a close that stopped
+    /// the loop before disconnecting the stream could call back on a second thread, racing the
+    /// teardown. Probabilistic (the window is one data-loop cycle at the moment of close), so
+    /// it runs 60 cycles: with that close it failed 2 of 4 runs (a second thread at cycles 29
+    /// and 14); TSan had reported the same race once in about 12 runs.
+    @Test("stop() while frames flow: every callback on the capture's one thread, none after stop()",
+          .enabled(if: PipeWireTestEnvironment.hasTestNodes,
+                   "needs a PipeWire daemon with pw-test-screen, app-sink, test-mic: eval \"$(scripts/pipewire-up)\""))
+    func stopWhileFramesFlow() throws {
+        for cycle in 0..<60 {
+            let sink = CallbackThreadSink()
+            let source = PipeWireScreenSource(nodeName: "pw-test-screen")
+            try source.start(into: sink)
+            let began = MediaTime.now()
+            while sink.calls < 2 && MediaTime.now() - began < 10_000_000_000 { usleep(5_000) }
+            #expect(sink.calls >= 2, "cycle \(cycle): no frames in 10 s")
+            usleep(UInt32(cycle % 5) * 7_000)   // stop at different points of the 33 ms frame cycle
+            source.stop()
+            let atStop = sink.calls
+            #expect(sink.threads == 1, "cycle \(cycle): video callbacks on \(sink.threads) threads")
+            usleep(50_000)
+            #expect(sink.calls == atStop, "cycle \(cycle): \(sink.calls - atStop) callbacks after stop() returned")
+        }
+    }
+}
+
+/// Counts video callbacks and the distinct threads they ran on (a pthread lock, which TSan sees).
+final class CallbackThreadSink: SampleBufferSink, @unchecked Sendable {
+    private let lock = ConditionLock()
+    private var seen: Set<UInt> = []
+    private var count = 0
+
+    var calls: Int { lock.withLock { count } }
+    var threads: Int { lock.withLock { seen.count } }
+
+    func process(_ buffer: SampleBuffer, type: SampleBufferType) -> ProcessResult {
+        let me = UInt(pthread_self())
+        lock.withLock {
+            count += 1
+            seen.insert(me)
+        }
+        return .accepted
+    }
 }
