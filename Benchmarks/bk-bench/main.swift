@@ -162,12 +162,19 @@ case "pipeline":
     let mic = UnsafeMutableBufferPointer<Int16>.allocate(capacity: 1470)
     for i in 0..<1600 { let v = Float(sin(Double(i) * 2 * Double.pi * 440 / 48_000) * 0.2); app[2 * i] = v; app[2 * i + 1] = v }
     for i in 0..<1470 { mic[i] = Int16(sin(Double(i) * 2 * Double.pi * 660 / 44_100) * 6000) }
+    // Full speed: a busy encoder is waited for, not polled (a 100 us sleep loop cost this
+    // feeder thread several % of x264's CPU, billed to the pipeline). Live sources never wait.
     func retry(_ body: () -> ProcessResult) {
         while true {
             let r = body()
-            if r != .dropped(.encoderBusy) && r != .dropped(.audioLaneFull) { return }
-            var ts = timespec(tv_sec: 0, tv_nsec: 100_000)
-            nanosleep(&ts, nil)
+            if r == .dropped(.encoderBusy) {
+                _ = session.waitForVideoCapacity(timeoutNs: 1_000_000_000)
+            } else if r == .dropped(.audioLaneFull) {
+                var ts = timespec(tv_sec: 0, tv_nsec: 100_000)
+                nanosleep(&ts, nil)
+            } else {
+                return
+            }
         }
     }
     func feed(_ n: Int, from start: Int) {

@@ -110,11 +110,24 @@ package final class VideoLane: @unchecked Sendable {
 
             cond.withLock {
                 pending.removeFirst()
+                // Released under `cond`, so a waiter woken below finds the slot free.
+                pool.release(next.slot)
                 cond.broadcast()
             }
-            pool.release(next.slot)
         }
         encoder.flush { deliver($0, 0) }
+    }
+
+    /// Blocks until the encoder has taken a pending frame (a pool slot is free), the lane stops,
+    /// or `deadlineNs` (CLOCK_MONOTONIC) passes; true when a slot is free. For feeders that may
+    /// wait, such as benchmarks: polling for `encoder_busy` to clear costs CPU of its own.
+    package func waitForFreeSlot(deadlineNs: Int64) -> Bool {
+        cond.withLock {
+            while pool.inUse >= pool.capacity && !stopping && MediaTime.now() < deadlineNs {
+                cond.wait(untilNs: deadlineNs)
+            }
+            return pool.inUse < pool.capacity
+        }
     }
 
     /// Encodes what is pending, flushes the encoder and ends the thread.

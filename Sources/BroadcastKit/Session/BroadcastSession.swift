@@ -188,6 +188,14 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
 
     // MARK: - Control
 
+    /// Blocks until the video lane can take a frame, or `timeoutNs` passes; true when it can.
+    /// For feeders that may wait (benchmarks pushing frames as fast as the encoder goes): live
+    /// sources never wait, they get `.dropped(.encoderBusy)` and move on.
+    package func waitForVideoCapacity(timeoutNs: Int64) -> Bool {
+        guard state == .running, let lane = pipeline?.videoLane else { return false }
+        return lane.waitForFreeSlot(deadlineNs: MediaTime.now() + timeoutNs)
+    }
+
     /// Asks the encoder for a keyframe on the next picture (the control socket's `keyframe`).
     package func requestKeyframe() { pipeline?.videoLane?.requestKeyframe() }
 

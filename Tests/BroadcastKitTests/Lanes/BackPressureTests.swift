@@ -95,6 +95,39 @@ final class NoiseFrames: @unchecked Sendable {
         #expect(session.stats.snapshot().videoFramesEncoded == 50 - busy)
     }
 
+    /// A feeder that may wait (bk-bench) blocks until the encoder frees a slot, and its next
+    /// frame is then taken; every frame of a full-speed push is encoded, with one `encoder_busy`
+    /// per wait at most, not one per poll.
+    @Test func waitingForVideoCapacityLetsEveryFrameIn() throws {
+        var cfg = BroadcastConfiguration.default
+        cfg.video = VideoEncoderSettings(width: 320, height: 240, fps: 30, bitrateKbps: 500, preset: "veryfast")
+        cfg.hasAudio = false
+        cfg.destinations = [.discard]
+        cfg.memoryBudgetBytes = 0
+        let session = BroadcastSession(configuration: cfg)
+        #expect(!session.waitForVideoCapacity(timeoutNs: 1_000_000), "not running: nothing to wait for")
+        try session.start()
+        let frames = NoiseFrames()
+        var pts: Int64 = 1
+        var waits = 0
+        for i in 0..<60 {
+            pts += 33_333_333
+            var r = session.process(.video(frames.frame(i, pts: pts)), type: .video)
+            if r == .dropped(.encoderBusy) {
+                // One wait, then the frame must go in: the wait returns only once a slot is free.
+                waits += 1
+                #expect(session.waitForVideoCapacity(timeoutNs: 10_000_000_000))
+                r = session.process(.video(frames.frame(i, pts: pts)), type: .video)
+            }
+            #expect(r == .accepted, "frame \(i)")
+        }
+        #expect(waits > 0, "a full-speed push outruns a veryfast encoder")
+        #expect(session.stats.snapshot().drops(.encoderBusy) == waits)
+        session.finish()
+        #expect(session.stats.snapshot().videoFramesEncoded == 60)
+        #expect(!session.waitForVideoCapacity(timeoutNs: 1_000_000), "finished: nothing to wait for")
+    }
+
     @Test func malformedAndBackwardsInputIsDroppedNotFatal() throws {
         var cfg = BroadcastConfiguration.default
         cfg.video = VideoEncoderSettings(width: 320, height: 240, fps: 30, bitrateKbps: 500, preset: "ultrafast")
