@@ -79,6 +79,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
 
     /// Kept free below the budget for what the plan cannot see exactly (allocator slack, thread
     /// stacks, library growth): 4% of the budget.
+    /// scripts/soak mirrors this 1/25 when it sizes the replay soak's no-ring reference.
     public var headroomBytes: Int { budgetBytes / 25 }
 
     public var fits: Bool { budgetBytes <= 0 || totalBytes + headroomBytes <= budgetBytes }
