@@ -36,6 +36,8 @@ let package = Package(
         .target(name: "CSDBusShim", linkerSettings: [.linkedLibrary("dl")]),
         // libsoxr for the 44.1 kHz resampler, dlopen()ed when the first one is needed (not linked).
         .target(name: "CSoxrShim", linkerSettings: [.linkedLibrary("dl")]),
+        // libsrt for srt:// destinations, dlopen()ed when the first one opens (not linked).
+        .target(name: "CSRTShim", linkerSettings: [.linkedLibrary("dl")]),
         // The synthetic PipeWire screen for tests and benchmarks; the shipped binary does not link it.
         .target(name: "CPipeWireTestScreen",
                 cSettings: [.headerSearchPath("system/pipewire-0.3"), .headerSearchPath("system/spa-0.2")],
@@ -43,7 +45,7 @@ let package = Package(
         .target(
             name: "BroadcastKit",
             dependencies: ["CX264", "CX264Shim", "COpus", "COpusShim", "CVoAACEnc", "CGnuTLSShim", "CYUV", "CSoxrShim",
-                           "CLinuxProcess"],
+                           "CLinuxProcess", "CSRTShim"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(

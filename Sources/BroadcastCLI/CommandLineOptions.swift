@@ -16,6 +16,8 @@ public struct CommandLineOptions: Sendable {
     public var keyFromArgv: String?
     /// `--key-file`: a file whose first line is the stream key.
     public var keyFile: String?
+    /// `--srt-passphrase-file`: a file whose first line is the SRT passphrase (every srt:// destination).
+    public var srtPassphraseFile: String?
     /// `--url`, in the order given (it may repeat: one destination each, the first is the primary).
     public var urls: [DestinationSpec] = []
     /// The first `--url`'s ingest base URL.
@@ -130,6 +132,7 @@ public struct CommandLineOptions: Sendable {
             switch name {
             case "--key": o.keyFromArgv = try s.value()
             case "--key-file": o.keyFile = try s.value()
+            case "--srt-passphrase-file": o.srtPassphraseFile = try s.value()
             case "--url": o.urls.append(try DestinationSpec.parse(try s.repeatableValue()))
             case "--require-all": try s.flag(); o.requireAll = true
             case "--no-enhanced-rtmp-connect": try s.flag(); o.enhancedRTMPConnect = false

@@ -136,7 +136,12 @@ public struct ConfigurationBuilder {
             // Each --url is one destination; without any, the one from $BROADCAST_URL, --service or the default.
             let specs = o.urls.isEmpty ? [DestinationSpec(url: ingestURL(o))] : o.urls
             var seen: [String] = []
+            let passphrase = try srtPassphrase(o)
             for (i, spec) in specs.enumerated() {
+                if SRTURL.isSRT(spec.url) {
+                    destinations.append(try srtDestination(spec, index: i, key: key, passphrase: passphrase, seen: &seen))
+                    continue
+                }
                 let parsed: RTMPURL
                 do { parsed = try RTMPURL(parsing: spec.url) } catch { throw ConfigurationError(.usage, "\(error)") }
                 var own = key
@@ -163,6 +168,38 @@ public struct ConfigurationBuilder {
         if destinations.isEmpty && o.replaySeconds != nil { destinations.append(.discard) }
         if destinations.isEmpty { throw ConfigurationError(.usage, "nothing to do: --no-publish needs --record PATH or --replay-seconds N") }
         return destinations
+    }
+
+    /// `--srt-passphrase-file`, read once for every srt:// destination.
+    func srtPassphrase(_ o: CommandLineOptions) throws(ConfigurationError) -> String? {
+        guard let f = o.srtPassphraseFile else { return nil }
+        let p: String
+        do { p = try SecretScrubber.readKeyFile(f) } catch { throw ConfigurationError(.usage, "--srt-passphrase-file: \(error)") }
+        guard SRTURL.passphraseLengths.contains(p.count) else {
+            throw ConfigurationError(.usage, "--srt-passphrase-file \(f): the passphrase must be 10 to 79 characters")
+        }
+        return p
+    }
+
+    /// One srt:// destination. Unlike RTMP it needs no key: the key only fills the stream id when
+    /// the URL has none, and a listener may ask for neither.
+    func srtDestination(_ spec: DestinationSpec, index i: Int, key: String?, passphrase: String?,
+                        seen: inout [String]) throws(ConfigurationError) -> DestinationSettings {
+        let parsed: SRTURL
+        do { parsed = try SRTURL(parsing: spec.url) } catch { throw ConfigurationError(.usage, "--url: \(error)") }
+        var own = key
+        if let f = spec.keyFile {
+            do { own = try SecretScrubber.readKeyFile(f) } catch { throw ConfigurationError(.usage, "\(error)") }
+        }
+        if parsed.passphrase != nil {
+            say("warning: an SRT passphrase in --url is visible to other local users (ps, /proc); prefer --srt-passphrase-file")
+        }
+        let identity = "srt\u{0}" + parsed.host + ":\(parsed.port)"
+        if seen.contains(identity) {
+            throw ConfigurationError(.usage, "--url: destination \(i + 1) (\(parsed.redacted)) repeats an earlier one")
+        }
+        seen.append(identity)
+        return .srt(url: spec.url, streamKey: own ?? "", passphrase: passphrase)
     }
 
     /// x264 and audio settings from `--res`/`--fps`/bitrates, capped by the service preset.

@@ -14,12 +14,15 @@ public enum Usage {
     Destination
       --key KEY              stream key (visible to local users; prefer $STREAM_KEY or --key-file)
       --key-file PATH        read the stream key from a file
-      --url URL              ingest base URL (else $BROADCAST_URL, else rtmp://127.0.0.1:1935/live)
+      --url URL              ingest base URL (else $BROADCAST_URL, else rtmp://127.0.0.1:1935/live);
+                             srt://HOST:PORT[?streamid=ID&latency=MS] sends MPEG-TS over SRT to a
+                             listener (the key fills streamid when the URL has none)
+      --srt-passphrase-file PATH  SRT encryption passphrase (10-79 characters) from a file
       --url URL[,key-file=PATH][,service=NAME]
                              may repeat: one encode to several destinations (the first is the
                              primary); each may have its own key file and service limits
       --service NAME         twitch | youtube | facebook | kick: ingest URL and recommended limits
-      --require-all          any lost destination fails the run (else only losing every RTMP one)
+      --require-all          any lost destination fails the run (else only losing every RTMP/SRT one)
       --bitrate-follows W    primary | slowest: what the adaptive bitrate follows (default primary)
       --no-enhanced-rtmp-connect  plain RTMP connect: no E-RTMP capsEx, server reconnect requests ignored
       --ca-file PATH         also trust this CA (PEM) for rtmps:// (the system store is always used)

@@ -45,7 +45,7 @@ package final class BitrateController: @unchecked Sendable {
         guard follows == .slowest else { return 0 }
         var pick = 0, longest = -1
         for (i, d) in destinations.enumerated() where d.sink.isNetworkPublisher && d.state == .live {
-            let ms = d.queue.queuedDurationMs
+            let ms = d.backlogMs
             if ms > longest { longest = ms; pick = i }
         }
         return pick
@@ -63,7 +63,7 @@ package final class BitrateController: @unchecked Sendable {
         guard lastNs > 0 else { return }
         let seconds = Double(nowNs - lastNs) / 1e9
         let sentKbps = Int(Double(sent - before) * 8 / 1000 / seconds)
-        adapt(sentKbps: sentKbps, backlogMs: destinations[i].queue.queuedDurationMs)
+        adapt(sentKbps: sentKbps, backlogMs: destinations[i].backlogMs)
     }
 
     /// One second's decision from what the followed destination sent (`sentKbps`, audio

@@ -105,6 +105,10 @@ package final class Destination: @unchecked Sendable {
     /// The run ended while this destination was reconnecting (set by `finish`).
     package var endedWhileDown: Bool { endedDown.load(ordering: .acquiring) }
 
+    /// Media time waiting to go out: this destination's send queue plus what waits inside the
+    /// transport itself (SRT's unacknowledged send buffer); what the bitrate controller follows.
+    package var backlogMs: Int { queue.queuedDurationMs + sink.transportBacklogMs }
+
     /// Successful reconnects of this destination.
     package var reconnects: Int { reconnectCount.load(ordering: .relaxed) }
 
@@ -122,7 +126,8 @@ package final class Destination: @unchecked Sendable {
     package var kind: String {
         switch sink {
         case is RTMPPublisher: return "rtmp"
-        case is FLVFileSink: return "file"
+        case is SRTPublisher: return "srt"
+        case is FLVFileSink, is MP4FileSink: return "file"
         case is DiscardSink: return "discard"
         default: return "custom"
         }
@@ -141,7 +146,8 @@ package final class Destination: @unchecked Sendable {
         return DestinationStats(name: sink.displayName, kind: kind, state: word,
                                 kbps: Double(rateBitsPerSecond.load(ordering: .relaxed)) / 1000,
                                 bytesSent: bytesSent, queueBytes: queue.queuedBytes, queueMs: queue.queuedDurationMs,
-                                drops: queue.droppedTags, reconnects: reconnects, downtimeSeconds: downtimeSeconds)
+                                drops: queue.droppedTags, reconnects: reconnects, downtimeSeconds: downtimeSeconds,
+                                link: sink.linkStats)
     }
     /// The error that stopped this destination, if any.
     package var error: TransportError? { failure.withLock { $0 } }

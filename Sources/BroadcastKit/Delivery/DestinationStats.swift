@@ -4,7 +4,7 @@
 public struct DestinationStats: Sendable, Equatable {
     /// Redacted URL, or the recording's path.
     public var name: String
-    /// "rtmp", "file", "discard" or "custom".
+    /// "rtmp", "srt", "file", "discard" or "custom".
     public var kind: String
     /// "connecting", "live", "reconnecting", "failed" (lost for good), "closed" (finished), or
     /// "lost" (the run ended while it was reconnecting).
@@ -22,9 +22,12 @@ public struct DestinationStats: Sendable, Equatable {
     public var reconnects: Int
     /// Seconds not delivering since it first went live (outages, and a loss until the end).
     public var downtimeSeconds: Double
+    /// The transport's own view of the link (SRT), or nil.
+    public var link: TransportLinkStats?
 
     public init(name: String, kind: String, state: String, kbps: Double, bytesSent: Int, queueBytes: Int,
-                queueMs: Int, drops: Int, reconnects: Int, downtimeSeconds: Double) {
+                queueMs: Int, drops: Int, reconnects: Int, downtimeSeconds: Double, link: TransportLinkStats? = nil) {
+        self.link = link
         self.name = name
         self.kind = kind
         self.state = state

@@ -2,12 +2,24 @@
 public enum DestinationSettings: Sendable {
     /// Publish over RTMP: `url` is the ingest base (rtmp://host[:port]/app), `streamKey` the secret.
     case rtmp(url: String, streamKey: String)
+    /// Send MPEG-TS over SRT to a listener: `url` is `srt://host:port[?streamid=…&passphrase=…&latency=MS]`;
+    /// `streamKey` fills the stream id when the URL has none; `passphrase` (10 to 79 characters)
+    /// wins over one in the URL.
+    case srt(url: String, streamKey: String, passphrase: String? = nil)
     /// Write an FLV file.
     case file(path: String)
     /// Build every tag and throw it away (benchmarks, allocation probes).
     case discard
     /// Your own sink (e.g. an in-process relay); called from its destination's sender thread.
     case custom(any TagSink & Sendable)
+}
+
+extension DestinationSettings {
+    /// A network destination by its URL's scheme: `srt://` sends MPEG-TS over SRT; anything else
+    /// is RTMP (`rtmp://`, `rtmps://`), checked when the session prepares.
+    public static func network(url: String, streamKey: String) -> DestinationSettings {
+        SRTURL.isSRT(url) ? .srt(url: url, streamKey: streamKey) : .rtmp(url: url, streamKey: streamKey)
+    }
 }
 
 /// Everything a `BroadcastSession` needs; start from `.default` and change what differs.

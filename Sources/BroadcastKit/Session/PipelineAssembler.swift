@@ -6,6 +6,7 @@
 /// buffer, so the plan counts what the session will hold.
 package enum PipelineAssembler {
     package static func assemble(_ cfg: BroadcastConfiguration, stats: BroadcastStats) throws(BroadcastError) -> Pipeline {
+        try validateNetworkDestinations(cfg)
         guard cfg.hasVideo || cfg.hasAudio else {
             throw .configuration("nothing to broadcast: video and audio are both off")
         }
@@ -66,6 +67,18 @@ package enum PipelineAssembler {
         return pipeline
     }
 
+    /// A bad SRT URL or passphrase is a configuration error before anything opens (RTMP URLs are
+    /// checked by their publisher's open, which reports them the same way).
+    static func validateNetworkDestinations(_ cfg: BroadcastConfiguration) throws(BroadcastError) {
+        for d in cfg.destinations {
+            guard case .srt(let url, _, let passphrase) = d else { continue }
+            do { _ = try SRTURL(parsing: url) } catch { throw .configuration("\(error)") }
+            if let p = passphrase, !SRTURL.passphraseLengths.contains(p.count) {
+                throw .configuration("SRT passphrase must be 10 to 79 characters")
+            }
+        }
+    }
+
     static func makeAudioEncoder(_ settings: AudioEncoderSettings) throws(BroadcastError) -> AudioEncoder {
         do {
             switch settings.codec {
@@ -85,6 +98,10 @@ package enum PipelineAssembler {
                                               caFile: cfg.tlsCAFile)
                 publisher.enhancedConnect = cfg.enhancedRTMPConnect
                 return publisher
+            case .srt(let url, let key, let passphrase):
+                return SRTPublisher(url: url, streamKey: key, passphrase: passphrase, hasVideo: cfg.hasVideo,
+                                    audio: cfg.hasAudio ? cfg.audio : nil, maxBitrateKbps: cfg.video.maxBitrateKbps,
+                                    connectTimeoutSeconds: cfg.connectTimeoutSeconds)
             case .file(let path) where MP4FileSink.isMP4(path):
                 return MP4FileSink(path: path, video: cfg.hasVideo ? cfg.video : nil, audio: cfg.hasAudio ? cfg.audio : nil,
                                    audioDelaySamples: audioDelaySamples)

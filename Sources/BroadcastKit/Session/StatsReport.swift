@@ -75,10 +75,19 @@ package struct StatsReport {
             out += (i == 0 ? "" : ",") + "{\"name\":\(jsonString(d.name)),\"kind\":\"\(d.kind)\",\"state\":\"\(d.state)\","
                 + "\"kbps\":\(fixed(d.kbps, 1)),\"bytes_sent\":\(d.bytesSent),\"queue_bytes\":\(d.queueBytes),"
                 + "\"queue_ms\":\(d.queueMs),\"drops\":\(d.drops),\"reconnects\":\(d.reconnects),"
-                + "\"downtime_s\":\(fixed(d.downtimeSeconds, 1))}"
+                + "\"downtime_s\":\(fixed(d.downtimeSeconds, 1))" + linkJSON(d.link) + "}"
         }
         return out
     }
+}
+
+/// A transport's link statistics as `,"link":{…}` (empty without any).
+private func linkJSON(_ l: TransportLinkStats?) -> String {
+    guard let l else { return "" }
+    return ",\"link\":{\"rtt_ms\":\(fixed(l.rttMs, 1)),\"bandwidth_mbps\":\(fixed(l.bandwidthMbps, 1)),"
+        + "\"send_rate_mbps\":\(fixed(l.sendRateMbps, 2)),\"packets_sent\":\(l.packetsSent),"
+        + "\"packets_lost\":\(l.packetsLost),\"packets_retransmitted\":\(l.packetsRetransmitted),"
+        + "\"packets_dropped\":\(l.packetsDropped),\"send_buffer_ms\":\(l.sendBufferMs)}"
 }
 
 /// `v` with a fixed number of decimals, without Foundation ("0" for NaN and infinities).

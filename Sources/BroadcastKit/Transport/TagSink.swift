@@ -19,12 +19,19 @@ public protocol TagSink: AnyObject {
     /// The server asked for a reconnect (E-RTMP v2 ReconnectRequest): the destination closes and
     /// reopens at the next video keyframe, so the new session starts decodable (default false).
     var reconnectRequested: Bool { get }
+    /// The transport's own link statistics, when it keeps any (SRT); nil by default.
+    var linkStats: TransportLinkStats? { get }
+    /// Media time waiting inside the transport itself (beyond the destination's send queue), as
+    /// congestion backlog for the bitrate controller; 0 by default.
+    var transportBacklogMs: Int { get }
 }
 
 extension TagSink {
     public func abortPendingIO() {}
     public var isNetworkPublisher: Bool { false }
     public var reconnectRequested: Bool { false }
+    public var linkStats: TransportLinkStats? { nil }
+    public var transportBacklogMs: Int { 0 }
 }
 
 /// Transport failures, each mapped to a CLI exit code.

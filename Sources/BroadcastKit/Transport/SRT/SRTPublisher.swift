@@ -1,0 +1,163 @@
+import CSRTShim
+import Glibc
+import Synchronization
+
+/// A `TagSink` that sends the stream as MPEG-TS over SRT (caller mode, live transmission type)
+/// to a listening receiver: FFmpeg's `srt://…?mode=listener`, `srt-live-transmit`, MediaMTX, an
+/// ingest.
+///
+/// `open` loads libsrt on first use (`CSRTShim`; a process without an srt:// destination never
+/// maps it) and connects with every buffer set explicitly (`SRTBuffers`, a line of the memory
+/// plan). `write` muxes each tag (`TSMuxer`) straight into 1316-byte payloads and sends them;
+/// SRT's ARQ retransmits what the link loses within the latency window, and drops what is too late
+/// on the sender. The link's state (`srt_bstats`: unacknowledged send buffer, loss, RTT, bandwidth
+/// estimate) is read for the stats and for congestion: data sitting unacknowledged for longer
+/// than half the latency is reported as backlog, which the bitrate controller follows.
+///
+/// Refusals (a listener that answers and rejects the passphrase or stream id) are
+/// `publishRejected` (exit 3, never retried); no answer is `connectFailed`; a send that fails
+/// after the connection is `writeFailed` (reconnect with backoff, as for RTMP).
+package final class SRTPublisher: TagSink, TSChunkOutput, @unchecked Sendable {
+    package let displayName: String
+    package var isNetworkPublisher: Bool { true }
+    package var kind: String { "srt" }
+    private let url: SRTURL
+    private let streamID: String?
+    private let buffers: SRTBuffers
+    private let connectTimeoutSeconds: Int
+    private let muxer: TSMuxer
+    /// The open socket, or -1; read by `abortPendingIO` and the stats from other threads.
+    private let socket = Atomic<Int32>(-1)
+    private let error: UnsafeMutablePointer<CChar>
+    private static let errorCapacity = 256
+    /// The last link statistics read (by the housekeeper once a second, or a stats call).
+    private let link = Mutex<TransportLinkStats?>(nil)
+
+    /// `streamKey` fills the stream id when the URL has none (an empty key: no stream id).
+    /// `passphrase` (from `--srt-passphrase-file`) wins over one in the URL.
+    package init(url text: String, streamKey: String, passphrase: String?, hasVideo: Bool, audio: AudioEncoderSettings?,
+                 maxBitrateKbps: Int, connectTimeoutSeconds: Int) {
+        // Checked before assembly (`PipelineAssembler.validateNetworkDestinations`); an unparsable
+        // URL here connects nowhere and says so at open.
+        let url = (try? SRTURL(parsing: text)) ?? SRTURL(invalid: ())
+        self.url = url
+        streamID = url.streamID ?? (streamKey.isEmpty ? nil : streamKey)
+        var u = url
+        if let passphrase { u.passphrase = passphrase }
+        self.urlWithSecret = u
+        displayName = url.redacted
+        buffers = SRTBuffers(latencyMs: url.latencyMs, maxBitrateKbps: maxBitrateKbps)
+        self.connectTimeoutSeconds = connectTimeoutSeconds
+        muxer = TSMuxer(layout: TSStreamLayout(hasVideo: hasVideo, audioCodec: audio?.codec, audioChannels: audio?.channels ?? 2))
+        error = .allocate(capacity: Self.errorCapacity)
+        error.initialize(repeating: 0, count: Self.errorCapacity)
+    }
+
+    private let urlWithSecret: SRTURL
+
+    deinit {
+        close()
+        error.deallocate()
+    }
+
+    package func open() throws {
+        close()
+        aborted.store(false, ordering: .releasing)
+        guard url.port > 0 else { throw TransportError.connectFailed("invalid SRT URL") }
+        muxer.reset()
+        var refused: Int32 = 0
+        var options = bk_srt_options()
+        options.latency_ms = Int32(buffers.latencyMs)
+        options.send_buffer_bytes = Int32(buffers.sendBufferBytes)
+        options.receive_buffer_bytes = Int32(buffers.receiveBufferBytes)
+        options.connect_timeout_ms = Int32(max(1, connectTimeoutSeconds) * 1000)
+        options.send_timeout_ms = Int32(SRTBuffers.sendTimeoutMs)
+        let s: Int32 = url.host.withCString { host in
+            Self.withOptionalCString(streamID) { sid in
+                Self.withOptionalCString(urlWithSecret.passphrase) { pass in
+                    options.stream_id = sid
+                    options.passphrase = pass
+                    return bk_srt_connect(host, Int32(url.port), &options, error, Self.errorCapacity, &refused)
+                }
+            }
+        }
+        guard s >= 0 else {
+            let why = String(cString: error)
+            if refused != 0 { throw TransportError.publishRejected("\(displayName): the SRT listener refused the connection: \(why)") }
+            throw TransportError.connectFailed("\(displayName): \(why)")
+        }
+        socket.store(s, ordering: .releasing)
+    }
+
+    package func write(_ tag: FLVTag) throws {
+        guard socket.load(ordering: .acquiring) >= 0 else {
+            throw TransportError.writeFailed("\(displayName): not connected")
+        }
+        try muxer.write(tag, to: self)
+    }
+
+    package func sendChunk(_ chunk: UnsafeRawBufferPointer) throws(TransportError) {
+        let s = socket.load(ordering: .acquiring)
+        guard s >= 0 else { throw .writeFailed("\(displayName): connection closed") }
+        if bk_srt_send(s, chunk.baseAddress, Int32(chunk.count), error, Self.errorCapacity) < 0 {
+            throw .writeFailed("\(displayName): \(String(cString: error))")
+        }
+    }
+
+    /// Waits (up to `SRTBuffers.drainTimeoutMs`) for the receiver to acknowledge what was sent,
+    /// then closes: in live mode libsrt would drop unacknowledged packets at once, and the last
+    /// GOP's end with them.
+    package func close() {
+        let s = socket.load(ordering: .acquiring)
+        guard s >= 0 else { return }
+        if !aborted.load(ordering: .acquiring) {
+            var raw = bk_srt_stats()
+            var waitedMs = 0
+            while waitedMs < SRTBuffers.drainTimeoutMs, bk_srt_stats_read(s, &raw) == 0, raw.send_buffer_bytes > 0,
+                  !aborted.load(ordering: .acquiring) {
+                var t = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+                nanosleep(&t, nil)
+                waitedMs += 10
+            }
+        }
+        if socket.compareExchange(expected: s, desired: -1, ordering: .acquiringAndReleasing).exchanged { bk_srt_close(s) }
+    }
+
+    /// Closing the socket wakes a send blocked on a full buffer: it fails at once.
+    package func abortPendingIO() {
+        aborted.store(true, ordering: .releasing)
+        let s = socket.exchange(-1, ordering: .acquiringAndReleasing)
+        if s >= 0 { bk_srt_close(s) }
+    }
+    private let aborted = Atomic<Bool>(false)
+
+    /// Reads `srt_bstats` (any thread) and keeps it for the stats.
+    package var linkStats: TransportLinkStats? {
+        let s = socket.load(ordering: .acquiring)
+        guard s >= 0 else { return link.withLock { $0 } }
+        var raw = bk_srt_stats()
+        guard bk_srt_stats_read(s, &raw) == 0 else { return link.withLock { $0 } }
+        let now = TransportLinkStats(rttMs: raw.rtt_ms, bandwidthMbps: raw.bandwidth_mbps, sendRateMbps: raw.send_rate_mbps,
+                                     packetsSent: Int(raw.packets_sent), packetsLost: Int(raw.packets_lost),
+                                     packetsRetransmitted: Int(raw.packets_retransmitted),
+                                     packetsDropped: Int(raw.packets_dropped), sendBufferMs: Int(raw.send_buffer_ms))
+        link.withLock { $0 = now }
+        return now
+    }
+
+    /// Time data waits unacknowledged beyond a round trip, scaled so that half the latency reads
+    /// as the bitrate controller's congestion threshold: SRT drops what waits a whole latency.
+    package var transportBacklogMs: Int {
+        guard let l = linkStats else { return 0 }
+        let waiting = max(0, l.sendBufferMs - Int(l.rttMs) - 20)
+        return waiting * 600 / max(1, buffers.latencyMs)
+    }
+
+    /// Access units the muxer could not lay out (counted, not sent).
+    package var droppedUnits: Int { muxer.droppedUnits }
+
+    private static func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+        guard let s else { return body(nil) }
+        return s.withCString { body($0) }
+    }
+}
