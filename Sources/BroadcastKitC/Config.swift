@@ -47,7 +47,7 @@ final class ConfigBox {
         var c = configuration
         c.destinations = destinations.map {
             switch $0 {
-            case .rtmp(let url, let key): return .rtmp(url: url, streamKey: String(cString: key))
+            case .rtmp(let url, let key): return .network(url: url, streamKey: String(cString: key))
             case .file(let path): return .file(path: path)
             }
         }
@@ -168,10 +168,11 @@ public func _bkConfigAddRTMP(_ p: OpaquePointer?, _ url: UnsafePointer<CChar>?, 
     guard let url, let key else { return c.fail(BK_ERR_INVALID_ARGUMENT, "RTMP URL or stream key is NULL") }
     let u = String(cString: url)
     // Validate the base URL alone, so no message can hold the key; a key inside `url` stays allowed.
+    // srt:// URLs send MPEG-TS over SRT (the key fills the stream id when the URL has none).
     do {
-        _ = try RTMPURL(url: u, streamKey: "")
+        if SRTURL.isSRT(u) { _ = try SRTURL(parsing: u) } else { _ = try RTMPURL(url: u, streamKey: "") }
     } catch {
-        return c.fail(BK_ERR_CONFIGURATION, error.description)
+        return c.fail(BK_ERR_CONFIGURATION, "\(error)")
     }
     guard let copy = strdup(key) else { return c.fail(BK_ERR_CONFIGURATION, "out of memory") }
     c.destinations.append(.rtmp(url: u, key: copy))

@@ -193,9 +193,11 @@ bk_status bk_config_set_keyframe_interval(bk_config *cfg, int seconds);
  *  (bitrate ignored). */
 bk_status bk_config_set_audio(bk_config *cfg, bk_audio_codec codec, int bitrate_kbps);
 
-/** Adds an RTMP(S) destination. url is the ingest base, rtmp://host[:port]/app; stream_key is the
- *  secret, appended as the last path element (copied; the copy is wiped when the config is freed).
- *  The first network destination is the primary one (its failure fails the session). */
+/** Adds a network destination. RTMP(S): url is the ingest base, rtmp://host[:port]/app; stream_key is
+ *  the secret, appended as the last path element. SRT: url is srt://host:port[?streamid=...&latency=MS
+ *  &passphrase=...] (MPEG-TS over SRT to a listener); stream_key fills the stream id when the URL has
+ *  none ("" for none). The key is copied; the copy is wiped when the config is freed. The first
+ *  network destination is the primary one (its failure fails the session). */
 bk_status bk_config_add_rtmp(bk_config *cfg, const char *url, const char *stream_key);
 
 /** Adds an FLV file destination (created or truncated at start). */

@@ -107,6 +107,9 @@ def _bytes(value: Union[int, str]) -> int:
 
 
 def _redacted(url: str) -> str:
+    if url.lower().startswith("srt://"):
+        # The query holds the stream id and passphrase.
+        return url.split("?", 1)[0] + ("?****" if "?" in url else "")
     return url.rstrip("/") + "/****"
 
 
@@ -160,8 +163,10 @@ class Session:
             if replay_seconds:
                 check(lib.bk_config_set_replay(cfg, replay_seconds, str(replay_dir).encode() if replay_dir else None))
             if url is not None:
-                if not key:
+                is_srt = url.lower().startswith("srt://")
+                if not key and not is_srt:
                     raise ConfigurationError("an RTMP url needs a stream key", _abi.ERR_CONFIGURATION)
+                key = key or ""  # srt://: the key only fills the stream id when the URL has none
                 check(lib.bk_config_add_rtmp(cfg, url.encode(), key.encode() if isinstance(key, str) else bytes(key)))
                 self._destinations.append(_redacted(url))
             if record is not None:
