@@ -13,6 +13,9 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     /// x264 allocates its reference and lookahead frames on the first encodes, after open;
     /// this is the planned size of that working set.
     public var encoderWorkingBytes: Int
+    /// Network transports' own buffers outside our send queues: libsrt's send and receive buffers,
+    /// its fixed cost and library pages, and the TS muxer (0 without an srt:// destination).
+    public var transportBytes: Int = 0
     /// Buffers the capture source holds (reported by the embedding tool or the CLI).
     public var captureBytes: Int = 0
     /// Where the budget came from ("default", "--memory-budget", "cgroup v2 limit ...").
@@ -74,7 +77,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
 
     public var totalBytes: Int {
         baselineBytes + videoEncoderBytes + audioEncoderBytes + framePoolBytes + audioBytes + stagingBytes
-            + queueBytes + encoderWorkingBytes + captureBytes + replayBytes
+            + queueBytes + encoderWorkingBytes + captureBytes + replayBytes + transportBytes
     }
 
     /// Kept free below the budget for what the plan cannot see exactly (allocator slack, thread
@@ -101,6 +104,9 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         lines.append("  audio lanes + mixer                \(mb(audioBytes))")
         lines.append("  interleaver staging                \(mb(stagingBytes))")
         lines.append("  send queues (byte caps)            \(mb(queueBytes))")
+        if transportBytes > 0 {
+            lines.append("  SRT buffers (libsrt + TS muxer)    \(mb(transportBytes))")
+        }
         lines.append("  capture source buffers             \(mb(captureBytes))")
         if replaySeconds > 0 {
             let label = "replay ring (\(replaySeconds) s)".padding(toLength: 35)

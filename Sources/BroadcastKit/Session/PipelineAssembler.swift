@@ -43,6 +43,7 @@ package enum PipelineAssembler {
                                queueBytes: destinations.all.reduce(0) { $0 + $1.queue.reservedBytes }
                                    + MP4FileSink.plannedBytes(cfg))
         var plan = fixed
+        plan.transportBytes = SRTPublisher.plannedBytes(cfg)
         plan.captureBytes = cfg.captureReserveBytes
         plan.budgetSource = cfg.memoryBudgetSource
         ReplayAssembly.plan(&plan, ring: replayRing)

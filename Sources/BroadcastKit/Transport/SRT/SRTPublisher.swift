@@ -153,6 +153,16 @@ package final class SRTPublisher: TagSink, TSChunkOutput, @unchecked Sendable {
         return waiting * 600 / max(1, buffers.latencyMs)
     }
 
+    /// What a configuration's SRT destinations add to the memory plan (libsrt's buffers, its fixed
+    /// cost and the muxer), on their own line.
+    package static func plannedBytes(_ cfg: BroadcastConfiguration) -> Int {
+        cfg.destinations.reduce(0) { sum, d in
+            guard case .srt(let url, _, _) = d else { return sum }
+            let latency = (try? SRTURL(parsing: url))?.latencyMs ?? SRTURL.defaultLatencyMs
+            return sum + SRTBuffers(latencyMs: latency, maxBitrateKbps: cfg.video.maxBitrateKbps).plannedBytes
+        }
+    }
+
     /// Access units the muxer could not lay out (counted, not sent).
     package var droppedUnits: Int { muxer.droppedUnits }
 
