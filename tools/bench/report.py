@@ -708,6 +708,26 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
             w(f"- {res}: `{e.get('ours_cmd')}`; `{e.get('ffmpeg_cmd')}`")
         w("")
 
+    # ---- SRT vs RTMP --------------------------------------------------------------------------------
+    sr = r.get("srt") or {}
+    if sr.get("rows"):
+        w("## SRT vs RTMP from one input (issue 26)")
+        w("")
+        w(f"{sr['setup']}; {sr['seconds']} s per run, commit {sr.get('commit', '?')}, load average "
+          f"{sr['loadavg_start'].split()[0]} at the start and {sr['loadavg_end'].split()[0]} at the end. Glass is the "
+          "moment a frame was written into `broadcast`'s stdin (its time code), receiver time the moment PyAV "
+          "decoded it; a loaded machine slows the Python receiver, which inflates both transports alike and "
+          "makes it miss frames. SRT's latency includes its 120 ms TSBPD buffer by design.")
+        w("")
+        w("| transport | CPU % | VmHWM MiB | frames decoded / sent | glass-to-receiver p50 ms | p95 ms |")
+        w("|---|---|---|---|---|---|")
+        for row in sr["rows"]:
+            w(f"| {row['transport']} | {row['cpu_percent']} | {row['vmhwm_mib']} | {row['frames_received']} / "
+              f"{row['frames_sent']} | {row['latency_p50_ms']} | {row['latency_p95_ms']} |")
+        w("")
+        w(f"`{sr['command']}`")
+        w("")
+
     # ---- commands --------------------------------------------------------------------------------
     w("## Commands")
     w("")

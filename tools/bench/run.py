@@ -680,6 +680,29 @@ class Bench:
             "loadavg_start": load0, "loadavg_end": sh("cat /proc/loadavg")}
         self.save()
 
+    def srt(self) -> None:
+        # SRT vs RTMP from the same Y4M input, each to an independent receiver (tools/bench/srt.py).
+        sys.path.insert(0, str(REPO / "tools" / "bench"))
+        import srt as srt_bench
+        secs = int(min(self.a.rt_seconds, 30))
+        load0 = sh("cat /proc/loadavg")
+        rows = []
+        for i in range(self.a.rt_runs):
+            for transport in ("rtmp", "srt"):
+                r = srt_bench.run(transport, secs)
+                r["run"] = i
+                rows.append(r)
+                log(f"srt section {transport}: cpu {r['cpu_percent']} % vmhwm {r['vmhwm_mib']} MiB "
+                    f"latency p50 {r['latency_p50_ms']} p95 {r['latency_p95_ms']} ms exit {r['exit']}")
+                time.sleep(1)
+        self.results["srt"] = {
+            "seconds": secs, "rows": rows, "commit": sh("git rev-parse --short HEAD"),
+            "command": ".venv/bin/python tools/bench/srt.py --seconds SECONDS",
+            "setup": f"{srt_bench.W}x{srt_bench.H}@{srt_bench.FPS}, {srt_bench.KBPS} kbps, Y4M pipe with a time code; "
+                     "receivers: srt-live-transmit (SRT, 120 ms latency) and ffmpeg -listen (RTMP), decoded by PyAV",
+            "loadavg_start": load0, "loadavg_end": sh("cat /proc/loadavg")}
+        self.save()
+
     # ---- replay (issue 16) -------------------------------------------------------------
     REPLAY_BUDGET = "256M"   # roomy and the same with and without the ring: no ladder step differs
 
@@ -902,7 +925,7 @@ def main() -> int:
     ap.add_argument("--dest-counts", default="1,2,4", help="destinations section: destination counts to (re)run")
     ap.add_argument("--avsync-sequential", action="store_true",
                     help="run the A/V sync cases one after another instead of at once (a busy machine)")
-    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,embedding,capture,destinations,replay,avsync,quality")
+    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,embedding,capture,destinations,srt,replay,avsync,quality")
     ap.add_argument("--replay-seconds", type=int, default=20,
                     help="replay ring length of the replay section (its pushes last 2 (N + 2) + 5 s)")
     ap.add_argument("--quick", action="store_true", help="smoke test: 1 run each, short real-time runs")
@@ -925,7 +948,7 @@ def main() -> int:
     sections = a.sections.split(",")
     b.ingest_start()
     try:
-        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "embedding", "capture", "destinations", "replay", "avsync", "quality"):
+        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "embedding", "capture", "destinations", "srt", "replay", "avsync", "quality"):
             if s in sections:
                 log(f"section {s}")
                 t0 = time.time()
