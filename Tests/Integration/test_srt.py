@@ -208,6 +208,35 @@ class SRTLossyLinkTests(SRTTestCase):
         self.assertGreaterEqual(d["video"], 0.99 * s["video_frames_sent"])
 
 
+class SRTCongestionTests(SRTTestCase):
+    def test_bitrate_follows_a_slow_link(self) -> None:
+        """A 1200 kbit/s bottleneck from t=3 s: SRT's unacknowledged send buffer grows, the adaptive
+        bitrate follows it down below the link, and the stream keeps going."""
+        port = free_udp_port()
+        l = self.listener(port, "slow.ts")
+        status = self.dir / "relay.json"
+        relay = subprocess.Popen([PY, str(REPO_ROOT / "tools" / "udp_relay.py"), "--target", f"127.0.0.1:{port}",
+                                  "--kbps", "1200", "--kbps-from", "3", "--queue-ms", "150", "--seconds", "120",
+                                  "--status-json", str(status)], stdout=subprocess.PIPE, text=True)
+        self.addCleanup(lambda: relay.poll() is None and relay.kill())
+        relay_port = int(relay.stdout.readline().rsplit(":", 1)[1])
+        stats = self.dir / "stats.jsonl"
+        r = self.run_broadcast(["--url", f"srt://127.0.0.1:{relay_port}?latency=400", "--source", "test", "--res", "720p",
+                                "--video-bitrate", "2500", "--duration", "20", "--stats-json", stats, "--quiet"], timeout=60)
+        relay.send_signal(signal.SIGTERM)
+        relay.wait(timeout=10)
+        self.assertEqual(r.returncode, 0, r.describe())
+        l.wait()
+        rows = [json.loads(x) for x in stats.read_text().splitlines() if x.strip()]
+        targets = [x["target_video_kbps"] for x in rows]
+        late = [x["target_video_kbps"] for x in rows if x["time_s"] >= 14]
+        print(f"\n--- srt slow link: targets {targets}; relay {json.loads(status.read_text())}", file=sys.stderr)
+        self.assertEqual(targets[0], 2500)
+        self.assertTrue(late and max(late) < 1200, f"the target must settle below the 1200 kbit/s link: {targets}")
+        d = decode(l.out)
+        self.assertGreater(d["video"], 300, d)
+
+
 class SRTFailureTests(SRTTestCase):
     def test_no_listener_exits_3_in_bounded_time(self) -> None:
         port = free_udp_port()
