@@ -4,7 +4,8 @@ The release binary faults for real through its hidden test-only trigger BROADCAS
 (Sources/BroadcastCLI/TestFault.swift: a write through a null pointer, or abort(), once video
 has been sent). Each test checks that the process was alive and streaming first, that it died by
 the signal (raw wait status), that no core was dumped although the test raised RLIMIT_CORE for
-it (the CLI lowers it and sets PR_SET_DUMPABLE 0: Sources/BroadcastCLI/CoreDumpGuard.swift),
+it (the CLI lowers it to 0 and sets its coredump_filter to 0, which also keeps every mapping out of
+a core_pattern pipe's core: Sources/BroadcastCLI/CoreDumpGuard.swift; it stays dumpable, for the portal),
 that /proc/PID/environ and cmdline never showed the key while it was live, and that nothing it
 wrote (stderr, or the terminal with its status line under a real pty) holds the key.
 """
@@ -78,6 +79,7 @@ class CrashTest(BroadcastTestCase):
         sent_before_death = 0
         proc_leaks: set[str] = set()
         core_limit_lines: set[str] = set()
+        dump_filters: set[str] = set()
         status = None
         deadline = time.monotonic() + 90
         try:
@@ -99,6 +101,7 @@ class CrashTest(BroadcastTestCase):
                         environ = Path(f"/proc/{pid}/environ").read_bytes()
                         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
                         limits = Path(f"/proc/{pid}/limits").read_text()
+                        dump_filter = Path(f"/proc/{pid}/coredump_filter").read_text().strip()
                     except OSError:
                         continue  # it died between waitpid and the read
                     live_samples += 1
@@ -106,6 +109,7 @@ class CrashTest(BroadcastTestCase):
                         if key.encode() in blob or key[-16:].encode() in blob:
                             proc_leaks.add(f"key in /proc/PID/{name}")
                     core_limit_lines |= {l for l in limits.splitlines() if l.startswith("Max core file size")}
+                    dump_filters.add(dump_filter)
                 time.sleep(0.05)
         finally:
             if status is None:
@@ -125,6 +129,7 @@ class CrashTest(BroadcastTestCase):
             self.track_file(f)
         return {"status": status, "text": text, "cwd": cwd, "live_samples": live_samples,
                 "sent": sent_before_death, "proc_leaks": proc_leaks, "core_limit": core_limit_lines,
+                "dump_filters": dump_filters,
                 "recording": ingest.wait_recording(key, timeout=5), "key": key}
 
     def assertCrashedClean(self, r: dict, signum: int) -> None:
@@ -145,6 +150,8 @@ class CrashTest(BroadcastTestCase):
         self.assertTrue(r["core_limit"], "no /proc/PID/limits sample")
         for line in r["core_limit"]:
             self.assertEqual(line.split()[4:6], ["0", "0"], f"RLIMIT_CORE not 0 while live: {line}")
+        # No mapping of any kind in a core, whoever writes it (a core_pattern pipe ignores the limit).
+        self.assertEqual(r["dump_filters"], {"00000000"}, "coredump_filter not 0 while live")
         self.assertEqual(sorted(r["proc_leaks"]), [])
         # No backtracer memory dump; the key nowhere in the output (also checked by the base class).
         self.assertNotIn("Registers:", text)
