@@ -13,8 +13,8 @@ run ever sees a dialog: a dialog nobody answers would time the run out.
   peaks at most 36 MiB (VmHWM, from wait4's rusage), keeps the token file 0600; the next run reuses
   the stored token with no dialog; --cursor embedded draws the moving pointer into the frames,
   --cursor hidden does not;
-- the compositor's stream node destroyed mid-stream (what mutter does when a cast is stopped) ends
-  the run with exit 4 and one line;
+- the compositor closing the screen-cast session mid-stream (mutter does when the portal backend
+  holding it goes away) ends the run with exit 4 and one line;
 - RealPortalFrameRateAndSilenceTargets: issue 21's targets for a still screen (20 s at 30 fps with
   no damage: >= 570 frames, keyframe gap <= 2.5 s) and a desktop with no audio devices (audio for
   >= 95% of the video's span, one line saying it is silence).
@@ -25,6 +25,7 @@ import json
 import os
 import pwd
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -240,8 +241,9 @@ class RealPortalTest(DesktopTestCase):
         print(f"\nreal portal, embedded cursor: {a['frames']} frames, {a['changed']} changed, sizes {a['sizes']}, "
               f"VmHWM {hwm_kib / 1024:.1f} MiB, {r.seconds:.1f} s", file=sys.stderr)
         self.assertEqual(a["sizes"], {"1280x720"})
-        self.assertGreaterEqual(a["frames"], 60, "the moving pointer gave too few frames")
-        self.assertGreaterEqual(a["changed"], a["frames"] // 2, "the embedded cursor does not move in the frames")
+        self.assertGreaterEqual(a["frames"], 30, "the moving pointer gave too few frames")
+        # Counted, not a share of the frames: a constant output rate repeats frames between moves.
+        self.assertGreaterEqual(a["changed"], 20, "the embedded cursor does not move in the frames")
         self.assertLessEqual(hwm_kib, VMHWM_LIMIT_KIB, f"VmHWM {hwm_kib} KiB over 36 MiB")
 
         # The token the portal handed back: stored 0600 in a 0700 directory, never printed.
@@ -263,14 +265,16 @@ class RealPortalTest(DesktopTestCase):
         self.assertLessEqual(b["changed"], 2, "--cursor hidden still shows the moving pointer")
         self.assertEqual(stat.S_IMODE(self.token_file.stat().st_mode), 0o600)
 
-    def test_stream_node_closed_by_the_compositor_mid_stream_exits_4(self) -> None:
+    def test_cast_closed_by_the_compositor_mid_stream_exits_4(self) -> None:
         self.seed_token_file(self.new_grant())
-        destroyed = {}
+        closed = {}
 
         def close_cast() -> None:
-            # Once video flows, destroy the compositor's screen-cast node: what mutter does to its
-            # stream when a cast is stopped (its own session Stop answers AccessDenied to anyone
-            # but the portal backend that opened it).
+            # Once video flows, the portal backend that holds mutter's ScreenCast session goes away
+            # (stopped by the pid the bus reports for its name): mutter then closes the session
+            # itself ("D-Bus client with active sessions vanished") and destroys its stream node,
+            # as when the user stops the cast. The session's own Stop answers AccessDenied to
+            # anyone but that backend, and the top-bar button needs a click.
             stats = self.work / "stats.jsonl"
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline:
@@ -278,23 +282,21 @@ class RealPortalTest(DesktopTestCase):
                 if lines and json.loads(lines[-1]).get("video_frames_sent", 0) > 30:
                     break
                 time.sleep(0.2)
-            dump = subprocess.run(["pw-dump"], env=session_env(), capture_output=True, text=True, timeout=20,
-                                  **as_desktop_user())
-            for obj in json.loads(dump.stdout or "[]"):
-                props = (obj.get("info") or {}).get("props") or {}
-                if obj.get("type") == "PipeWire:Interface:Node" and props.get("media.class") == "Stream/Output/Video":
-                    destroyed[obj["id"]] = subprocess.run(["pw-cli", "destroy", str(obj["id"])], env=session_env(),
-                                                          capture_output=True, text=True, timeout=20,
-                                                          **as_desktop_user()).returncode
-                    destroyed["at"] = time.monotonic()
+            r = subprocess.run(["dbus-send", "--session", "--print-reply", "--dest=org.freedesktop.DBus",
+                                "/org/freedesktop/DBus", "org.freedesktop.DBus.GetConnectionUnixProcessID",
+                                "string:org.freedesktop.impl.portal.desktop.gnome"], env=session_env(),
+                               capture_output=True, text=True, timeout=20, **as_desktop_user())
+            words = r.stdout.split()
+            if "uint32" in words:
+                closed["backend_pid"] = int(words[words.index("uint32") + 1])
+                os.kill(closed["backend_pid"], signal.SIGTERM)
 
         r, _, rec = self.stream(30, during=close_cast)
-        print(f"\ncast closed: {destroyed}, exit {r.returncode} after {r.seconds:.1f} s:\n{r.stderr}", file=sys.stderr)
-        self.assertTrue(destroyed, "no compositor stream node was found to close")
+        print(f"\ncast closed: {closed}, exit {r.returncode} after {r.seconds:.1f} s:\n{r.stderr}", file=sys.stderr)
+        self.assertIn("backend_pid", closed, "the portal backend was not found on the bus")
         self.assertEqual(r.returncode, 4, r.describe())
         self.assertLess(r.seconds, 25, "the run went on after the cast was closed")
-        lines = r.stderr_lines()
-        failure = [line for line in lines if "went away" in line or "closed" in line]
+        failure = [line for line in r.stderr_lines() if "went away" in line or "closed" in line]
         self.assertEqual(len(failure), 1, r.stderr)
         self.assertTrue(failure[0].startswith("broadcast: "), failure)
         self.assertGreater(analyse(rec)["frames"], 30, "what was captured before the close was not sent")
