@@ -46,8 +46,7 @@ final class FakePortal {
         log = dir.appendingPathComponent("portal.log")
         process.executableURL = URL(fileURLWithPath: try #require(PortalTestEnvironment.python))
         process.arguments = [PortalTestEnvironment.repoRoot.appendingPathComponent("tools/fake_portal.py").path,
-                             "--mode", mode, "--log", log.path,
-                             "--tokens", dir.appendingPathComponent("tokens").path] + extra
+                             "--mode", mode, "--log", log.path] + extra
         let out = Pipe()
         process.standardOutput = out
         try process.run()

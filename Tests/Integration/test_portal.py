@@ -67,8 +67,7 @@ class PortalTest(BroadcastTestCase):
 
     def start_portal(self, mode: str) -> subprocess.Popen:
         """Runs the stand-in until the test ends; returns once it owns the portal name."""
-        proc = subprocess.Popen([sys.executable, str(FAKE_PORTAL), "--mode", mode, "--log", str(self.portal_log),
-                                 "--tokens", str(self.tmp / "issued-tokens")],
+        proc = subprocess.Popen([sys.executable, str(FAKE_PORTAL), "--mode", mode, "--log", str(self.portal_log)],
                                 env={**os.environ, **self.pw_env}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True)
         self.addCleanup(lambda: (proc.terminate(), proc.wait(10), proc.stdout.close(), proc.stderr.close()))
