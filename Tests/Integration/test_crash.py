@@ -26,6 +26,17 @@ from pathlib import Path
 from support import BROADCAST_BIN, BroadcastTestCase, clean_env, new_key, redact, start_ingest
 
 
+def _dontdump_mappings(smaps: str) -> int:
+    """Mappings marked MADV_DONTDUMP ("dd" in VmFlags), less the kernel's own [vvar] pages."""
+    count, name = 0, ""
+    for line in smaps.splitlines():
+        if line[:1].isdigit() or line[:1] in "abcdef" and "-" in line.split()[0]:
+            name = line.split()[-1] if len(line.split()) > 5 else ""
+        elif line.startswith("VmFlags:") and " dd" in line and not name.startswith("[vvar"):
+            count += 1
+    return count
+
+
 def _allow_core_dumps() -> None:
     """In the child: the largest core limit we may set, so only the CLI itself can prevent a core."""
     _, hard = resource.getrlimit(resource.RLIMIT_CORE)
@@ -80,6 +91,7 @@ class CrashTest(BroadcastTestCase):
         proc_leaks: set[str] = set()
         core_limit_lines: set[str] = set()
         dump_filters: set[str] = set()
+        dontdump_seen = 0
         status = None
         deadline = time.monotonic() + 90
         try:
@@ -102,6 +114,7 @@ class CrashTest(BroadcastTestCase):
                         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
                         limits = Path(f"/proc/{pid}/limits").read_text()
                         dump_filter = Path(f"/proc/{pid}/coredump_filter").read_text().strip()
+                        smaps = Path(f"/proc/{pid}/smaps").read_text()
                     except OSError:
                         continue  # it died between waitpid and the read
                     live_samples += 1
@@ -110,6 +123,7 @@ class CrashTest(BroadcastTestCase):
                             proc_leaks.add(f"key in /proc/PID/{name}")
                     core_limit_lines |= {l for l in limits.splitlines() if l.startswith("Max core file size")}
                     dump_filters.add(dump_filter)
+                    dontdump_seen = max(dontdump_seen, _dontdump_mappings(smaps))
                 time.sleep(0.05)
         finally:
             if status is None:
@@ -129,7 +143,7 @@ class CrashTest(BroadcastTestCase):
             self.track_file(f)
         return {"status": status, "text": text, "cwd": cwd, "live_samples": live_samples,
                 "sent": sent_before_death, "proc_leaks": proc_leaks, "core_limit": core_limit_lines,
-                "dump_filters": dump_filters,
+                "dump_filters": dump_filters, "dontdump": dontdump_seen,
                 "recording": ingest.wait_recording(key, timeout=5), "key": key}
 
     def assertCrashedClean(self, r: dict, signum: int) -> None:
@@ -161,6 +175,8 @@ class CrashTest(BroadcastTestCase):
         key = new_key()
         r = self.crash_run("segv:2", key, use_env_key=True, under_pty=True)
         self.assertCrashedClean(r, signal.SIGSEGV)
+        # The key's copy from $STREAM_KEY sits on pages marked MADV_DONTDUMP.
+        self.assertGreaterEqual(r["dontdump"], 1, "no MADV_DONTDUMP mapping while live")
         # The status line was really drawn on the terminal (so its absence of the key means something).
         self.assertRegex(r["text"], r"\r\[00:0\d\] ", "no status line on the pty")
         self.assertIn("/live/****", r["text"], "the live line names the destination with the key masked")
