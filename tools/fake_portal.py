@@ -1,39 +1,31 @@
 #!/usr/bin/env python3
 """A stand-in xdg-desktop-portal ScreenCast service for tests, on the session bus of
-DBUS_SESSION_BUS_ADDRESS (the private one scripts/pipewire-up starts).
+DBUS_SESSION_BUS_ADDRESS (the private one scripts/pipewire-up starts, which activates nothing).
 
-It owns org.freedesktop.portal.Desktop and implements exactly what broadcast uses:
+It is kept only for what the real portal cannot be made to do on demand (docs/TEST-DEBTS.md): the
+user denying or cancelling the dialog, and a portal that never answers. Everything a grant does
+runs against the real portal (Tests/Integration/test_real_portal.py, scripts/desktop-up).
+
+It owns org.freedesktop.portal.Desktop and implements what broadcast calls up to the dialog:
   - org.freedesktop.DBus.Properties.Get/GetAll on org.freedesktop.portal.ScreenCast
     (version, AvailableSourceTypes, AvailableCursorModes);
   - ScreenCast.CreateSession / SelectSources / Start, each returning a Request object path
     (/org/freedesktop/portal/desktop/request/SENDER/TOKEN) and then emitting
     org.freedesktop.portal.Request.Response(u code, a{sv} results) on it;
-  - ScreenCast.OpenPipeWireRemote -> h: a unix socket connected to the real PipeWire daemon
-    ($PIPEWIRE_RUNTIME_DIR or $XDG_RUNTIME_DIR /pipewire-0), which is a valid remote fd;
   - org.freedesktop.portal.Session.Close.
 
-The dialog outcome is --mode: grant (Start answers 0 with the node of --node, default
-pw-test-screen, and a restore token), deny (Start answers 2), cancel (Start answers 1),
-silent (Start never answers, to test client timeouts).
+The dialog outcome is --mode: deny (Start answers 2), cancel (Start answers 1), silent (Start
+never answers, to test client timeouts). Every call is appended to --log FILE as one JSON object
+per line. Prints "ready" on stdout once the name is owned.
 
-Tokens it issues are kept in --tokens FILE (one per line), so a later run of the stand-in
-still recognises them. Every call is appended to --log FILE as one JSON object per line, with
-"restore_token_known": true/false when SelectSources carries a restore_token.
-Prints "ready" on stdout once the name is owned.
-
-usage: fake_portal.py [--mode grant|deny|cancel|silent] [--node NAME] [--cursor-modes N]
-                      [--version N] [--log FILE] [--tokens FILE]
+usage: fake_portal.py [--mode deny|cancel|silent] [--cursor-modes N] [--version N] [--log FILE]
 """
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
-import os
-import secrets
 import signal
-import socket
-import subprocess
 import sys
 
 from dbus_next import BusType, Message, MessageType, Variant
@@ -47,24 +39,6 @@ SESSION = "org.freedesktop.portal.Session"
 PROPS = "org.freedesktop.DBus.Properties"
 
 
-def node_id(name: str) -> int:
-    """The id of the PipeWire node called NAME, from pw-dump."""
-    dump = json.loads(subprocess.run(["pw-dump"], capture_output=True, text=True, check=True).stdout)
-    for obj in dump:
-        if obj.get("type") == "PipeWire:Interface:Node":
-            props = (obj.get("info") or {}).get("props") or {}
-            if props.get("node.name") == name:
-                return int(obj["id"])
-    raise LookupError(f"no PipeWire node named {name}")
-
-
-def pipewire_socket() -> int:
-    run = os.environ.get("PIPEWIRE_RUNTIME_DIR") or os.environ["XDG_RUNTIME_DIR"]
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(os.path.join(run, os.environ.get("PIPEWIRE_REMOTE", "pipewire-0")))
-    return s.detach()
-
-
 class FakePortal:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -75,20 +49,6 @@ class FakePortal:
         if self.args.log:
             with open(self.args.log, "a") as f:
                 f.write(json.dumps(entry) + "\n")
-
-    def known_tokens(self) -> set[str]:
-        try:
-            with open(self.args.tokens) as f:
-                return {line.strip() for line in f if line.strip()}
-        except (OSError, TypeError):
-            return set()
-
-    def issue_token(self) -> str:
-        token = "fake-restore-" + secrets.token_hex(8)
-        if self.args.tokens:
-            with open(self.args.tokens, "a") as f:
-                f.write(token + "\n")
-        return token
 
     def props(self) -> dict[str, Variant]:
         return {"version": Variant("u", self.args.version),
@@ -135,16 +95,13 @@ class FakePortal:
             path = self.request_path(sender, token)
             self.respond_later(path, 0, {"session_handle": Variant("s", session)})
             return Message.new_method_return(msg, "o", [path])
-        if member in ("SelectSources", "Start", "OpenPipeWireRemote"):
+        if member in ("SelectSources", "Start"):
             session = msg.body[0]
             if self.sessions.get(session) != sender:
                 return Message.new_error(msg, "org.freedesktop.portal.Error.NotAllowed", "unknown session")
         if member == "SelectSources":
             opts = msg.body[1]
-            entry = {"call": "SelectSources", "options": self.plain(opts)}
-            if "restore_token" in opts:
-                entry["restore_token_known"] = opts["restore_token"].value in self.known_tokens()
-            self.log(entry)
+            self.log({"call": "SelectSources", "options": self.plain(opts)})
             path = self.request_path(sender, opts["handle_token"].value)
             self.respond_later(path, 0, {})
             return Message.new_method_return(msg, "o", [path])
@@ -152,26 +109,13 @@ class FakePortal:
             opts = msg.body[2]
             self.log({"call": "Start", "parent_window": msg.body[1], "mode": self.args.mode})
             path = self.request_path(sender, opts["handle_token"].value)
-            if self.args.mode == "grant":
-                node = node_id(self.args.node)
-                stream = [node, {"source_type": Variant("u", 1), "size": Variant("(ii)", [1280, 720])}]
-                token = self.issue_token()
-                self.log({"event": "granted", "node": node, "restore_token": token})
-                self.respond_later(path, 0, {"streams": Variant("a(ua{sv})", [stream]),
-                                             "restore_token": Variant("s", token)})
-            elif self.args.mode in ("deny", "cancel"):
+            if self.args.mode in ("deny", "cancel"):
                 self.respond_later(path, 2 if self.args.mode == "deny" else 1, {})
             return Message.new_method_return(msg, "o", [path])
-        if member == "OpenPipeWireRemote":
-            fd = pipewire_socket()
-            self.log({"call": "OpenPipeWireRemote"})
-            # dbus-next does not close passed fds; ours is only needed until the reply is out.
-            asyncio.get_running_loop().call_later(5, os.close, fd)
-            return Message.new_method_return(msg, "h", [0], unix_fds=[fd])
         return Message.new_error(msg, "org.freedesktop.DBus.Error.UnknownMethod", f"{member} not implemented")
 
     async def run(self) -> None:
-        self.bus = await MessageBus(bus_type=BusType.SESSION, negotiate_unix_fd=True).connect()
+        self.bus = await MessageBus(bus_type=BusType.SESSION).connect()
         self.bus.add_message_handler(self.handle)
         reply = await self.bus.request_name(DESKTOP)
         print("ready", reply, flush=True)
@@ -181,12 +125,10 @@ class FakePortal:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--mode", choices=["grant", "deny", "cancel", "silent"], default="grant")
-    p.add_argument("--node", default="pw-test-screen")
+    p.add_argument("--mode", choices=["deny", "cancel", "silent"], default="deny")
     p.add_argument("--cursor-modes", type=int, default=3)
     p.add_argument("--version", type=int, default=4)
     p.add_argument("--log")
-    p.add_argument("--tokens")
     args = p.parse_args()
     # A parent (e.g. a Swift test runner) may have left SIGTERM blocked or ignored, and both
     # survive exec; make SIGTERM/SIGINT stop us.

@@ -1,15 +1,37 @@
 import CLinuxProcess
 
 /// A core file holds the whole heap, and with it the stream key: the CLI turns core dumps off
-/// before it reads the key. RLIMIT_CORE goes to 0 (soft and hard) and the process is made
-/// non-dumpable (PR_SET_DUMPABLE 0), which also covers a core_pattern pipe (systemd-coredump,
-/// apport) that ignores the limit. The cost: only root can attach a debugger or read the
-/// process's /proc/PID/environ, mem and smaps. Embedders decide this for their own process.
+/// before it reads the key. RLIMIT_CORE goes to 0 (soft and hard) and the process's
+/// coredump_filter to 0, so even a core_pattern pipe (systemd-coredump, apport), which the kernel
+/// feeds whatever the limit, gets no memory of any mapping. The process stays dumpable: with
+/// PR_SET_DUMPABLE 0 its /proc/PID files would turn root's, and xdg-desktop-portal, which opens
+/// /proc/PID/root as the desktop user to identify the caller, refuses it. The cost of staying
+/// dumpable: a process of the same user may ptrace it or read its memory, as it may any of that
+/// user's processes. Embedders decide this for their own process.
 public enum CoreDumpGuard {
     /// Turns core dumps off for this process; false if the kernel refused either setting.
     @discardableResult
     public static func apply() -> Bool { bk_disable_core_dumps() == 0 }
 
-    /// Whether this process is still dumpable (PR_GET_DUMPABLE).
+    /// Marks the pages that hold `secret`'s bytes MADV_DONTDUMP, for a core written by a writer
+    /// that ignores coredump_filter, or after a same-user process raised the filter again. Only a
+    /// string with its own heap storage (more than 15 UTF-8 bytes) has pages to mark; false when
+    /// there were none or the kernel refused.
+    @discardableResult
+    public static func excludeFromCore(_ secret: String) -> Bool {
+        guard secret.utf8.count > 15 else { return false }
+        return secret.utf8.withContiguousStorageIfAvailable { bytes in
+            bk_exclude_from_core(bytes.baseAddress, bytes.count) == 0
+        } ?? false
+    }
+
+    /// Whether this process is dumpable (PR_GET_DUMPABLE): true since core dumps are kept off by
+    /// RLIMIT_CORE and coredump_filter instead.
     public static var isDumpable: Bool { bk_is_dumpable() == 1 }
+
+    /// The process's coredump_filter bits (0 once `apply()` ran), or nil if unreadable.
+    public static var coredumpFilter: Int? {
+        let bits = bk_coredump_filter()
+        return bits < 0 ? nil : Int(bits)
+    }
 }

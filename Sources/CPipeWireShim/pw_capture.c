@@ -394,12 +394,13 @@ static int connect_stream(struct bk_pw_capture *c, char *err, size_t err_len)
         if (cfg->kind == BK_PW_CAPTURE_SINK_MONITOR)
             pw_properties_set(props, PW_KEY_STREAM_CAPTURE_SINK, "true");
     }
-    if (c->target != NULL) {
+    if (c->target != NULL)
         pw_properties_set(props, PW_KEY_TARGET_OBJECT, c->target);
-        /* The node asked for, or nothing: when it goes away, the session manager must not move
-         * the stream to another node (a default mic in place of the app audio, say) in silence. */
+    /* The node asked for (by name, or by id as the portal grants it), or nothing: when it goes
+     * away, the session manager must not move the stream to another node (a default mic in place
+     * of the app audio, say) in silence, nor leave it waiting unlinked. */
+    if (c->target != NULL || cfg->target_id != PW_ID_ANY)
         pw_properties_set(props, PW_KEY_NODE_DONT_RECONNECT, "true");
-    }
     if (c->stream_name != NULL) pw_properties_set(props, PW_KEY_NODE_NAME, c->stream_name);
     pw_properties_set(props, PW_KEY_APP_NAME, "broadcast");
 

@@ -16,7 +16,8 @@ _Static_assert(offsetof(bk_sd_bus_error, message) == offsetof(sd_bus_error, mess
 _Static_assert(offsetof(bk_sd_bus_error, _need_free) == offsetof(sd_bus_error, _need_free), "sd_bus_error._need_free");
 
 #define BK_SD_FUNCTIONS(X) \
-    X(sd_bus_open_user) X(sd_bus_flush_close_unref) X(sd_bus_get_unique_name) X(sd_bus_call) \
+    X(sd_bus_open_user) X(sd_bus_new) X(sd_bus_set_address) X(sd_bus_set_bus_client) X(sd_bus_start) \
+    X(sd_bus_flush_close_unref) X(sd_bus_get_unique_name) X(sd_bus_call) \
     X(sd_bus_process) X(sd_bus_wait) X(sd_bus_match_signal) X(sd_bus_slot_unref) X(sd_bus_error_free) \
     X(sd_bus_message_new_method_call) X(sd_bus_message_ref) X(sd_bus_message_unref) \
     X(sd_bus_message_append_basic) X(sd_bus_message_open_container) X(sd_bus_message_close_container) \
@@ -70,6 +71,21 @@ const char *bk_sd_bus_load(void) { return ready() ? NULL : load_error; }
 int bk_sd_bus_open_user(bk_sd_bus **ret)
 {
     return ready() ? api.sd_bus_open_user((sd_bus **)(void *)ret) : -ELIBACC;
+}
+
+int bk_sd_bus_open_address(const char *address, bk_sd_bus **ret)
+{
+    if (!ready()) return -ELIBACC;
+    sd_bus *bus = NULL;
+    int r = api.sd_bus_new(&bus);
+    if (r < 0) return r;
+    if ((r = api.sd_bus_set_address(bus, address)) < 0 || (r = api.sd_bus_set_bus_client(bus, 1)) < 0 ||
+        (r = api.sd_bus_start(bus)) < 0) {
+        api.sd_bus_flush_close_unref(bus);
+        return r;
+    }
+    *ret = (bk_sd_bus *)(void *)bus;
+    return 0;
 }
 
 bk_sd_bus *bk_sd_bus_flush_close_unref(bk_sd_bus *bus)

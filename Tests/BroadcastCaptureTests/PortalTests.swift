@@ -4,8 +4,11 @@ import Testing
 
 @testable import BroadcastCapture
 
-/// The ScreenCast portal client against tools/fake_portal.py (a stand-in portal that hands
-/// over a real PipeWire fd) on the private session bus of scripts/pipewire-up.
+/// The ScreenCast portal client against tools/fake_portal.py (a stand-in portal) on the private
+/// session bus of scripts/pipewire-up, which activates nothing (so an installed xdg-desktop-portal
+/// never answers in its place). Only what the real portal cannot be made to do on demand is here:
+/// deny, cancel, never answering. The grant, the restore token and the cursor modes run against the
+/// real portal in Tests/Integration/test_real_portal.py (docs/TEST-DEBTS.md).
 enum PortalTestEnvironment {
     static let repoRoot: URL = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -43,8 +46,7 @@ final class FakePortal {
         log = dir.appendingPathComponent("portal.log")
         process.executableURL = URL(fileURLWithPath: try #require(PortalTestEnvironment.python))
         process.arguments = [PortalTestEnvironment.repoRoot.appendingPathComponent("tools/fake_portal.py").path,
-                             "--mode", mode, "--log", log.path,
-                             "--tokens", dir.appendingPathComponent("tokens").path] + extra
+                             "--mode", mode, "--log", log.path] + extra
         let out = Pipe()
         process.standardOutput = out
         try process.run()
@@ -94,77 +96,19 @@ struct PortalTests {
         #expect(store.load() == "def-456")
     }
 
-    @Test("no session bus: portalAvailable is false and makePortalSources says why")
+    // The bus address is passed in, not set in the environment: other suites run in parallel
+    // in this process and read DBUS_SESSION_BUS_ADDRESS (issue 25).
+    @Test("no session bus: the portal is not available and opening it says why")
     func noBus() throws {
-        let old = ProcessInfo.processInfo.environment["DBUS_SESSION_BUS_ADDRESS"]
-        setenv("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent/broadcast-test-bus", 1)
-        defer { if let old { setenv("DBUS_SESSION_BUS_ADDRESS", old, 1) } else { unsetenv("DBUS_SESSION_BUS_ADDRESS") } }
-        #expect(!PipeWireCapture.portalAvailable(timeoutSeconds: 1))
-        var o = PipeWireOptions(appAudio: false, mic: false)
-        o.portalRestoreToken = nil
+        let nowhere = "unix:path=/nonexistent/broadcast-test-bus"
+        #expect(!ScreenCastPortal.isAvailable(timeoutSeconds: 1, busAddress: nowhere))
         do {
-            _ = try PipeWireCapture.makePortalSources(o)
-            Issue.record("portal sources made without a bus")
+            _ = try ScreenCastPortal(timeoutSeconds: 1, busAddress: nowhere)
+            Issue.record("a portal session was opened without a bus")
         } catch {
             #expect(error.kind == .unavailable)
             #expect(error.message.contains("session bus"), "\(error.message)")
         }
-    }
-
-    @Test("grant: frames from the portal's node over its fd; token stored 0600 and sent next time",
-          .enabled(if: PortalTestEnvironment.ready, Comment(rawValue: PortalTestEnvironment.reason)))
-    func grantAndRestore() throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("portal-grant-\(getpid())")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        #expect(!PipeWireCapture.portalAvailable(timeoutSeconds: 1), "a portal answered before the stand-in started")
-        let portal = try FakePortal(mode: "grant", dir: dir)
-        defer { portal.stop() }
-        #expect(PipeWireCapture.portalAvailable(timeoutSeconds: 2))
-
-        var o = PipeWireOptions(appAudio: false, mic: false, cursor: .hidden)
-        o.portalTimeoutSeconds = 10
-        o.portalRestoreToken = PortalRestoreToken(path: dir.appendingPathComponent("state/portal-restore-token").path)
-        let sources = try PipeWireCapture.makePortalSources(o)
-        #expect(sources.count == 1)
-        let screen = try #require(sources.first as? PortalScreenSource)
-        #expect(!screen.sentRestoreToken)
-        #expect(screen.cursorMode == 1)
-        let sink = PipeWireRecordingSink()
-        try screen.start(into: sink)
-        Thread.sleep(forTimeInterval: 2)
-        screen.stop()
-        #expect(screen.error == nil, "\(String(describing: screen.error))")
-        let st = sink.state.withLock { $0 }
-        print("portal grant: node \(screen.nodeID), \(st.counters.count) frames, format \(screen.negotiatedFormat), "
-              + "counters \(st.counters.first ?? -1)...\(st.counters.last ?? -1)")
-        #expect(st.sizes == ["1280x720"])
-        #expect(st.counters.count >= 30, "only \(st.counters.count) frames in 2 s")
-        #expect(zip(st.counters, st.counters.dropFirst()).allSatisfy { $0 < $1 }, "counters out of order")
-
-        var log = try portal.entries()
-        let granted = try #require(log.first { $0["event"] as? String == "granted" })
-        let issued = try #require(granted["restore_token"] as? String)
-        #expect(o.portalRestoreToken?.load() == issued)
-        let attrs = try FileManager.default.attributesOfItem(atPath: o.portalRestoreToken!.path)
-        #expect((attrs[.posixPermissions] as? Int) == 0o600)
-        let select = try #require(log.first { $0["call"] as? String == "SelectSources" }?["options"] as? [String: Any])
-        #expect(select["types"] as? Int == 1)
-        #expect(select["cursor_mode"] as? Int == 1)
-        #expect(select["persist_mode"] as? Int == 2)
-        #expect(select["restore_token"] == nil)
-        #expect(log.contains { $0["call"] as? String == "Close" }, "the session was not closed on stop")
-
-        // Second run: the stored token goes out with SelectSources and the stand-in knows it.
-        let again = try PipeWireCapture.makePortalSources(o)
-        let screen2 = try #require(again.first as? PortalScreenSource)
-        #expect(screen2.sentRestoreToken)
-        screen2.stop()
-        log = try portal.entries()
-        let selects = log.filter { $0["call"] as? String == "SelectSources" }
-        #expect(selects.count == 2)
-        #expect((selects.last?["options"] as? [String: Any])?["restore_token"] as? String == issued)
-        #expect(selects.last?["restore_token_known"] as? Bool == true)
     }
 
     @Test("deny and cancel in the dialog are .denied",

@@ -4,7 +4,8 @@ The release binary faults for real through its hidden test-only trigger BROADCAS
 (Sources/BroadcastCLI/TestFault.swift: a write through a null pointer, or abort(), once video
 has been sent). Each test checks that the process was alive and streaming first, that it died by
 the signal (raw wait status), that no core was dumped although the test raised RLIMIT_CORE for
-it (the CLI lowers it and sets PR_SET_DUMPABLE 0: Sources/BroadcastCLI/CoreDumpGuard.swift),
+it (the CLI lowers it to 0 and sets its coredump_filter to 0, which also keeps every mapping out of
+a core_pattern pipe's core: Sources/BroadcastCLI/CoreDumpGuard.swift; it stays dumpable, for the portal),
 that /proc/PID/environ and cmdline never showed the key while it was live, and that nothing it
 wrote (stderr, or the terminal with its status line under a real pty) holds the key.
 """
@@ -23,6 +24,17 @@ import unittest
 from pathlib import Path
 
 from support import BROADCAST_BIN, BroadcastTestCase, clean_env, new_key, redact, start_ingest
+
+
+def _dontdump_mappings(smaps: str) -> int:
+    """Mappings marked MADV_DONTDUMP ("dd" in VmFlags), less the kernel's own [vvar] pages."""
+    count, name = 0, ""
+    for line in smaps.splitlines():
+        if line[:1].isdigit() or line[:1] in "abcdef" and "-" in line.split()[0]:
+            name = line.split()[-1] if len(line.split()) > 5 else ""
+        elif line.startswith("VmFlags:") and " dd" in line and not name.startswith("[vvar"):
+            count += 1
+    return count
 
 
 def _allow_core_dumps() -> None:
@@ -78,6 +90,8 @@ class CrashTest(BroadcastTestCase):
         sent_before_death = 0
         proc_leaks: set[str] = set()
         core_limit_lines: set[str] = set()
+        dump_filters: set[str] = set()
+        dontdump_seen = 0
         status = None
         deadline = time.monotonic() + 90
         try:
@@ -99,6 +113,8 @@ class CrashTest(BroadcastTestCase):
                         environ = Path(f"/proc/{pid}/environ").read_bytes()
                         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
                         limits = Path(f"/proc/{pid}/limits").read_text()
+                        dump_filter = Path(f"/proc/{pid}/coredump_filter").read_text().strip()
+                        smaps = Path(f"/proc/{pid}/smaps").read_text()
                     except OSError:
                         continue  # it died between waitpid and the read
                     live_samples += 1
@@ -106,6 +122,8 @@ class CrashTest(BroadcastTestCase):
                         if key.encode() in blob or key[-16:].encode() in blob:
                             proc_leaks.add(f"key in /proc/PID/{name}")
                     core_limit_lines |= {l for l in limits.splitlines() if l.startswith("Max core file size")}
+                    dump_filters.add(dump_filter)
+                    dontdump_seen = max(dontdump_seen, _dontdump_mappings(smaps))
                 time.sleep(0.05)
         finally:
             if status is None:
@@ -125,6 +143,7 @@ class CrashTest(BroadcastTestCase):
             self.track_file(f)
         return {"status": status, "text": text, "cwd": cwd, "live_samples": live_samples,
                 "sent": sent_before_death, "proc_leaks": proc_leaks, "core_limit": core_limit_lines,
+                "dump_filters": dump_filters, "dontdump": dontdump_seen,
                 "recording": ingest.wait_recording(key, timeout=5), "key": key}
 
     def assertCrashedClean(self, r: dict, signum: int) -> None:
@@ -145,6 +164,8 @@ class CrashTest(BroadcastTestCase):
         self.assertTrue(r["core_limit"], "no /proc/PID/limits sample")
         for line in r["core_limit"]:
             self.assertEqual(line.split()[4:6], ["0", "0"], f"RLIMIT_CORE not 0 while live: {line}")
+        # No mapping of any kind in a core, whoever writes it (a core_pattern pipe ignores the limit).
+        self.assertEqual(r["dump_filters"], {"00000000"}, "coredump_filter not 0 while live")
         self.assertEqual(sorted(r["proc_leaks"]), [])
         # No backtracer memory dump; the key nowhere in the output (also checked by the base class).
         self.assertNotIn("Registers:", text)
@@ -154,6 +175,8 @@ class CrashTest(BroadcastTestCase):
         key = new_key()
         r = self.crash_run("segv:2", key, use_env_key=True, under_pty=True)
         self.assertCrashedClean(r, signal.SIGSEGV)
+        # The key's copy from $STREAM_KEY sits on pages marked MADV_DONTDUMP.
+        self.assertGreaterEqual(r["dontdump"], 1, "no MADV_DONTDUMP mapping while live")
         # The status line was really drawn on the terminal (so its absence of the key means something).
         self.assertRegex(r["text"], r"\r\[00:0\d\] ", "no status line on the pty")
         self.assertIn("/live/****", r["text"], "the live line names the destination with the key masked")

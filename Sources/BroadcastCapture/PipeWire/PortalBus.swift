@@ -40,14 +40,15 @@ final class PortalBus {
 
     private let bus: OpaquePointer
 
-    /// Opens the user's session bus (`DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`).
-    init() throws(CaptureError) {
+    /// Opens the user's session bus (`DBUS_SESSION_BUS_ADDRESS`, else `$XDG_RUNTIME_DIR/bus`), or
+    /// the bus at `address` when given (tests pass one instead of changing the process environment).
+    init(address: String? = nil) throws(CaptureError) {
         // libsystemd is loaded here, on first use (CSDBusShim), not at process start.
         if let reason = bk_sd_bus_load() {
             throw CaptureError(.unavailable, "cannot connect to the D-Bus session bus: \(String(cString: reason))")
         }
         var b: OpaquePointer?
-        let r = bk_sd_bus_open_user(&b)
+        let r = address.map { bk_sd_bus_open_address($0, &b) } ?? bk_sd_bus_open_user(&b)
         guard r >= 0, let b else {
             throw CaptureError(.unavailable,
                 "cannot connect to the D-Bus session bus (\(PortalBus.errno(r))); the screen-cast portal needs a desktop session (DBUS_SESSION_BUS_ADDRESS)")

@@ -31,16 +31,18 @@ final class ScreenCastPortal {
     private var sessionHandle: String?
     private var requestCounter = 0
 
-    /// - Parameter timeoutSeconds: how long to wait for each portal answer (the dialog included).
-    init(timeoutSeconds: Double) throws(CaptureError) {
-        bus = try PortalBus()
+    /// - Parameters:
+    ///   - timeoutSeconds: how long to wait for each portal answer (the dialog included).
+    ///   - busAddress: a D-Bus address instead of the session bus of the environment.
+    init(timeoutSeconds: Double, busAddress: String? = nil) throws(CaptureError) {
+        bus = try PortalBus(address: busAddress)
         timeoutNanoseconds = Int64(max(0.1, timeoutSeconds) * 1e9)
     }
 
     /// True when the session bus is reachable and org.freedesktop.portal.Desktop exports the
     /// ScreenCast interface (its `version` property answers within `timeoutSeconds`).
-    static func isAvailable(timeoutSeconds: Double) -> Bool {
-        guard let bus = try? PortalBus() else { return false }
+    static func isAvailable(timeoutSeconds: Double, busAddress: String? = nil) -> Bool {
+        guard let bus = try? PortalBus(address: busAddress) else { return false }
         let version = try? bus.uint32Property(destination: busName, path: objectPath, interface: interface,
                                               name: "version", timeoutMicroseconds: UInt64(timeoutSeconds * 1e6))
         return version != nil

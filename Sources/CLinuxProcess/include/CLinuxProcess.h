@@ -27,11 +27,18 @@ long bk_release_clean_file_pages(void);
 /// Names the calling thread (visible in top -H and perf); names are cut to 15 bytes.
 void bk_set_thread_name(const char *name);
 /// Makes sure a crash leaves no core file, which would hold the whole heap and with it the stream
-/// key: RLIMIT_CORE 0 (soft and hard, so no child or later code raises it) and PR_SET_DUMPABLE 0
-/// (the kernel then writes no core and hands none to a core_pattern pipe such as systemd-coredump,
-/// whatever the limit; as a side effect only root can ptrace the process or read its
-/// /proc/PID/environ, mem and smaps). Returns 0 when both took effect.
+/// key: RLIMIT_CORE 0 (soft and hard, so no child or later code raises it) and
+/// /proc/self/coredump_filter 0 (a core_pattern pipe such as systemd-coredump gets a core whatever
+/// the limit; with no filter bit set the kernel writes no mapping's memory into any core). The
+/// process stays dumpable (no PR_SET_DUMPABLE 0), so its /proc files stay owned by its user:
+/// xdg-desktop-portal identifies a caller by opening /proc/PID/root as that user. Returns 0 when
+/// both took effect.
 int bk_disable_core_dumps(void);
+/// The process's /proc/self/coredump_filter bits, or -1 if unreadable.
+int bk_coredump_filter(void);
+/// madvise(MADV_DONTDUMP) on the pages that hold [start, start+length): no core writer that
+/// honours the flag (the kernel, gdb's gcore) copies them. Returns 0 on success.
+int bk_exclude_from_core(const void *start, size_t length);
 /// PR_GET_DUMPABLE: 1 if this process could dump core / be ptraced by its user, 0 if not.
 int bk_is_dumpable(void);
 /// Test-only: faults for real. kind 1 writes through a null pointer (SIGSEGV); any other kind

@@ -27,6 +27,8 @@ typedef int (*bk_sd_bus_message_handler_t)(bk_sd_bus_message *m, void *userdata,
 const char *bk_sd_bus_load(void);
 
 int bk_sd_bus_open_user(bk_sd_bus **ret);
+/* A bus client on the given D-Bus address (e.g. "unix:path=/run/user/1000/bus"), not the environment's. */
+int bk_sd_bus_open_address(const char *address, bk_sd_bus **ret);
 bk_sd_bus *bk_sd_bus_flush_close_unref(bk_sd_bus *bus);
 int bk_sd_bus_get_unique_name(bk_sd_bus *bus, const char **unique);
 int bk_sd_bus_call(bk_sd_bus *bus, bk_sd_bus_message *m, uint64_t usec, bk_sd_bus_error *ret_error,
