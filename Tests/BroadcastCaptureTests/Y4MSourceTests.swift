@@ -40,13 +40,15 @@ private func runY4M(_ bytes: [UInt8]) throws -> (Y4MSource, RecordingSink, Resul
     return (source, sink, .success(()))
 }
 
-private func expectError(_ result: Result<Void, CaptureError>, contains text: String,
+/// Header errors are `.badInput` (exit 2 before connecting); errors once frames flow are `.io`
+/// (a failure of the run in progress, exit 4).
+private func expectError(_ result: Result<Void, CaptureError>, contains text: String, kind: CaptureError.Kind = .badInput,
                          sourceLocation: SourceLocation = #_sourceLocation) {
     guard case .failure(let error) = result else {
         Issue.record("expected an error containing '\(text)'", sourceLocation: sourceLocation)
         return
     }
-    #expect(error.kind == .badInput, sourceLocation: sourceLocation)
+    #expect(error.kind == kind, sourceLocation: sourceLocation)
     #expect(error.message.contains(text), "got: \(error.message)", sourceLocation: sourceLocation)
     #expect(!error.message.contains("\n"), sourceLocation: sourceLocation)
 }
@@ -103,7 +105,7 @@ private func expectError(_ result: Result<Void, CaptureError>, contains text: St
     @Test func truncatedLastFrameIsAClearError() throws {
         let bytes = try ffmpegY4M.get()
         let (source, sink, result) = try runY4M(Array(bytes.dropLast(1000)))
-        expectError(result, contains: "truncated frame 29")
+        expectError(result, contains: "truncated frame 29", kind: .io)
         #expect(sink.lane(.video).count == 29)
         #expect(source.framesDelivered == 29)
     }
@@ -114,7 +116,7 @@ private func expectError(_ result: Result<Void, CaptureError>, contains text: St
         let headerEnd = bytes.firstIndex(of: UInt8(ascii: "\n"))! + 1
         bytes[headerEnd + 5 * frameSize] = UInt8(ascii: "X")
         let (source, _, result) = try runY4M(bytes)
-        expectError(result, contains: "bad frame marker at frame 5")
+        expectError(result, contains: "bad frame marker at frame 5", kind: .io)
         #expect(source.framesDelivered == 5)
     }
 
