@@ -23,7 +23,7 @@ public enum BroadcastCommand {
         if options.listSources {
             do { print(try PipeWireCapture.listSources()); return .success } catch { return fail(.usage, error.message) }
         }
-        if let k = options.keyFromArgv { SecretScrubber.scrubArgv(value: k) }
+        SecretScrubber.scrubArgv(options)
 
         let built: BuiltConfiguration
         switch ConfigurationBuilder(environment: environment).build(options) {
@@ -31,9 +31,7 @@ public enum BroadcastCommand {
         case .failure(let e): return fail(e.exitCode, e.message)
         }
         // After the build, so a refused configuration stays one line.
-        if options.keyFromArgv != nil && !options.quiet {
-            say("warning: --key on the command line is readable by local users (ps, /proc); prefer $STREAM_KEY or --key-file")
-        }
+        if let warning = SecretScrubber.argvWarning(options) { say(warning) }
         built.notices.forEach(say)
 
         let config = built.configuration

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import BroadcastCapture
 import BroadcastKit
 
@@ -88,12 +91,19 @@ public struct ConfigurationBuilder {
         return key
     }
 
+    /// Longest stream key accepted, in bytes (real keys are tens of bytes; RTMP's publish
+    /// command must still fit its 4 KB buffer with the URL).
+    static let maxKeyBytes = 1024
+
     /// A key is the last path element of the ingest URL: it must be non-empty and hold no `/`
     /// (it would move the split between application and stream), no `#` (a URL fragment), no
     /// whitespace or control characters. `?`, `&` and `=` are allowed: some services' keys carry
     /// query parameters. The message names the origin and the character class, never the key.
     static func checkKey(_ key: String, origin: String) throws(ConfigurationError) {
         if key.isEmpty { throw ConfigurationError(.usage, "\(origin): the stream key is empty") }
+        if key.utf8.count > maxKeyBytes {
+            throw ConfigurationError(.usage, "\(origin): the stream key is longer than \(maxKeyBytes) bytes")
+        }
         for u in key.unicodeScalars {
             let what: String?
             switch u {
@@ -120,6 +130,20 @@ public struct ConfigurationBuilder {
             throw ConfigurationError(.usage, "--pcm needs --source y4m:PATH (raw PCM is the audio of a Y4M video)")
         }
         do { _ = try PCMFormat(parsing: o.pcmFormat) } catch { throw ConfigurationError(.usage, error.message) }
+        // An input that cannot be read is a usage error before anything connects (exit 2), as
+        // for --source y4m:PATH; a failure after the stream went live is exit 4.
+        if let path = o.pcmPath, path != "-" {
+            var st = stat()
+            guard stat(path, &st) == 0 else {
+                throw ConfigurationError(.usage, "--pcm \(path): \(SystemError.describe())")
+            }
+            if st.st_mode & S_IFMT == S_IFDIR {
+                throw ConfigurationError(.usage, "--pcm \(path): is a directory, not raw PCM")
+            }
+            guard access(path, R_OK) == 0 else {
+                throw ConfigurationError(.usage, "--pcm \(path): not readable: \(SystemError.describe())")
+            }
+        }
     }
 
     /// The ingest: `--url`, then `$BROADCAST_URL`, then the `--service` preset, then the local default.
@@ -146,7 +170,14 @@ public struct ConfigurationBuilder {
                 do { parsed = try RTMPURL(parsing: spec.url) } catch { throw ConfigurationError(.usage, "\(error)") }
                 var own = key
                 if let f = spec.keyFile {
-                    do { own = try SecretScrubber.readKeyFile(f) } catch { throw ConfigurationError(.usage, "\(error)") }
+                    do { own = try SecretScrubber.readKeyFile(f, option: "--url key-file=") }
+                    catch { throw ConfigurationError(.usage, "\(error)") }
+                    try Self.checkKey(own ?? "", origin: "--url key-file=\(f)")
+                }
+                // A key in the URL's path is what gets published: it obeys --key's rules.
+                if own == nil, let k = parsed.streamKey {
+                    try Self.checkKey(k, origin: o.urls.isEmpty ? "$BROADCAST_URL (the key in its path)"
+                                                                : "--url (the key in its path)")
                 }
                 if own == nil && parsed.streamKey == nil && !o.printMemoryPlan {
                     let which = specs.count > 1 ? " for destination \(i + 1) (\(parsed.redacted))" : ""
@@ -238,7 +269,8 @@ public struct ConfigurationBuilder {
     /// Output files must be writable, and the recording's disk roomy enough, before anything connects.
     func checkOutputs(_ o: CommandLineOptions, totalKbps: Int) throws(ConfigurationError) {
         do {
-            if let p = o.statsJSON { try OutputPathCheck.check(p, option: "--stats-json") }
+            if let p = o.statsJSON, !OutputPathCheck.isStandardOutput(p) { try OutputPathCheck.check(p, option: "--stats-json") }
+            if let h = o.heartbeatPath { try OutputPathCheck.check(h, option: "--heartbeat") }
             if let r = o.recordPath { try OutputPathCheck.check(r, option: "--record") }
         } catch {
             throw ConfigurationError(.usage, error.description)

@@ -8,25 +8,41 @@ import BroadcastKit
 /// liveness probe can tell a hung process from a live one without a shell, a port or a growing
 /// log: `broadcast --check-heartbeat PATH --max-age S` (see `HeartbeatCheck`). The file never
 /// grows; it holds one line with the time of the last beat.
+///
+/// The file is opened once, before the stream connects, by `OutputFile` (a regular file or a new
+/// name, never through a link, never a FIFO), and rewritten in place through that descriptor: no
+/// path is looked up again while the run lasts, so nothing swapped in later is written. Each beat
+/// is one fixed-width line written at offset 0 in one call, so a reader sees the old line or the
+/// new one, never a mix of lengths.
 final class Heartbeat {
-    private let fd: Int32
+    private var fd: Int32
+    private let path: String
     private var lastProgress = -1
 
     init(path: String) throws(UsageError) {
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw UsageError("--heartbeat \(path): \(SystemError.describe(errno))") }
+        self.path = path
+        do {
+            fd = try OutputFile.open(path, existing: .replace)
+        } catch {
+            throw UsageError("--heartbeat \(error)")
+        }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     /// Bumps the file when the stream moved since the last call, or while it reconnects.
     func beat(_ s: StatsSnapshot, state: String) {
         let progress = s.bytesSent &+ s.videoFramesIn &+ s.audioFramesSent
-        guard progress != lastProgress || state == "reconnecting" else { return }
+        guard fd >= 0, progress != lastProgress || state == "reconnecting" else { return }
         lastProgress = progress
-        var line = "\(Double(s.monotonicNs) / 1e9)\n"
-        line.withUTF8 { b in _ = pwrite(fd, b.baseAddress, b.count, 0) }
-        _ = ftruncate(fd, off_t(line.utf8.count))
+        var line = "\(Double(s.monotonicNs) / 1e9)"
+        line += String(repeating: " ", count: max(0, 31 - line.utf8.count)) + "\n"
+        if case .failed(let code) = OutputLine.write(fd, line, at: 0) {
+            say("warning: --heartbeat \(path): write failed: \(SystemError.describe(code)); the heartbeat stops")
+            close(fd)
+            fd = -1
+            return
+        }
         _ = futimens(fd, nil)   // the write alone may not move mtime on every filesystem
     }
 }

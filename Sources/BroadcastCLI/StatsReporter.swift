@@ -5,8 +5,16 @@ import BroadcastKit
 
 /// Once a second: one `StatsReport` JSON object per line into `--stats-json`, and the live status
 /// line on a terminal.
+///
+/// The file is opened by `OutputFile` (a regular file or a new name, never through a link; an
+/// existing file of ours is rewritten from the start). `-` or `/dev/stdout` is standard output:
+/// a pipe there is written non-blocking, so a reader that stops reading costs dropped lines
+/// (said once), never a stalled run or stop. A failed write is said once and ends the file.
 final class StatsReporter {
     private var fd: Int32 = -1
+    private let path: String?
+    private var restoreFlags: Int32?
+    private var droppedLines = 0
     private let statusLine: Bool
     private var previous: StatsSnapshot?
     private let startNs: Int64
@@ -14,16 +22,44 @@ final class StatsReporter {
 
     init(jsonPath: String?, statusLine: Bool) throws {
         self.statusLine = statusLine
+        path = jsonPath
         startNs = MediaTime.now()
-        if let path = jsonPath {
-            fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-            guard fd >= 0 else {
-                throw UsageError("--stats-json \(path): \(String(cString: strerror(errno)))")
+        guard let path = jsonPath else { return }
+        if OutputPathCheck.isStandardOutput(path) {
+            fd = 1
+            var st = stat()
+            let flags = fcntl(1, F_GETFL)
+            if fstat(1, &st) == 0, flags >= 0, st.st_mode & S_IFMT == S_IFIFO || st.st_mode & S_IFMT == S_IFSOCK {
+                restoreFlags = flags
+                _ = fcntl(1, F_SETFL, flags | O_NONBLOCK)
             }
+            return
+        }
+        do {
+            fd = try OutputFile.open(path, existing: .replace)
+        } catch {
+            throw UsageError("--stats-json \(error)")
         }
     }
 
-    deinit { if fd >= 0 { close(fd) } }
+    deinit {
+        if let f = restoreFlags { _ = fcntl(1, F_SETFL, f) }
+        if fd > 2 { close(fd) }
+    }
+
+    private func writeJSON(_ line: String) {
+        guard fd >= 0, let path else { return }
+        switch OutputLine.write(fd, line) {
+        case .written: break
+        case .noRoom:
+            droppedLines += 1
+            if droppedLines == 1 { say("warning: --stats-json \(path): the reader is not keeping up; lines are dropped") }
+        case .failed(let code):
+            say("warning: --stats-json \(path): write failed: \(SystemError.describe(code)); no more stats are written")
+            if fd > 2 { close(fd) }
+            fd = -1
+        }
+    }
 
     func report(_ s: StatsSnapshot, state: String, latency: (p50: Double, p99: Double)? = nil,
                 destinations: [DestinationStats] = [], downtimeSeconds: Double = 0) {
@@ -31,10 +67,7 @@ final class StatsReporter {
                             destinations: destinations, downtimeSeconds: downtimeSeconds)
         previous = s
         let t = r.timeSeconds, fps = r.fps, kbps = r.kbps, rss = r.rssBytes
-        if fd >= 0 {
-            var line = r.json + "\n"
-            line.withUTF8 { b in _ = write(fd, b.baseAddress, b.count) }
-        }
+        writeJSON(r.json + "\n")
         if statusLine {
             let mm = Int(t) / 60, ss = Int(t) % 60
             var line = "\r[\(mm < 10 ? "0" : "")\(mm):\(ss < 10 ? "0" : "")\(ss)] \(state) \(fixed(fps, 1)) fps "

@@ -13,7 +13,7 @@ public enum Usage {
 
     Destination
       --key KEY              stream key (visible to local users; prefer $STREAM_KEY or --key-file)
-      --key-file PATH        read the stream key from a file
+      --key-file PATH        read the stream key from a file (a regular text file, at most 4096 bytes)
       --url URL              ingest base URL (else $BROADCAST_URL, else rtmp://127.0.0.1:1935/live);
                              srt://HOST:PORT[?streamid=ID&latency=MS] sends MPEG-TS over SRT to a
                              listener (the key fills streamid when the URL has none)
@@ -58,7 +58,7 @@ public enum Usage {
 
     Running
       --duration SECONDS     stop cleanly after this long
-      --stats-json PATH      one JSON object per second (fps, kbps, drops, queue, RSS)
+      --stats-json PATH|-    one JSON object per second (fps, kbps, drops, queue, RSS); - is stdout
       --heartbeat PATH       bump PATH's mtime each second while the stream makes progress
       --check-heartbeat PATH only check PATH: exit 0 if fresh, else 1 (a liveness probe)
       --max-age S            with --check-heartbeat: how old PATH may be          (default 10)
@@ -76,9 +76,11 @@ public enum Usage {
     Exit codes
       0  clean stop (duration reached, end of input, SIGINT or SIGTERM)
       1  --check-heartbeat: the heartbeat file is missing or too old
-      2  bad usage or configuration (flags, values, input format, memory plan)
+      2  bad usage or configuration (flags, values, input format, memory plan, an output
+         path that is a link, FIFO or device, an unreadable input)
       3  could not connect or publish (unreachable, key or app rejected, TLS, portal denied)
       4  failure while streaming (every RTMP destination lost, or any with --require-all;
-         a run that ends while reconnecting, with how long the stream was down)
+         a run that ends while reconnecting, with how long the stream was down; an input
+         error mid-stream; a recording that lost data, its end included)
     """
 }

@@ -22,10 +22,11 @@ ProcessTuning.apply()
 // No core file (it would hold the key), set before the key is read; see CoreDumpGuard.
 // The process stays dumpable: the desktop portal must be able to open its /proc/PID/root.
 CoreDumpGuard.apply()
-// $STREAM_KEY is copied, then wiped from the environment block (/proc/PID/environ).
+// $STREAM_KEY and $BROADCAST_URL (which may hold a key) are copied, then wiped from the
+// environment block (/proc/PID/environ).
 // BROADCAST_TEST_FAULT is the hidden test-only crash trigger (TestFault), not documented in --help.
 let environment = SecretScrubber.takeEnvironment(["STREAM_KEY", "BROADCAST_URL", "BROADCAST_TEST_FAULT"],
-                                                 secret: ["STREAM_KEY"])
+                                                 secret: ["STREAM_KEY", "BROADCAST_URL"])
 // The key's pages stay out of any core that honours MADV_DONTDUMP, whatever coredump_filter says.
 if let key = environment["STREAM_KEY"] { CoreDumpGuard.excludeFromCore(key) }
 let code = BroadcastCommand.run(arguments: Array(CommandLine.arguments.dropFirst()), environment: environment)

@@ -40,13 +40,15 @@ private func runY4M(_ bytes: [UInt8]) throws -> (Y4MSource, RecordingSink, Resul
     return (source, sink, .success(()))
 }
 
-private func expectError(_ result: Result<Void, CaptureError>, contains text: String,
+/// Header errors are `.badInput` (exit 2 before connecting); errors once frames flow are `.io`
+/// (a failure of the run in progress, exit 4).
+private func expectError(_ result: Result<Void, CaptureError>, contains text: String, kind: CaptureError.Kind = .badInput,
                          sourceLocation: SourceLocation = #_sourceLocation) {
     guard case .failure(let error) = result else {
         Issue.record("expected an error containing '\(text)'", sourceLocation: sourceLocation)
         return
     }
-    #expect(error.kind == .badInput, sourceLocation: sourceLocation)
+    #expect(error.kind == kind, sourceLocation: sourceLocation)
     #expect(error.message.contains(text), "got: \(error.message)", sourceLocation: sourceLocation)
     #expect(!error.message.contains("\n"), sourceLocation: sourceLocation)
 }
@@ -103,7 +105,7 @@ private func expectError(_ result: Result<Void, CaptureError>, contains text: St
     @Test func truncatedLastFrameIsAClearError() throws {
         let bytes = try ffmpegY4M.get()
         let (source, sink, result) = try runY4M(Array(bytes.dropLast(1000)))
-        expectError(result, contains: "truncated frame 29")
+        expectError(result, contains: "truncated frame 29", kind: .io)
         #expect(sink.lane(.video).count == 29)
         #expect(source.framesDelivered == 29)
     }
@@ -114,7 +116,7 @@ private func expectError(_ result: Result<Void, CaptureError>, contains text: St
         let headerEnd = bytes.firstIndex(of: UInt8(ascii: "\n"))! + 1
         bytes[headerEnd + 5 * frameSize] = UInt8(ascii: "X")
         let (source, _, result) = try runY4M(bytes)
-        expectError(result, contains: "bad frame marker at frame 5")
+        expectError(result, contains: "bad frame marker at frame 5", kind: .io)
         #expect(source.framesDelivered == 5)
     }
 
@@ -134,17 +136,32 @@ private func expectError(_ result: Result<Void, CaptureError>, contains text: St
         ("YUV4MPEG2 W320 H240 F25:1", "input ended inside the header"),
         ("YUV4MPEG2 W320 H240 F25:1 " + String(repeating: "X", count: 1100) + "\n", "header longer than 1024 bytes"),
         (String(repeating: "Z", count: 2000), "not a YUV4MPEG2 stream"),
+        // Issue 22: interlaced input is refused, header bytes quoted in errors are escaped.
+        ("YUV4MPEG2 W320 H240 F25:1 It\n", "interlaced input (It: top field first) is not supported"),
+        ("YUV4MPEG2 W320 H240 F25:1 Ib\n", "interlaced input (Ib: bottom field first)"),
+        ("YUV4MPEG2 W320 H240 F25:1 Im\n", "interlaced input (Im: mixed)"),
+        ("YUV4MPEG2 W320 H240 F25:1 Iq\n", "bad interlacing 'Iq'"),
+        ("YUV4MPEG2 W320 H240 F25:1 Z\u{0}\u{1B}[2J\n", "unknown header tag 'Z\\x00\\x1b[2J'"),
+        ("YUV4MPEG2 W3\u{0}2 H240 F25:1\n", "bad width 'W3\\x002'"),
+        ("YUV4MPEG2 W320 H240 F25:1 C420\u{7F}\u{9B}\n", "unsupported colour space C420\\x7f\\xc2\\x9b"),
     ])
     func badHeadersAreClearErrors(header: String, expected: String) throws {
         let (source, sink, result) = try runY4M(Array(header.utf8))
         expectError(result, contains: expected)
         #expect(sink.all.isEmpty)
         #expect(!source.waitUntilFinished(timeoutNanoseconds: 0))  // never started a lane
+        if case .failure(let e) = result {
+            #expect(!e.message.unicodeScalars.contains { $0.value < 0x20 || $0.value >= 0x7F }, "raw bytes in \(e.message)")
+        }
+    }
+
+    @Test func aDirectoryIsNoInput() throws {
+        #expect(throws: CaptureError(.unavailable, "y4m: /tmp is a directory")) { try Y4MSource(path: "/tmp").open() }
     }
 
     @Test func acceptedColourSpacesAndFrameParameters() throws {
-        for c in ["", " C420", " C420jpeg", " C420paldv", " C420mpeg2"] {
-            var bytes = Array("YUV4MPEG2 W4 H2 F30000:1001 Ip A1:1\(c) XCOLORRANGE=LIMITED\n".utf8)
+        for (c, i) in [("", " Ip"), (" C420", " I?"), (" C420jpeg", ""), (" C420paldv", " Ip"), (" C420mpeg2", " Ip")] {
+            var bytes = Array("YUV4MPEG2 W4 H2 F30000:1001\(i) A1:1\(c) XCOLORRANGE=LIMITED\n".utf8)
             bytes += Array("FRAME\n".utf8) + [UInt8](repeating: 1, count: 12)
             bytes += Array("FRAME Ixyz\n".utf8) + [UInt8](repeating: 2, count: 12)
             let (source, sink, result) = try runY4M(bytes)

@@ -118,12 +118,12 @@ class BadValueTests(BroadcastTestCase):
         self.assertRefused(["--key", ""], message="--key: the stream key is empty")
         empty = self.tmp / "empty"
         empty.write_bytes(b"")
-        self.assertRefused(["--key-file", str(empty)], message=f"--key-file {empty}: empty or unreadable")
+        self.assertRefused(["--key-file", str(empty)], message=f"--key-file {empty}: empty")
         blank = self.tmp / "blank"
         blank.write_bytes(b"\r\n")
         self.assertRefused(["--key-file", str(blank)], message=f"--key-file {blank}: no key in the first line")
         self.assertRefused(["--key-file", str(self.tmp / "nope")],
-                           message=f"--key-file {self.tmp / 'nope'}: No such file or directory")
+                           message=f"--key-file {self.tmp / 'nope'}: No such file or directory (errno 2)")
         # An empty $STREAM_KEY counts as unset.
         r = self.run_broadcast(["--url", CLOSED, "--source", "test", "--duration", "1"], env={"STREAM_KEY": ""})
         self.assertEqual(r.returncode, 2, r.describe())
@@ -135,6 +135,48 @@ class BadValueTests(BroadcastTestCase):
                            message="--pcm needs --source y4m:PATH (raw PCM is the audio of a Y4M video)")
         line = self.assertRefused(["--source", "y4m:-", "--pcm", "-", "--pcm-format", "s24le:48000:2"])
         self.assertIn("s16le or f32le", line)
+
+    # Issue 22, defect 8: Y4M and PCM inputs tell the truth in one clean line.
+
+    def y4m(self, name: str, header: bytes, frames: int = 0, tail: bytes = b"") -> Path:
+        w, h = 32, 16
+        frame = b"FRAME\n" + bytes([16]) * (w * h) + bytes([128]) * (w * h // 2)
+        path = self.tmp / name
+        path.write_bytes(b"YUV4MPEG2 W32 H16 F30:1 " + header + b"\n" + frame * frames + tail)
+        return path
+
+    def test_y4m_header_bytes_are_escaped(self):
+        path = self.y4m("nul.y4m", b"Z\x00\x1b[2J")
+        line = self.assertRefused(["--source", f"y4m:{path}"])
+        self.assertEqual(line, "broadcast: y4m: unknown header tag 'Z\\x00\\x1b[2J'")
+        self.assertNotIn("\x00", line)
+        self.assertNotIn("\x1b", line)
+
+    def test_interlaced_y4m_is_refused(self):
+        for tag, what in ((b"It", "top field first"), (b"Ib", "bottom field first"), (b"Im", "mixed")):
+            with self.subTest(tag=tag):
+                path = self.y4m(f"{tag.decode()}.y4m", tag, frames=3)
+                self.assertRefused(["--source", f"y4m:{path}"],
+                                   message=f"y4m: interlaced input ({tag.decode()}: {what}) is not supported; "
+                                           "deinterlace it first (e.g. ffmpeg -vf yadif)")
+
+    def test_truncated_y4m_mid_stream_exits_4(self):
+        path = self.y4m("cut.y4m", b"Ip", frames=10, tail=b"FRAME\n" + bytes(100))
+        out = self.tmp / "cut.flv"
+        r = self.run_broadcast(["--no-publish", "--record", out, "--record-min-free", "0", "--source", f"y4m:{path}",
+                                "--res", "32x16", "--quiet"], timeout=30)
+        self.assertEqual(r.returncode, 4, r.describe())
+        self.assertEqual(r.stderr_lines(), ["broadcast: error: y4m: truncated frame 10 (got 100 of 768 bytes)"])
+
+    def test_pcm_that_cannot_be_read_is_refused_before_connecting(self):
+        y4m = self.y4m("ok.y4m", b"Ip", frames=3)
+        pcm_dir = self.tmp / "pcmdir"
+        pcm_dir.mkdir()
+        self.assertRefused(["--source", f"y4m:{y4m}", "--pcm", str(pcm_dir)],
+                           message=f"--pcm {pcm_dir}: is a directory, not raw PCM")
+        missing = self.tmp / "missing.pcm"
+        self.assertRefused(["--source", f"y4m:{y4m}", "--pcm", str(missing)],
+                           message=f"--pcm {missing}: No such file or directory (errno 2)")
 
     def test_bad_values_of_the_untested_flags(self):
         for args, flag in ((["--service", "myspace"], "--service"), (["--preset", "placebo2"], "--preset"),

@@ -17,7 +17,8 @@ public struct PCMFormat: Sendable, Equatable, CustomStringConvertible {
     /// Parses "s16le:48000:2" (format:rate:channels); formats are s16le and f32le.
     public init(parsing text: String) throws(CaptureError) {
         func bad(_ why: String) -> CaptureError {
-            CaptureError(.badInput, "pcm: bad format '\(text)': \(why) (expected e.g. s16le:48000:2)")
+            CaptureError(.badInput, "pcm: bad format '\(PrintableBytes.escape(text.utf8, limit: 64))': \(why) "
+                         + "(expected e.g. s16le:48000:2)")
         }
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw bad("need format:rate:channels") }

@@ -11,6 +11,8 @@ import Glibc
 /// honoured even while a pipe is idle; a stopped read reports end of input.
 final class FileReader {
     let fd: Int32
+    /// "y4m: PATH" or "pcm: stdin": what read errors name.
+    private let label: String
     private let ownsDescriptor: Bool
     private let group: LaneGroup?
     private let buffer: UnsafeMutableRawBufferPointer
@@ -21,16 +23,21 @@ final class FileReader {
 
     /// Opens `path` read-only; "-" is stdin. `what` prefixes error messages ("y4m", "pcm").
     init(path: String, what: String, group: LaneGroup?) throws(CaptureError) {
+        label = "\(what): \(path == "-" ? "stdin" : path)"
         if path == "-" {
             fd = 0
             ownsDescriptor = false
         } else {
+            // An input that cannot be opened is unavailable, whatever the reason (missing, not
+            // readable): a usage error at start (exit 2), never a "permission denied" capture.
             let opened = Glibc.open(path, O_RDONLY | O_CLOEXEC)
             guard opened >= 0 else {
-                let code = errno
-                let kind: CaptureError.Kind = code == EACCES || code == EPERM ? .denied
-                    : (code == ENOENT ? .unavailable : .io)
-                throw CaptureError(kind, "\(what): cannot open \(path): \(SystemError.describe(code))")
+                throw CaptureError(.unavailable, "\(what): cannot open \(path): \(SystemError.describe())")
+            }
+            var st = stat()
+            if fstat(opened, &st) == 0 && st.st_mode & S_IFMT == S_IFDIR {
+                Glibc.close(opened)
+                throw CaptureError(.unavailable, "\(what): \(path) is a directory")
             }
             fd = opened
             ownsDescriptor = true
@@ -54,13 +61,13 @@ final class FileReader {
                 if ready == 0 { continue }
                 if ready < 0 {
                     if errno == EINTR { continue }
-                    throw CaptureError(.io, "read: poll failed: \(SystemError.describe())")
+                    throw CaptureError(.io, "\(label): poll failed: \(SystemError.describe())")
                 }
             }
             let n = Glibc.read(fd, dst, count)
             if n >= 0 { return n }
             if errno == EINTR || errno == EAGAIN { continue }
-            throw CaptureError(.io, "read failed: \(SystemError.describe())")
+            throw CaptureError(.io, "\(label): read failed: \(SystemError.describe())")
         }
     }
 

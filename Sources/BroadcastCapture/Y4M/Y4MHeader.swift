@@ -1,7 +1,9 @@
 /// The stream header of a YUV4MPEG2 file ("YUV4MPEG2 W320 H240 F25:1 Ip A1:1 C420jpeg\n").
 ///
-/// Only 8-bit 4:2:0 is accepted (C420, C420jpeg, C420paldv, C420mpeg2, or no C tag);
-/// interlacing, aspect and X tags are read past and ignored.
+/// Only 8-bit 4:2:0 progressive is accepted (C420, C420jpeg, C420paldv, C420mpeg2, or no C tag;
+/// `Ip`, `I?` or no I tag). Interlaced input (`It`, `Ib`, `Im`) is refused: its fields would be
+/// encoded as one progressive picture, combed wherever it moves. Aspect and X tags are read past.
+/// Header bytes quoted in an error are escaped (`PrintableBytes`).
 public struct Y4MHeader: Sendable, Equatable {
     public var width: Int
     public var height: Int
@@ -44,7 +46,8 @@ public struct Y4MHeader: Sendable, Equatable {
         var colour = "420"
         for token in line[signature.count...].split(separator: UInt8(ascii: " ")) {
             let tag = token.first!
-            let value = String(decoding: token.dropFirst(), as: UTF8.self)
+            // Quoted in messages: escaped, so a NUL or ESC in a header never reaches a terminal raw.
+            let value = PrintableBytes.escape(token.dropFirst())
             switch tag {
             case UInt8(ascii: "W"):
                 guard let w = Int(value), w > 0, w <= maxDimension else {
@@ -68,10 +71,19 @@ public struct Y4MHeader: Sendable, Equatable {
                     throw bad("unsupported colour space C\(value) (only 8-bit 4:2:0)")
                 }
                 colour = value
-            case UInt8(ascii: "I"), UInt8(ascii: "A"), UInt8(ascii: "X"):
+            case UInt8(ascii: "I"):
+                switch value {
+                case "p", "?": continue
+                case "t", "b", "m":
+                    let what = value == "t" ? "top field first" : value == "b" ? "bottom field first" : "mixed"
+                    throw bad("interlaced input (I\(value): \(what)) is not supported; deinterlace it first "
+                              + "(e.g. ffmpeg -vf yadif)")
+                default: throw bad("bad interlacing 'I\(value)' (expected Ip, It, Ib, Im or I?)")
+                }
+            case UInt8(ascii: "A"), UInt8(ascii: "X"):
                 continue
             default:
-                throw bad("unknown header tag '\(String(decoding: token, as: UTF8.self))'")
+                throw bad("unknown header tag '\(PrintableBytes.escape(token))'")
             }
         }
         guard let width else { throw bad("header has no width (W)") }

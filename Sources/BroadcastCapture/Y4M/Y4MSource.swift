@@ -7,7 +7,8 @@ import Synchronization
 /// Frame n has PTS t0 + n * den / num seconds, t0 being CLOCK_MONOTONIC when the header
 /// has been read. With `realtime` (the default) each frame is delivered at its PTS, like a
 /// live camera; otherwise as fast as the sink takes it. End of input ends the source; a
-/// truncated frame or a bad FRAME marker ends it with `error` set.
+/// truncated frame or a bad FRAME marker ends it with `error` set, of kind `.io`: once the
+/// stream runs, bad input is a failure of the run in progress (exit 4), not a usage error.
 public final class Y4MSource: CaptureSource {
     /// The path given at init ("-" = stdin).
     public let path: String
@@ -167,7 +168,7 @@ private final class Y4MLane: @unchecked Sendable {
                 index += 1
             }
         } catch {
-            group.fail(error)
+            group.fail(CaptureError(.io, error.message))
         }
     }
 }

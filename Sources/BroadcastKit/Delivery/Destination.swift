@@ -338,6 +338,11 @@ package final class Destination: @unchecked Sendable {
         // drain: the run ended while this destination was down.
         if state == .reconnecting { endedDown.store(true, ordering: .releasing) }
         sink.close()
+        // A recording whose end did not reach the disk is a lost destination, never a clean close.
+        if let e = (sink as? ClosingSink)?.closeFailure, state != .failed {
+            failure.withLock { $0 = e }
+            setState(.failed)
+        }
         // A failed destination stays failed (its downtime counts to the end of the run).
         if state == .failed {
             let since = downSinceNs.exchange(0, ordering: .acquiringAndReleasing)

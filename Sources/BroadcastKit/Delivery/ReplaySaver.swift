@@ -5,7 +5,9 @@ import Glibc
 /// Saves clips from a `ReplayRing` as MP4, on its own thread (`bk-replay`), one at a time.
 ///
 /// A save pins the clip in the ring, writes the init segment and one fragment per GOP straight
-/// from the ring's bytes, releasing each GOP once written, then renames `NAME.part` to `NAME`.
+/// from the ring's bytes, releasing each GOP once written, into a temporary `NAME.<random>.part`
+/// created exclusively, then gives it its name without replacing anything (`OutputFile`): an
+/// existing NAME (a file, a link, `/dev/null`) fails the save with a line naming it.
 /// The sample table and the `moof` buffer are allocated at init, sized by the ring, so a save
 /// allocates nothing that grows with the clip. A failed save removes its partial file and
 /// reports the reason; the stream is never touched.
@@ -97,7 +99,7 @@ package final class ReplaySaver: @unchecked Sendable {
         let dir = directory.hasSuffix("/") ? String(directory.dropLast()) : directory
         var candidate = "\(dir)/replay-\(stamp).mp4"
         var n = 2
-        while access(candidate, F_OK) == 0 {
+        while OutputFile.exists(candidate) {
             candidate = "\(dir)/replay-\(stamp)-\(n).mp4"
             n += 1
         }
@@ -121,10 +123,16 @@ package final class ReplaySaver: @unchecked Sendable {
         let fps = writer.layout.video?.fps ?? 0
         let durationMs = writer.layout.video != nil ? lastVideo - origin + Int64(1000 / max(1, fps)) : lastAny - origin + 20
 
-        let temporary = path + ".part"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else {
-            return .failure(.streaming("replay: cannot create \(temporary): \(SystemError.describe())"))
+        // Refused before a byte is written when the name is taken (the rename checks again).
+        if OutputFile.exists(path) {
+            return .failure(.streaming("replay: \(OutputFileError(path, "already exists (never replaced)")); "
+                                       + "the stream is unaffected"))
+        }
+        let fd: Int32, temporary: String
+        do {
+            (fd, temporary) = try OutputFile.createTemporary(beside: path)
+        } catch {
+            return .failure(.streaming("replay: \(error); the stream is unaffected"))
         }
         func failed(_ what: String) -> Result<ReplayClip, BroadcastError> {
             let reason = SystemError.describe()
@@ -150,11 +158,16 @@ package final class ReplaySaver: @unchecked Sendable {
         }
         writer.patchDuration(fd: fd)
         guard fsync(fd) == 0 else { return failed("syncing") }
-        close(fd)
-        guard rename(temporary, path) == 0 else {
+        guard close(fd) == 0 else {
             let reason = SystemError.describe()
             unlink(temporary)
-            return .failure(.streaming("replay: renaming \(temporary) to \(path) failed: \(reason)"))
+            return .failure(.streaming("replay: closing \(path) failed: \(reason); the stream is unaffected"))
+        }
+        do {
+            try OutputFile.publish(temporary, as: path)
+        } catch {
+            unlink(temporary)
+            return .failure(.streaming("replay: \(error); the stream is unaffected"))
         }
         return .success(ReplayClip(path: path, durationSeconds: Double(writer.endMs) / 1000,
                                    bytes: writer.bytesWritten))

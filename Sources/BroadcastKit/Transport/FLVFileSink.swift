@@ -10,7 +10,7 @@ import Synchronization
 /// is synced and dropped from the page cache, which is charged to the memory cgroup.
 ///
 /// `open`/`write`/`close` come from one sender thread; `bytesWritten` may be read anywhere.
-package final class FLVFileSink: TagSink, @unchecked Sendable {
+package final class FLVFileSink: ClosingSink, @unchecked Sendable {
     package let path: String
     package let hasAudio: Bool
     package let hasVideo: Bool
@@ -22,6 +22,8 @@ package final class FLVFileSink: TagSink, @unchecked Sendable {
     /// True after a write error closed the file; later writes are ignored.
     package var hasFailed: Bool { failed.load(ordering: .relaxed) }
 
+    /// Why the last `close` did not complete the file (a failed sync or close); nil when it did.
+    package private(set) var closeFailure: TransportError?
     private var fd: Int32 = -1
     private let committed = Atomic<Int>(0)
     private let failed = Atomic<Bool>(false)
@@ -57,9 +59,12 @@ package final class FLVFileSink: TagSink, @unchecked Sendable {
         failed.store(false, ordering: .relaxed)
         committed.store(0, ordering: .relaxed)
         syncedUpTo = 0
-        let f = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        if f < 0 { throw TransportError.fileError("\(path): open failed: \(SystemError.describe())") }
-        fd = f
+        closeFailure = nil
+        do {
+            fd = try OutputFile.open(path, existing: .replace)
+        } catch {
+            throw TransportError.fileError("\(error)")
+        }
         // FLV header: 'FLV', version 1, TypeFlags, DataOffset 9; then PreviousTagSize0 = 0.
         var header: [UInt8] = [0x46, 0x4C, 0x56, 0x01,
                                (hasAudio ? 0x04 : 0) | (hasVideo ? 0x01 : 0),
@@ -107,14 +112,24 @@ package final class FLVFileSink: TagSink, @unchecked Sendable {
         if !ok { throw fail() }
         let end = committed.load(ordering: .relaxed) + total
         committed.store(end, ordering: .relaxed)
-        if end - syncedUpTo >= dropCacheInterval { dropWrittenPages(upTo: end) }
+        if end - syncedUpTo >= dropCacheInterval {
+            guard dropWrittenPages(upTo: end) else { throw fail(during: "syncing") }
+        }
     }
 
+    /// Syncs and closes. A failed sync or close is kept in `closeFailure` (never dropped): the
+    /// file's end may not be on disk.
     package func close() {
         guard fd >= 0 else { return }
-        dropWrittenPages(upTo: committed.load(ordering: .relaxed))
-        _ = Glibc.close(fd)
+        guard dropWrittenPages(upTo: committed.load(ordering: .relaxed)) else {
+            closeFailure = fail(during: "syncing")
+            return
+        }
+        let result = Glibc.close(fd)
         fd = -1
+        if result != 0 {
+            closeFailure = .fileError("\(path): closing failed: \(SystemError.describe()); its end may be lost")
+        }
     }
 
     // MARK: - Internals
@@ -153,7 +168,7 @@ package final class FLVFileSink: TagSink, @unchecked Sendable {
     }
 
     /// Cuts the file back to the last complete tag, closes it and builds the error.
-    private func fail() -> TransportError {
+    private func fail(during what: String = "write") -> TransportError {
         let reason = SystemError.describe()
         failed.store(true, ordering: .relaxed)
         let keep = committed.load(ordering: .relaxed)
@@ -162,15 +177,17 @@ package final class FLVFileSink: TagSink, @unchecked Sendable {
             _ = Glibc.close(fd)
             fd = -1
         }
-        return .fileError("\(path): write failed after \(keep) bytes, file kept valid: \(reason)")
+        return .fileError("\(path): \(what) failed after \(keep) bytes, file kept valid: \(reason)")
     }
 
-    private func dropWrittenPages(upTo end: Int) {
-        guard end > syncedUpTo else { return }
+    /// False when the write-back failed (errno set): what was written may not be on disk.
+    private func dropWrittenPages(upTo end: Int) -> Bool {
+        guard end > syncedUpTo else { return true }
         // Dirty pages cannot be dropped: write them back first.
-        _ = fdatasync(fd)
+        guard fdatasync(fd) == 0 else { return false }
         _ = posix_fadvise(fd, off_t(syncedUpTo), off_t(end - syncedUpTo), POSIX_FADV_DONTNEED)
         syncedUpTo = end
+        return true
     }
 
 }

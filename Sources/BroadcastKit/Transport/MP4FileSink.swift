@@ -11,7 +11,7 @@ import Synchronization
 /// plus a second, plus one VBV buffer, plus audio); a GOP that outgrows it is cut into more than
 /// one fragment, which players accept. On a write error the file is cut back to its last
 /// complete fragment and `TransportError.fileError` is thrown once, as `FLVFileSink` does.
-package final class MP4FileSink: TagSink, @unchecked Sendable {
+package final class MP4FileSink: ClosingSink, @unchecked Sendable {
     package let path: String
     package var displayName: String { path }
     private var layout: MP4TrackLayout
@@ -25,6 +25,7 @@ package final class MP4FileSink: TagSink, @unchecked Sendable {
     private var writer: MP4FragmentWriter?
     private var fd: Int32 = -1
     private var failed = false
+    package private(set) var closeFailure: TransportError?
     private var lastAudioFlushMs: Int64 = 0
     private let committed = Atomic<Int>(0)
 
@@ -89,9 +90,12 @@ package final class MP4FileSink: TagSink, @unchecked Sendable {
         writer = nil
         isFirstFragmentPending = true
         committed.store(0, ordering: .relaxed)
-        let f = Glibc.open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        if f < 0 { throw TransportError.fileError("\(path): open failed: \(SystemError.describe())") }
-        fd = f
+        closeFailure = nil
+        do {
+            fd = try OutputFile.open(path, existing: .replace)
+        } catch {
+            throw TransportError.fileError("\(error)")
+        }
     }
 
     package func write(_ tag: FLVTag) throws {
@@ -153,18 +157,27 @@ package final class MP4FileSink: TagSink, @unchecked Sendable {
         committed.store(w.bytesWritten, ordering: .relaxed)
     }
 
+    /// Writes the last GOP and the duration, syncs and closes. A failure on the way cuts the
+    /// file back to its last complete fragment and is kept in `closeFailure` (never dropped).
     package func close() {
         guard fd >= 0 else { return }
-        if !failed {
-            try? flush(nextVideoMs: nil)
-            if !failed { writer?.patchDuration(fd: fd) }
+        do {
+            try flush(nextVideoMs: nil)
+            writer?.patchDuration(fd: fd)
+            // A delayed-allocation filesystem reports a full disk only here.
+            guard fdatasync(fd) == 0 else { throw fail(during: "syncing") }
+            let result = Glibc.close(fd)
+            fd = -1
+            if result != 0 {
+                closeFailure = .fileError("\(path): closing failed: \(SystemError.describe()); its end may be lost")
+            }
+        } catch {
+            closeFailure = (error as? TransportError) ?? .fileError("\(path): \(error)")
         }
-        _ = Glibc.close(fd)
-        fd = -1
     }
 
     /// Cuts the file back to its last complete fragment, closes it and builds the error.
-    private func fail() -> TransportError {
+    private func fail(during what: String = "write") -> TransportError {
         let reason = SystemError.describe()
         failed = true
         let keep = committed.load(ordering: .relaxed)
@@ -173,6 +186,6 @@ package final class MP4FileSink: TagSink, @unchecked Sendable {
             _ = Glibc.close(fd)
             fd = -1
         }
-        return .fileError("\(path): write failed after \(keep) bytes, file kept valid: \(reason)")
+        return .fileError("\(path): \(what) failed after \(keep) bytes, file kept valid: \(reason)")
     }
 }

@@ -6,6 +6,7 @@ package enum RTMPURLError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidPort(String)
     case missingApp
     case credentialsNotSupported
+    case tooLong(Int)
 
     package var description: String {
         switch self {
@@ -15,6 +16,7 @@ package enum RTMPURLError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidPort(let p): return "RTMP URL has an invalid port '\(p)'"
         case .missingApp: return "RTMP URL has no application path (e.g. rtmp://host/live)"
         case .credentialsNotSupported: return "user:password@ in RTMP URLs is not supported"
+        case .tooLong(let n): return "RTMP URL is \(n) bytes long; at most \(RTMPURL.maxLength) are accepted"
         }
     }
 }
@@ -39,8 +41,12 @@ package struct RTMPURL: Sendable, Equatable {
     package var streamKey: String?
 
     /// Parses `url`. Throws `RTMPURLError` with a message that does not echo the key.
+    /// Longest URL accepted, in bytes: connect and publish must fit RTMP's 4 KB command buffer.
+    package static let maxLength = 2048
+
     package init(parsing url: String) throws(RTMPURLError) {
         if url.isEmpty { throw .empty }
+        if url.utf8.count > Self.maxLength { throw .tooLong(url.utf8.count) }
         guard let schemeEnd = url.firstRange(of: "://") else { throw .unsupportedScheme(String(url.prefix(8))) }
         let schemeText = String(url[..<schemeEnd.lowerBound]).lowercased()
         guard let scheme = Scheme(rawValue: schemeText) else { throw .unsupportedScheme(schemeText) }
@@ -59,7 +65,7 @@ package struct RTMPURL: Sendable, Equatable {
             hostPart = authority[authority.index(after: authority.startIndex)..<close]
             let after = authority[authority.index(after: close)...]
             if !after.isEmpty {
-                guard after.hasPrefix(":") else { throw .invalidPort(String(after)) }
+                guard after.hasPrefix(":") else { throw .invalidPort(Self.redactingQuery(String(after))) }
                 portText = after.dropFirst()
             }
         } else if let colon = authority.lastIndex(of: ":") {
@@ -69,7 +75,7 @@ package struct RTMPURL: Sendable, Equatable {
         if hostPart.isEmpty { throw .missingHost }
         self.host = String(hostPart)
         if let portText {
-            guard let p = Int(portText), p > 0, p <= 65535 else { throw .invalidPort(String(portText)) }
+            guard let p = Int(portText), p > 0, p <= 65535 else { throw .invalidPort(Self.redactingQuery(String(portText))) }
             self.port = p
             self.hasExplicitPort = true
         } else {
@@ -110,8 +116,19 @@ package struct RTMPURL: Sendable, Equatable {
         return base + "/" + streamKey
     }
 
-    /// The URL with the key replaced by "****": safe for every message.
+    /// The URL with the key replaced by "****" and a query string (`?token=...`, which may be a
+    /// credential) by "?****": the only form safe for messages, stats and logs.
     package var redacted: String {
-        streamKey == nil ? base : base + "/****"
+        let shown = Self.redactingQuery(base)
+        return streamKey == nil ? shown : shown + "/****"
+    }
+
+    /// The application with a query string replaced by "?****", for messages.
+    package var redactedApp: String { Self.redactingQuery(app) }
+
+    /// `text` with everything after its first "?" replaced by "****".
+    package static func redactingQuery(_ text: String) -> String {
+        guard let q = text.firstIndex(of: "?") else { return text }
+        return text[...q] + "****"
     }
 }
