@@ -74,7 +74,9 @@ package enum ProcessMemory {
 
     /// Reads /proc/self/status into `buffer`; returns its length (0 if unavailable).
     private static func readStatus(into buffer: StatusBuffer) -> Int {
-        let fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC)
+        // A StaticString path: converting a String to a C string may allocate.
+        let path: StaticString = "/proc/self/status"
+        let fd = open(UnsafeRawPointer(path.utf8Start).assumingMemoryBound(to: CChar.self), O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return 0 }
         defer { close(fd) }
         var len = 0

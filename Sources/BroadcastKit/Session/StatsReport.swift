@@ -77,10 +77,14 @@ package struct StatsReport {
         b.append(",\"audio_bytes_sent\":"); b.append(s.audioBytesSent)
         b.append(",\"bytes_sent\":"); b.append(s.bytesSent)
         b.append(",\"drops\":{")
-        var first = true
-        for r in Self.dropReasons {
-            b.append(first ? "\"" : ",\""); first = false
+        // Index loops, not `for in`: an unspecialized iterator (debug builds) allocates per step.
+        let reasons = Self.dropReasons
+        var k = 0
+        while k < reasons.count {
+            let r = reasons[k]
+            b.append(k == 0 ? "\"" : ",\"")
             b.append(r.rawValue); b.append("\":"); b.append(s.drops(r))
+            k += 1
         }
         b.append("},\"total_drops\":"); b.append(s.totalDrops)
         b.append(",\"queue_bytes\":"); b.append(s.queueBytes)
@@ -101,7 +105,9 @@ package struct StatsReport {
         if let l = latencyMs { b.append(l.p99, decimals: 1) } else { b.append("null") }
         b.append(",\"downtime_s\":"); b.append(downtimeSeconds, decimals: 1)
         b.append(",\"destinations\":[")
-        for (i, d) in destinations.enumerated() {
+        var i = 0
+        while i < destinations.count {
+            let d = destinations[i]
             b.append(i == 0 ? "{\"name\":" : ",{\"name\":"); b.appendJSONString(d.name)
             b.append(",\"kind\":\""); b.append(d.kind)
             b.append("\",\"state\":\""); b.append(d.state)
@@ -113,6 +119,7 @@ package struct StatsReport {
             b.append(",\"reconnects\":"); b.append(d.reconnects)
             b.append(",\"downtime_s\":"); b.append(d.downtimeSeconds, decimals: 1)
             b.append("}")
+            i += 1
         }
         b.append("]}")
     }
