@@ -197,16 +197,13 @@ class StalledTransportTest(BroadcastTestCase):
                                     "--reconnect-attempts", "0"], timeout=120)  # retry forever: the process must keep its bounds and keep reporting
             lines = [json.loads(l) for l in stats.read_text().splitlines()]
         live = [l for l in lines if l["state"] != "finished"]
-        # The sender may give up on the dead link (send timeout, then the one reconnect fails):
-        # then the exit is 4 and says so. If the stream stayed up to the end, the exit is 0.
-        # Either way the process must have kept its bounds while the link was stalled.
-        lost = any(l["state"] in ("reconnecting", "failed") for l in live[-3:])
-        if r.returncode == 4:
-            self.assertTrue(any(l["state"] in ("reconnecting", "failed") for l in live), "exit 4 without a lost link")
-            self.assertRegex(r.stderr, r"broadcast: .*(lost|failed|write|connect)", r.stderr)
-        else:
-            self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertFalse(lost, f"exit 0 although the stream ended {live[-1]['state']}")
+        # One outcome (seen in every run): the sender gives the stalled link up, reconnects through
+        # the same stalled proxy for the rest of the run and never gets back, so the run ends lost:
+        # exit 4, saying so, while the process kept its bounds and kept reporting.
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertRegex(r.stderr, r"broadcast: .*(lost|failed|write|connect)", r.stderr)
+        self.assertTrue(any(l["state"] == "live" for l in live), "never went live")
+        self.assertEqual(live[-1]["state"], "reconnecting", [l["state"] for l in live])
         self.assertGreaterEqual(len(live), 30, "stats stopped coming while the link was stalled")
         cap = (2500 + 128) * 1000 // 8 * 4
         self.assertLessEqual(max(l["queue_bytes"] for l in lines), cap)
