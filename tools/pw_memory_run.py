@@ -47,23 +47,19 @@ def cpu_seconds(pid: int) -> float:
 
 
 def parse_plan(text: str) -> dict[str, float]:
-    """`--print-memory-plan` lines "  name   12.3 MB ..." -> {name: MB} (total: the first figure)."""
-    plan: dict[str, float] = {}
-    for line in text.splitlines():
-        parts = line.strip().rsplit("  ", 1)
-        if not line.startswith("  ") or len(parts) != 2:
-            continue
-        name, value = parts[0].strip(), parts[1].strip()
-        figure = value.split()
-        if len(figure) >= 2 and figure[1] == "MB":
-            try:
-                plan[name] = float(figure[0])
-            except ValueError:
-                pass
-    for line in text.splitlines():
-        if line.strip().startswith("total"):
-            plan["total"] = float(line.split()[1])
-    return plan
+    """`--print-memory-plan=json` output -> {line label: MiB} plus "total", "headroom" and
+    "budget" (MiB, one decimal as the text form shows them) and "total_bytes"."""
+    try:
+        plan = json.loads(text)["plan"]
+    except (ValueError, KeyError):
+        return {}
+    mib = lambda b: round(b / 2**20, 1)  # noqa: E731
+    out: dict[str, float] = {line["label"]: mib(line["bytes"]) for line in plan["lines"]}
+    out["total"] = mib(plan["total_bytes"])
+    out["total_bytes"] = plan["total_bytes"]
+    out["headroom"] = mib(plan["headroom_bytes"])
+    out["budget"] = mib(plan["budget_bytes"])
+    return out
 
 
 def wait_node(name: str, env: dict, timeout: float = 10) -> bool:
@@ -102,7 +98,7 @@ def run(size: str, res: str, seconds: int, buffers: int | None, bindir: Path, en
                 "--screen-node", name, "--app-audio", "app-sink", "--mic", "test-mic", "--res", res,
                 "--duration", str(seconds), "--stats-json", str(stats), "--quiet"] + (extra or [])
         # The plan for the same run, printed once the producer's node is up (bytes per line).
-        plan_out = subprocess.run(args + ["--print-memory-plan"], env=env, stdin=subprocess.DEVNULL,
+        plan_out = subprocess.run(args + ["--print-memory-plan=json"], env=env, stdin=subprocess.DEVNULL,
                                   capture_output=True, text=True, timeout=60)
         plan = parse_plan(plan_out.stdout)
         bc = subprocess.Popen(args, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -7,6 +7,11 @@
 //   bk-bench scaler   --src-res 2560x1440 --res 720p --frames 300
 //                     FrameConverter (striped ARGBStripeScaler + ARGBToI420, allocation-free) against
 //                     libyuv's whole-frame ARGBScale (bilinear) + ARGBToI420 on the same BGRx frame
+//   bk-bench x264-memory --res 1080p --preset veryfast [--lean] [--frames 90]
+//                     x264's resident memory for one configuration, against MemoryPlan's model:
+//                     growth across x264_encoder_open and the working set of the first encodes.
+//                     One configuration per process, so freed encoder pages do not hide the next
+//                     one's growth (scripts/bench's x264model section runs each in its own process).
 //
 // Each prints one JSON object on stdout. Timing is CPU time from getrusage, so a noisy machine
 // inflates wall time but not the per-frame CPU figures.
@@ -32,9 +37,10 @@ struct Args {
     var fps = 30
     var bitrate: Int?
     var audio = false
+    var lean = false
 
     init(_ a: [String]) {
-        guard let m = a.first else { die("mode required: floor | pipeline | sessions | scaler") }
+        guard let m = a.first else { die("mode required: floor | pipeline | sessions | scaler | x264-memory") }
         mode = m
         var i = 1
         func next() -> String { i += 1; guard i < a.count else { die("\(a[i - 1]) needs a value") }; return a[i] }
@@ -63,6 +69,7 @@ struct Args {
             case "--fps": fps = Int(next()) ?? 30
             case "--bitrate": bitrate = Int(next())
             case "--audio": audio = true
+            case "--lean": lean = true
             default: die("unknown option \(a[i])")
             }
             i += 1
@@ -270,6 +277,47 @@ case "sessions":
         + "\"rss_bytes\":\(rss),\"rss_before_bytes\":\(rss0),\"peak_rss_bytes\":\(ProcessMemory.peakResidentBytes()),"
         + "\"video_frames_sent\":\(sent),\"drops\":\(drops)}")
 
+case "x264-memory":
+    var s = args.settings
+    if args.lean { s.tuning = .lean }
+    let w = s.width, h = s.height
+    // Moving textured content: a noise image scrolled 3 px right and 2 px down per frame (a still
+    // picture would leave x264's motion search and its buffers idle).
+    let margin = 256, bw = w + margin, bh = h + margin
+    let base = UnsafeMutablePointer<UInt8>.allocate(capacity: bw * bh * 3 / 2)
+    var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+    for i in 0..<(bw * bh * 3 / 2) {
+        seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17
+        base[i] = UInt8(truncatingIfNeeded: seed)
+    }
+    let pool = FramePool(width: w, height: h, capacity: 1)
+    let pic = pool.frame(0)
+    func render(_ t: Int) {
+        let dx = (t * 3) % margin, dy = (t * 2) % margin
+        for y in 0..<h { memcpy(pic.y + y * pic.strideY, base + (y + dy) * bw + dx, w) }
+        let cw = w / 2, cbw = bw / 2
+        for (plane, dst) in [pic.u, pic.v].enumerated() {
+            let sp = base + bw * bh + plane * cbw * (bh / 2)
+            for y in 0..<(h / 2) { memcpy(dst + y * pic.strideUV, sp + (y + dy / 2) * cbw + dx / 2, cw) }
+        }
+    }
+    render(0)
+    let before = ProcessMemory.residentBytes()
+    let enc: X264Encoder
+    do { enc = try X264Encoder(settings: s) } catch { die("\(error)") }
+    let atOpen = ProcessMemory.residentBytes() - before
+    var bytes = 0
+    let frames = args.frames == 600 ? 90 : args.frames
+    for t in 0..<frames {
+        render(t)
+        _ = enc.encode(pic, timestampMs: Int64(t * 1000 / s.fps), forceKeyframe: false) { bytes += $0.data.count }
+    }
+    let working = ProcessMemory.peakResidentBytes() - before - atOpen
+    print("{\"mode\":\"x264-memory\",\"width\":\(w),\"height\":\(h),\"preset\":\"\(s.preset)\",\"lean\":\(args.lean),"
+        + "\"configuration\":\"\(EncoderLadder.label(s))\",\"frames\":\(frames),\"at_open_bytes\":\(atOpen),"
+        + "\"working_bytes\":\(working),\"working_bytes_per_pixel\":\(Double(working) / Double(w * h)),"
+        + "\"planned_working_bytes\":\(MemoryPlan.x264WorkingBytes(s)),\"kbps\":\(bytes * 8 * s.fps / frames / 1000)}")
+
 default:
-    die("unknown mode \(args.mode): floor | pipeline | sessions")
+    die("unknown mode \(args.mode): floor | pipeline | sessions | scaler | x264-memory")
 }

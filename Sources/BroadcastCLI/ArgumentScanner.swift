@@ -82,6 +82,13 @@ struct ArgumentScanner {
         return n
     }
 
+    /// The `=value` of an option whose value is optional (`--print-memory-plan=json`); nil for the
+    /// bare form, which never takes the next argument.
+    mutating func inlineValue() -> String? {
+        defer { pendingValue = nil }
+        return pendingValue
+    }
+
     /// Flags take no value; `--flag=x` is an error.
     mutating func flag() throws {
         if pendingValue != nil { throw UsageError("\(currentName) takes no value") }

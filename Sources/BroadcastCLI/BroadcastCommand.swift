@@ -37,7 +37,7 @@ public enum BroadcastCommand {
         let config = built.configuration
         let video = config.video
         let session = BroadcastSession(configuration: config)
-        if options.printMemoryPlan { return printMemoryPlan(session, video: video) }
+        if options.printMemoryPlan { return printMemoryPlan(session, video: video, json: options.memoryPlanJSON) }
 
         let control: ControlSocket?
         do { control = try options.controlPath.map { p throws(ConfigurationError) in try ControlSocket(path: p) } }
@@ -104,16 +104,27 @@ public enum BroadcastCommand {
     }
 
     /// `--print-memory-plan`: the plan for these settings on stdout; 0 if it fits, else 2.
-    private static func printMemoryPlan(_ session: BroadcastSession, video: VideoEncoderSettings) -> ExitCode {
+    /// `json`: one JSON object, the plan's data (`MemoryPlan.json`) inside the run's settings; the
+    /// text form renders the same plan.
+    private static func printMemoryPlan(_ session: BroadcastSession, video: VideoEncoderSettings, json: Bool) -> ExitCode {
         do {
             let plan = try session.prepare()
             let preset = session.effectiveVideoSettings?.preset ?? video.preset
+            let levers = plan.replaySeconds > 0 ? "lower --res, --video-bitrate or --replay-seconds, or raise --memory-budget"
+                                                : "lower --res or raise --memory-budget"
+            let verdict = plan.fits ? "fits" : "DOES NOT FIT, even with the lightest x264 preset: \(levers)"
+            if json {
+                print("{\"width\":\(video.width),\"height\":\(video.height),\"fps\":\(video.fps),"
+                      + "\"requested_preset\":\(jsonString(video.preset)),\"preset\":\(jsonString(preset)),"
+                      + "\"video_kbps\":\(video.bitrateKbps),"
+                      + "\"note\":\(session.downgradeNote.map(jsonString) ?? "null"),\"verdict\":\(jsonString(verdict)),"
+                      + "\"plan\":\(plan.json)}")
+                return plan.fits ? .success : .usage
+            }
             print("memory plan for \(video.width)x\(video.height)@\(video.fps) x264 \(preset), \(video.bitrateKbps) kbps:")
             if let note = session.downgradeNote { print(note) }
             print(plan.description)
-            let levers = plan.replaySeconds > 0 ? "lower --res, --video-bitrate or --replay-seconds, or raise --memory-budget"
-                                                : "lower --res or raise --memory-budget"
-            print(plan.fits ? "fits" : "DOES NOT FIT, even with the lightest x264 preset: \(levers)")
+            print(verdict)
             return plan.fits ? .success : .usage
         } catch {
             return fail(ExitCode(rawValue: error.exitCode) ?? .usage, error.description)

@@ -75,6 +75,8 @@ public struct CommandLineOptions: Sendable {
     public var memoryBudget: Int?
     /// `--print-memory-plan`.
     public var printMemoryPlan = false
+    /// `--print-memory-plan=json`: the plan as one JSON object (`MemoryPlan.json` plus the run's settings).
+    public var memoryPlanJSON = false
     /// `--quiet`.
     public var quiet = false
     /// `--help`.
@@ -181,7 +183,12 @@ public struct CommandLineOptions: Sendable {
             case "--check-heartbeat": o.checkHeartbeat = try s.value()
             case "--max-age": o.maxAge = try s.double(0.1...86_400)
             case "--memory-budget": o.memoryBudget = try s.bytes()
-            case "--print-memory-plan": try s.flag(); o.printMemoryPlan = true
+            case "--print-memory-plan":
+                switch s.inlineValue() {
+                case nil, "text": o.printMemoryPlan = true
+                case "json": o.printMemoryPlan = true; o.memoryPlanJSON = true
+                case let v?: throw UsageError("--print-memory-plan takes no value or =json, got '\(v)'")
+                }
             case "--preset":
                 let v = try s.value()
                 let allowed = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium"]

@@ -60,7 +60,8 @@ public struct ConfigurationBuilder {
         config.hasVideo = made.hasVideo
         config.hasAudio = made.hasAudio
         config.destinations = destinations
-        let budget = MemoryBudget.resolve(explicit: o.memoryBudget, cgroup: cgroupLimit)
+        let recordings = destinations.filter { if case .file = $0 { return true } else { return false } }.count
+        let budget = MemoryBudget.resolve(explicit: o.memoryBudget, cgroup: cgroupLimit, recordings: recordings)
         config.memoryBudgetBytes = budget.bytes
         config.memoryBudgetSource = budget.source
         config.tlsCAFile = o.caFile

@@ -10,7 +10,12 @@ enum OutputLine {
 
     static func write(_ fd: Int32, _ line: String, at offset: Int? = nil) -> Outcome {
         var text = line
-        return text.withUTF8 { b -> Outcome in
+        return text.withUTF8 { write(fd, bytes: UnsafeRawBufferPointer($0), at: offset) }
+    }
+
+    /// The same for a line already in memory (the stats line's buffer made once: no allocation).
+    static func write(_ fd: Int32, bytes b: UnsafeRawBufferPointer, at offset: Int? = nil) -> Outcome {
+        do {
             var done = 0
             while done < b.count {
                 let n = offset.map { pwrite(fd, b.baseAddress! + done, b.count - done, off_t($0 + done)) }

@@ -19,6 +19,9 @@ final class StatsReporter {
     private var previous: StatsSnapshot?
     private let startNs: Int64
     private var lastLineLength = 0
+    /// The JSON line and the status line, each built in storage made once.
+    private let jsonLine = ReportBuffer(capacity: 64 << 10)
+    private let status = ReportBuffer(capacity: 4 << 10)
 
     init(jsonPath: String?, statusLine: Bool) throws {
         self.statusLine = statusLine
@@ -48,8 +51,13 @@ final class StatsReporter {
     }
 
     private func writeJSON(_ line: String) {
+        var text = line
+        text.withUTF8 { writeJSON(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    private func writeJSON(bytes: UnsafeRawBufferPointer) {
         guard fd >= 0, let path else { return }
-        switch OutputLine.write(fd, line) {
+        switch OutputLine.write(fd, bytes: bytes) {
         case .written: break
         case .noRoom:
             droppedLines += 1
@@ -67,21 +75,41 @@ final class StatsReporter {
                             destinations: destinations, downtimeSeconds: downtimeSeconds)
         previous = s
         let t = r.timeSeconds, fps = r.fps, kbps = r.kbps, rss = r.rssBytes
-        writeJSON(r.json + "\n")
+        // Both lines are built in buffers made once: a report allocates nothing (tools/allocshim
+        // counts the whole process in test_memory.py). A line past the buffer falls back to Strings.
+        if fd >= 0 {
+            jsonLine.clear()
+            r.write(into: jsonLine)
+            jsonLine.append(byte: 10)
+            if jsonLine.overflowed {
+                writeJSON(r.json + "\n")
+            } else {
+                writeJSON(bytes: UnsafeRawBufferPointer(start: jsonLine.bytes.baseAddress, count: jsonLine.count))
+            }
+        }
         if statusLine {
+            let b = status
+            b.clear()
             let mm = Int(t) / 60, ss = Int(t) % 60
-            var line = "\r[\(mm < 10 ? "0" : "")\(mm):\(ss < 10 ? "0" : "")\(ss)] \(state) \(fixed(fps, 1)) fps "
-                + "\(Int(kbps)) kbps  drops \(s.totalDrops)  queue \(s.queueMs) ms  rss \(fixed(Double(rss) / 1048576, 1)) MB"
+            b.append("\r[")
+            if mm < 10 { b.append("0") }
+            b.append(mm); b.append(":")
+            if ss < 10 { b.append("0") }
+            b.append(ss); b.append("] "); b.append(state); b.append(" ")
+            b.append(fps, decimals: 1); b.append(" fps "); b.append(Int(kbps)); b.append(" kbps  drops ")
+            b.append(s.totalDrops); b.append("  queue "); b.append(s.queueMs); b.append(" ms  rss ")
+            b.append(Double(rss) / 1048576, decimals: 1); b.append(" MB")
             // With several destinations, each one's state, rate, queue and drops, in order (#1 is the primary).
             if destinations.count > 1 {
                 for (i, d) in destinations.enumerated() {
-                    line += "  #\(i + 1) \(d.state) \(Int(d.kbps))k q\(d.queueMs)ms d\(d.drops)"
+                    b.append("  #"); b.append(i + 1); b.append(" "); b.append(d.state); b.append(" ")
+                    b.append(Int(d.kbps)); b.append("k q"); b.append(d.queueMs); b.append("ms d"); b.append(d.drops)
                 }
             }
-            let pad = max(0, lastLineLength - line.count)
-            lastLineLength = line.count
-            line += String(repeating: " ", count: pad)
-            line.withUTF8 { b in _ = write(2, b.baseAddress, b.count) }
+            let length = b.count
+            b.pad(to: lastLineLength)
+            lastLineLength = length
+            _ = write(2, b.bytes.baseAddress, b.count)
         }
     }
 

@@ -63,7 +63,8 @@ public enum Usage {
       --check-heartbeat PATH only check PATH: exit 0 if fresh, else 1 (a liveness probe)
       --max-age S            with --check-heartbeat: how old PATH may be          (default 10)
       --memory-budget SIZE   hard memory budget: 50M, 512K, 1G, bytes      (default 50M)
-      --print-memory-plan    print the memory plan for these settings and exit
+      --print-memory-plan[=json]  print the memory plan for these settings and exit
+                             (=json: one JSON object, for tools)
       --quiet                no status line or notices
       --help, --version
 

@@ -16,7 +16,7 @@ import tempfile
 import unittest
 from pathlib import Path
 
-from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase, new_key, start_ingest
+from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase, clean_env, new_key, start_ingest
 
 BENCH_BIN = BROADCAST_BIN.parent / "bk-bench"
 SHIM_SRC = REPO_ROOT / "tools" / "allocshim" / "allocshim.c"
@@ -56,6 +56,54 @@ class AllocationTest(unittest.TestCase):
         # measured window too: those drops must not allocate either.
         self.assertGreater(r["drops"], 0, r)
         self.assertLessEqual(r["allocations_per_frame"], 0.05, r)
+
+
+class WholeProcessAllocationTest(BroadcastTestCase):
+    """Issue 23: the real CLI, pushing 720p to nginx-rtmp with --stats-json, the status line (stderr
+    is a terminal) and the housekeeper running, makes no heap allocation on any thread between
+    t = 5 s and t = 25 s. tools/allocshim counts every malloc/calloc/realloc/memalign of the whole
+    process in that window (BK_ALLOC_WINDOW) and prints the first ones' backtraces to stderr."""
+
+    def test_cli_steady_state_makes_no_heap_allocations(self):
+        import os
+        import pty
+        ingest = start_ingest()
+        self.addCleanup(ingest.stop)
+        shim = self.tmp / "allocshim.so"
+        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(SHIM_SRC)], check=True)
+        report = self.tmp / "alloc.txt"
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        env = clean_env({"STREAM_KEY": new_key(), "LD_PRELOAD": str(shim), "BK_ALLOC_WINDOW": "5000:25000",
+                         "BK_ALLOC_REPORT": str(report), "BK_ALLOC_BACKTRACES": "10"})
+        master, slave = pty.openpty()   # a terminal on stderr: the status line runs
+        proc = subprocess.Popen([str(BROADCAST_BIN), "--url", ingest.url, "--res", "720p", "--source", "test",
+                                 "--duration", "27", "--stats-json", str(stats)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave, env=env)
+        os.close(slave)
+        chunks = []
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:   # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        os.close(master)
+        rc = proc.wait(timeout=60)
+        err = b"".join(chunks).decode(errors="replace")
+        self._captured_texts.append(err)
+        self.assertEqual(rc, 0, err[-3000:])
+        self.assertRegex(err, r"\r\[00:2\d\] live [\d.]+ fps", "the status line did not run")
+        lines = [json.loads(line) for line in stats.read_text().splitlines()]
+        self.assertGreaterEqual(len([line for line in lines if 5 <= line["time_s"] < 25]), 18, "stats stopped")
+        self.assertGreater(lines[-1]["video_frames_sent"], 700, lines[-1])
+        counts = dict(line.split() for line in report.read_text().splitlines())
+        # The shim must be live (start-up allocates), or a zero below would prove nothing.
+        self.assertGreater(int(counts["total_allocations"]), 100, counts)
+        backtraces = "\n".join(line for line in err.splitlines() if "allocshim" in line or "broadcast(" in line)
+        self.assertEqual(int(counts["window_allocations"]), 0,
+                         f"heap allocations between t=5 s and 25 s; the first ones' backtraces:\n{backtraces[:6000]}")
 
 
 class BudgetTest(BroadcastTestCase):
@@ -149,16 +197,13 @@ class StalledTransportTest(BroadcastTestCase):
                                     "--reconnect-attempts", "0"], timeout=120)  # retry forever: the process must keep its bounds and keep reporting
             lines = [json.loads(l) for l in stats.read_text().splitlines()]
         live = [l for l in lines if l["state"] != "finished"]
-        # The sender may give up on the dead link (send timeout, then the one reconnect fails):
-        # then the exit is 4 and says so. If the stream stayed up to the end, the exit is 0.
-        # Either way the process must have kept its bounds while the link was stalled.
-        lost = any(l["state"] in ("reconnecting", "failed") for l in live[-3:])
-        if r.returncode == 4:
-            self.assertTrue(any(l["state"] in ("reconnecting", "failed") for l in live), "exit 4 without a lost link")
-            self.assertRegex(r.stderr, r"broadcast: .*(lost|failed|write|connect)", r.stderr)
-        else:
-            self.assertEqual(r.returncode, 0, r.stderr)
-            self.assertFalse(lost, f"exit 0 although the stream ended {live[-1]['state']}")
+        # One outcome (seen in every run): the sender gives the stalled link up, reconnects through
+        # the same stalled proxy for the rest of the run and never gets back, so the run ends lost:
+        # exit 4, saying so, while the process kept its bounds and kept reporting.
+        self.assertEqual(r.returncode, 4, r.stderr)
+        self.assertRegex(r.stderr, r"broadcast: .*(lost|failed|write|connect)", r.stderr)
+        self.assertTrue(any(l["state"] == "live" for l in live), "never went live")
+        self.assertEqual(live[-1]["state"], "reconnecting", [l["state"] for l in live])
         self.assertGreaterEqual(len(live), 30, "stats stopped coming while the link was stalled")
         cap = (2500 + 128) * 1000 // 8 * 4
         self.assertLessEqual(max(l["queue_bytes"] for l in lines), cap)

@@ -653,6 +653,22 @@ class Bench:
         finally:
             subprocess.run([str(REPO / "scripts/pipewire-down"), "--state", str(state)], capture_output=True)
 
+    def x264model(self) -> None:
+        # x264's working set per configuration and size, one bk-bench process each: the table
+        # MemoryPlan interpolates (tools/bench/x264model.py --write puts it in the library).
+        r = subprocess.run([sys.executable, str(REPO / "tools/bench/x264model.py"), "--bin-dir", str(self.a.bin_dir),
+                            "--runs", str(max(1, min(self.a.runs, 2)))], capture_output=True, text=True, timeout=3600)
+        self.results["x264model"] = last_json_line(r.stdout) or {"error": r.stderr[-300:]}
+
+    def memmatrix(self) -> None:
+        # The plan against VmHWM across 360p-1080p, test source and PipeWire, with and without a
+        # replay ring; and what a 50 MiB cgroup charges besides the process (tools/bench/memory_matrix.py).
+        secs = 8 if self.a.quick else 20
+        r = subprocess.run([sys.executable, str(REPO / "tools/bench/memory_matrix.py"), "--bin-dir", str(self.a.bin_dir),
+                            "--seconds", str(secs), "--work", str(self.work / "memmatrix")],
+                           capture_output=True, text=True, timeout=3600)
+        self.results["memmatrix"] = last_json_line(r.stdout) or {"error": r.stderr[-300:]}
+
     def destinations(self) -> None:
         # One encode to 1/2/4 nginx-rtmp destinations against ffmpeg's tee muxer on the same frames
         # (tools/bench/destinations.py: each destination its own nginx, moving testsrc2 + noise).
@@ -925,7 +941,7 @@ def main() -> int:
     ap.add_argument("--dest-counts", default="1,2,4", help="destinations section: destination counts to (re)run")
     ap.add_argument("--avsync-sequential", action="store_true",
                     help="run the A/V sync cases one after another instead of at once (a busy machine)")
-    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,embedding,capture,destinations,srt,replay,avsync,quality")
+    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,embedding,capture,destinations,srt,replay,avsync,quality,x264model,memmatrix")
     ap.add_argument("--replay-seconds", type=int, default=20,
                     help="replay ring length of the replay section (its pushes last 2 (N + 2) + 5 s)")
     ap.add_argument("--quick", action="store_true", help="smoke test: 1 run each, short real-time runs")
@@ -948,7 +964,8 @@ def main() -> int:
     sections = a.sections.split(",")
     b.ingest_start()
     try:
-        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "embedding", "capture", "destinations", "srt", "replay", "avsync", "quality"):
+        for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "embedding", "capture", "destinations",
+                  "srt", "replay", "avsync", "quality", "x264model", "memmatrix"):
             if s in sections:
                 log(f"section {s}")
                 t0 = time.time()

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The session's destinations, primary first: the fan-out point after the interleaver, and the
 /// one place a destination's failure becomes a session failure or a warning.
 ///
@@ -17,6 +19,7 @@ package final class DestinationSet: @unchecked Sendable {
         all = destinations
         self.requireAll = requireAll
         reported = Array(repeating: false, count: destinations.count)
+        statsStorage.withLock { $0.reserveCapacity(destinations.count) }
     }
 
     package var primary: Destination? { all.first }
@@ -65,8 +68,16 @@ package final class DestinationSet: @unchecked Sendable {
         return (lines, requireAll || (down.contains { isEssential($0) } && allEssentialDown))
     }
 
-    /// Each destination's stats line, primary first.
-    package var stats: [DestinationStats] { all.map(\.statsNow) }
+    /// Each destination's stats line, primary first, refreshed in storage made once (`map` built a
+    /// new array every report). When the previous result is no longer held, this allocates nothing.
+    package var stats: [DestinationStats] {
+        statsStorage.withLock { lines in
+            lines.removeAll(keepingCapacity: true)
+            for d in all { lines.append(d.statsNow) }
+            return lines
+        }
+    }
+    private let statsStorage = Mutex<[DestinationStats]>([])
 
     /// Destinations' display names (secrets redacted).
     package var names: [String] { all.map { $0.sink.displayName } }

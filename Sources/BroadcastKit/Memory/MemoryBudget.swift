@@ -1,9 +1,20 @@
 /// How many bytes the session may hold resident, and where that number came from.
 ///
-/// Without an explicit budget it is the smaller of 50 MB and the process's cgroup limit less
-/// headroom, as the Go and JVM runtimes size their heaps: in a container, the pod's limit is the
-/// contract. The headroom (10% of the limit, at least 4 MB) covers what the cgroup charges that
-/// VmHWM does not show: page cache of written files, kernel memory for sockets and page tables.
+/// Without an explicit budget it is the smaller of 50 MB and the process's cgroup limit less what
+/// the cgroup charges besides the pages the plan counts, as the Go and JVM runtimes size their
+/// heaps: in a container, the pod's limit is the contract.
+///
+/// What the cgroup charges besides our resident pages, measured (v1, 1080p test source and a
+/// 3840x2160 PipeWire desktop → 1080p, `scripts/bench --sections cgroup`, BENCHMARKS.md):
+/// - kernel memory (thread stacks, page tables, slab): `memory.kmem.max_usage_in_bytes` at most
+///   0.7 MB; `kernelReserveBytes` keeps 1 MB for it (v2 also charges socket buffers: the RTMP
+///   socket's SO_SNDBUF is 64 KB, doubled by the kernel);
+/// - dirty page cache of a recording: each file sink syncs and drops its pages every 4 MB
+///   (`recordingDirtyBytes` per recording), and dirty pages cannot be reclaimed before writeback;
+/// - clean page cache (the binary and libraries read from disk: up to 15 MB with a cold cache) is
+///   not reserved: the kernel reclaims it at the limit (a cold-cache 1080p run in 50 MiB hit the
+///   limit 1638 times, reclaimed, and was never OOM-killed). Pages that are mapped count as RSS,
+///   and the plan's baseline has them.
 public struct MemoryBudget: Sendable, Equatable, CustomStringConvertible {
     public var bytes: Int
     /// Where `bytes` came from, for the plan's budget line.
@@ -17,18 +28,34 @@ public struct MemoryBudget: Sendable, Equatable, CustomStringConvertible {
     /// The budget when nothing else is said: 50 MB.
     public static let defaultBytes = 50 << 20
 
-    /// What a cgroup limit leaves for the budget.
-    public static func headroom(forLimit limit: Int) -> Int { max(4 << 20, limit / 10) }
+    /// Kernel memory a cgroup charges for the process (stacks, page tables, slab), measured at
+    /// most 0.7 MB; see the type's notes.
+    public static let kernelReserveBytes = 1 << 20
+
+    /// Dirty page cache one recording may hold before its sink syncs and drops it
+    /// (`FLVFileSink.dropCacheInterval`, `MP4FragmentWriter.dropCacheInterval`).
+    public static let recordingDirtyBytes = 4 << 20
+
+    /// What a cgroup limit leaves for the budget: what the cgroup charges besides our pages.
+    public static func headroom(recordings: Int = 0) -> Int {
+        kernelReserveBytes + max(0, recordings) * recordingDirtyBytes
+    }
 
     /// `explicit` (from `--memory-budget` or the embedder) wins; otherwise the default, lowered
-    /// to the cgroup limit less headroom when that is smaller.
-    public static func resolve(explicit: Int?, cgroup: CgroupMemoryLimit? = CgroupMemoryLimit.current()) -> MemoryBudget {
+    /// to the cgroup limit less `headroom(recordings:)` when that is smaller. `recordings`: the
+    /// session's file destinations.
+    public static func resolve(explicit: Int?, cgroup: CgroupMemoryLimit? = CgroupMemoryLimit.current(),
+                               recordings: Int = 0) -> MemoryBudget {
         if let e = explicit { return MemoryBudget(bytes: e, source: "--memory-budget") }
         if let c = cgroup {
-            let usable = max(0, c.limitBytes - headroom(forLimit: c.limitBytes))
+            let reserve = headroom(recordings: recordings)
+            let usable = max(0, c.limitBytes - reserve)
             if usable < defaultBytes {
-                return MemoryBudget(bytes: usable, source: "cgroup v\(c.version) limit \(MemoryPlan.megabytes(c.limitBytes))"
-                                        + " (\(c.file)) less \(MemoryPlan.megabytes(headroom(forLimit: c.limitBytes))) headroom")
+                let mb = MemoryPlan.megabytes
+                var why = "kernel memory \(mb(kernelReserveBytes))"
+                if recordings > 0 { why += " + \(recordings) recording\(recordings == 1 ? "" : "s") x \(mb(recordingDirtyBytes)) dirty page cache" }
+                return MemoryBudget(bytes: usable, source: "cgroup v\(c.version) limit \(mb(c.limitBytes))"
+                                        + " (\(c.file)) less \(mb(reserve)) the cgroup charges besides our pages (\(why))")
             }
         }
         return MemoryBudget(bytes: defaultBytes, source: "default")

@@ -47,27 +47,9 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     /// x264 presets from heaviest to lightest. (The budget downgrade walks `EncoderLadder`.)
     public static let presetsByWeight = ["medium", "fast", "faster", "veryfast", "superfast", "ultrafast"]
 
-    /// Planned x264 memory beyond what it holds right after open: reference, current and
-    /// lowres frames plus analysis buffers, allocated on the first encodes. Bytes per output
-    /// pixel were calibrated on this build by `scripts/bench` (peak RSS minus the rest of the
-    /// plan, 480p to 1080p, 1 reference frame, zerolatency): see BENCHMARKS.md.
-    public static func x264WorkingBytes(_ v: VideoEncoderSettings) -> Int {
-        let perPixel: Double
-        switch v.preset {
-        case _ where v.subpelRefinement == 0:
-            // Full-pel only: no half-pel planes per reference. The lean tools (deblock, 8x8 DCT,
-            // intra partitions, AQ, CABAC) add about 0.4 B/px over plain ultrafast: measured in
-            // one process per configuration by X264MemoryCalibration, moving content, 720p
-            // +0.4 MB, 1080p +0.7 MB (veryfast-lean vs ultrafast, at open + working set).
-            perPixel = v.preset == "ultrafast" && v.tuning.isEmpty ? 10.5 : 10.9
-        case "superfast": perPixel = 17
-        case "veryfast": perPixel = 18.5
-        default: perPixel = 22
-        }
-        let refs = Double(max(1, v.referenceFrames) - 1) * 2.4   // one more decoded frame each
-        let threads = v.slicedThreads ? 0 : Double(max(0, v.threads - 1)) * 4
-        return Int(Double(v.width * v.height) * (perPixel + refs + threads))
-    }
+    /// Planned x264 memory beyond what it holds right after open: `X264MemoryModel`'s measured
+    /// table for this configuration and size.
+    public static func x264WorkingBytes(_ v: VideoEncoderSettings) -> Int { X264MemoryModel.workingBytes(v) }
 
     /// "12.3 MB".
     public static func megabytes(_ b: Int) -> String {
@@ -87,33 +69,44 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
 
     public var fits: Bool { budgetBytes <= 0 || totalBytes + headroomBytes <= budgetBytes }
 
-    public var description: String {
-        func mb(_ b: Int) -> String {
-            let tenths = (b * 10 + (1 << 19)) >> 20
-            return "\(tenths / 10).\(tenths % 10) MB"
-        }
-        var lines: [String] = []
-        if !encoderChoice.isEmpty {
-            lines.append("  x264 configuration                 \(encoderChoice)")
-        }
-        lines.append("  runtime baseline (measured)        \(mb(baselineBytes))")
-        lines.append("  x264 at open (measured)            \(mb(videoEncoderBytes))")
-        lines.append("  x264 working frames (planned)      \(mb(encoderWorkingBytes))")
-        lines.append("  audio encoder at open (measured)   \(mb(audioEncoderBytes))")
-        lines.append("  encoder input frame pool           \(mb(framePoolBytes))")
-        lines.append("  audio lanes + mixer                \(mb(audioBytes))")
-        lines.append("  interleaver staging                \(mb(stagingBytes))")
-        lines.append("  send queues (byte caps)            \(mb(queueBytes))")
+    /// One line of the plan: a stable key (the JSON name), the text label, and its bytes.
+    public struct Line: Sendable, Equatable {
+        public var key: String
+        public var label: String
+        public var bytes: Int
+    }
+
+    /// The plan's lines in order, each part that `totalBytes` adds up (headroom and total are not
+    /// lines: they are derived). The text and the JSON form are both rendered from these.
+    public var lines: [Line] {
+        var out = [
+            Line(key: "runtime_baseline", label: "runtime baseline (measured)", bytes: baselineBytes),
+            Line(key: "x264_at_open", label: "x264 at open (measured)", bytes: videoEncoderBytes),
+            Line(key: "x264_working", label: "x264 working frames (planned)", bytes: encoderWorkingBytes),
+            Line(key: "audio_encoder_at_open", label: "audio encoder at open (measured)", bytes: audioEncoderBytes),
+            Line(key: "frame_pool", label: "encoder input frame pool", bytes: framePoolBytes),
+            Line(key: "audio", label: "audio lanes + mixer", bytes: audioBytes),
+            Line(key: "interleaver_staging", label: "interleaver staging", bytes: stagingBytes),
+            Line(key: "send_queues", label: "send queues (byte caps)", bytes: queueBytes),
+            Line(key: "capture", label: "capture source buffers", bytes: captureBytes),
+        ]
         if transportBytes > 0 {
-            lines.append("  SRT buffers (libsrt + TS muxer)    \(mb(transportBytes))")
+            out.append(Line(key: "srt_buffers", label: "SRT buffers (libsrt + TS muxer)", bytes: transportBytes))
         }
-        lines.append("  capture source buffers             \(mb(captureBytes))")
         if replaySeconds > 0 {
-            let label = "replay ring (\(replaySeconds) s)".padding(toLength: 35)
-            lines.append("  \(label)\(mb(replayBytes))")
+            out.append(Line(key: "replay_ring", label: "replay ring (\(replaySeconds) s)", bytes: replayBytes))
         }
-        lines.append("  headroom kept free (4%)            \(mb(headroomBytes))")
-        var total = "  total                              \(mb(totalBytes)) of \(budgetBytes > 0 ? mb(budgetBytes) : "unlimited") budget"
+        return out
+    }
+
+    public var description: String {
+        let mb = MemoryPlan.megabytes
+        func row(_ label: String, _ value: String) -> String { "  " + label.padding(toLength: 35) + value }
+        var text: [String] = []
+        if !encoderChoice.isEmpty { text.append(row("x264 configuration", encoderChoice)) }
+        for line in lines { text.append(row(line.label, mb(line.bytes))) }
+        text.append(row("headroom kept free (4%)", mb(headroomBytes)))
+        var total = row("total", "\(mb(totalBytes)) of \(budgetBytes > 0 ? mb(budgetBytes) : "unlimited") budget")
         if budgetBytes > 0 {
             // The headroom is kept free on top of the total; say so, or a total just under the
             // budget followed by "DOES NOT FIT" reads as a contradiction.
@@ -122,13 +115,27 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
                 ? " (\(mb(needed)) with the headroom)"
                 : " (\(mb(needed)) with the headroom: over by \(mb(needed - budgetBytes)))"
         }
-        lines.append(total)
-        lines.append("  budget from                        \(budgetSource)")
+        text.append(total)
+        text.append(row("budget from", budgetSource))
         if let n = replayLongestFit, !fits {
-            lines.append(n > 0 ? "  replay: at most --replay-seconds \(n) fits this budget"
-                               : "  replay: no replay buffer fits this budget")
+            text.append(n > 0 ? "  replay: at most --replay-seconds \(n) fits this budget"
+                              : "  replay: no replay buffer fits this budget")
         }
-        return lines.joined(separator: "\n")
+        return text.joined(separator: "\n")
+    }
+
+    /// The plan as one JSON object (the data `description` renders): `lines` in order with their
+    /// keys, labels and bytes, then the derived figures. Byte counts are exact, not rounded.
+    public var json: String {
+        var out = "{\"budget_bytes\":\(budgetBytes),\"budget_source\":\(jsonString(budgetSource)),"
+            + "\"x264_configuration\":\(jsonString(encoderChoice)),\"lines\":["
+        for (i, line) in lines.enumerated() {
+            out += (i == 0 ? "" : ",") + "{\"key\":\"\(line.key)\",\"label\":\(jsonString(line.label)),\"bytes\":\(line.bytes)}"
+        }
+        out += "],\"total_bytes\":\(totalBytes),\"headroom_bytes\":\(headroomBytes),"
+            + "\"needed_bytes\":\(totalBytes + headroomBytes),\"fits\":\(fits),"
+            + "\"replay_seconds\":\(replaySeconds),\"replay_longest_fit\":\(replayLongestFit.map(String.init) ?? "null")}"
+        return out
     }
 }
 

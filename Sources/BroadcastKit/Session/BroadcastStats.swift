@@ -10,8 +10,8 @@ public struct StatsSnapshot: Sendable {
     public var videoBytesSent = 0
     public var audioBytesSent = 0
     public var bytesSent = 0
-    /// Drops indexed by `DropReason.allCases` order.
-    public var drops = [Int](repeating: 0, count: DropReason.allCases.count)
+    /// Drops per reason, in storage inline in the snapshot: counting a drop never allocates.
+    public var drops = DropCounts()
     public var queueBytes = 0
     public var queueMs = 0
     public var targetVideoKbps = 0
@@ -25,8 +25,35 @@ public struct StatsSnapshot: Sendable {
 
     public init() {}
 
-    public func drops(_ r: DropReason) -> Int { drops[r.index] }
-    public var totalDrops: Int { drops.reduce(0, +) }
+    public func drops(_ r: DropReason) -> Int { drops[r] }
+    public var totalDrops: Int { drops.total }
+}
+
+/// One counter per `DropReason`, stored inline (no array): a snapshot is copied every second while
+/// the lanes keep counting, and an array would be copied on the next count (a heap allocation on
+/// the capture thread exactly when the machine is short).
+public struct DropCounts: Sendable, Equatable {
+    /// Room for more reasons than there are; `DropReason.index` stays below it.
+    static let slots = 16
+    private var counts = InlineArray<16, Int>(repeating: 0)
+
+    public init() {}
+
+    public subscript(_ r: DropReason) -> Int {
+        get { counts[r.index] }
+        set { counts[r.index] = newValue }
+    }
+
+    public var total: Int {
+        var t = 0
+        for i in 0..<Self.slots { t += counts[i] }
+        return t
+    }
+
+    public static func == (a: DropCounts, b: DropCounts) -> Bool {
+        for i in 0..<slots where a.counts[i] != b.counts[i] { return false }
+        return true
+    }
 }
 
 extension DropReason {
@@ -52,7 +79,7 @@ public final class BroadcastStats: Sendable {
     public init() {}
 
     public func countDrop(_ reason: DropReason, _ n: Int = 1) {
-        state.withLock { $0.drops[reason.index] += n }
+        state.withLock { $0.drops[reason] += n }
     }
 
     func update(_ body: (inout StatsSnapshot) -> Void) {

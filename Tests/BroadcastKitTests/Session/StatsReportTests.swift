@@ -13,9 +13,9 @@ import Testing
         second.monotonicNs = 3_000_000_000
         second.videoFramesSent = 90
         second.bytesSent = 1_562_500
-        let a = StatsReport(first, previous: nil, startNs: 0, state: "live", latencyMs: nil, rssBytes: 1, peakRssBytes: 2)
+        let a = StatsReport(first, previous: nil, startNs: 0, state: "live", latencyMs: nil, memory: .init(residentBytes: 1, peakResidentBytes: 2))
         #expect(a.fps == 30 && a.kbps == 2500)
-        let b = StatsReport(second, previous: first, startNs: 0, state: "live", latencyMs: (12.34, 56.78), rssBytes: 1, peakRssBytes: 2)
+        let b = StatsReport(second, previous: first, startNs: 0, state: "live", latencyMs: (12.34, 56.78), memory: .init(residentBytes: 1, peakResidentBytes: 2))
         #expect(b.timeSeconds == 3 && b.fps == 30 && b.kbps == 5000)
         #expect(b.json.contains("\"time_s\":3.000,\"state\":\"live\""))
         #expect(b.json.contains("\"fps\":30.00,\"kbps\":5000.0"))
@@ -31,7 +31,7 @@ import Testing
                  DestinationStats(name: "/tmp/a \"b\".flv", kind: "file", state: "closed", kbps: 0, bytesSent: 10,
                                   queueBytes: 0, queueMs: 0, drops: 0, reconnects: 0, downtimeSeconds: 0)]
         let r = StatsReport(StatsSnapshot(), previous: nil, startNs: 0, state: "live", latencyMs: nil,
-                            destinations: d, downtimeSeconds: 2.26, rssBytes: 1, peakRssBytes: 2)
+                            destinations: d, downtimeSeconds: 2.26, memory: .init(residentBytes: 1, peakResidentBytes: 2))
         #expect(r.json.hasSuffix("\"downtime_s\":2.3,\"destinations\":["
             + "{\"name\":\"rtmp://h/live/****\",\"kind\":\"rtmp\",\"state\":\"live\",\"kbps\":2512.3,\"bytes_sent\":10,"
             + "\"queue_bytes\":20,\"queue_ms\":30,\"drops\":4,\"reconnects\":1,\"downtime_s\":2.3},"

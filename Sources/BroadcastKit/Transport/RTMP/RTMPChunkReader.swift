@@ -51,7 +51,11 @@ package struct RTMPChunkReader {
         var type: UInt8 = 0
         var messageStreamID: UInt32 = 0
         var extended = false
+        /// The message being reassembled; its storage is kept for the next message on this
+        /// stream (an acknowledgement every few seconds must not allocate).
         var partial: [UInt8] = []
+        /// Whether `partial` holds an unfinished message.
+        var inProgress = false
     }
 
     /// Payload bytes per incoming chunk (128 until the server's Set Chunk Size).
@@ -112,11 +116,13 @@ package struct RTMPChunkReader {
             csid = 64 + UInt32(input[at]) + UInt32(input[at + 1]) * 256; at += 2
         }
 
-        let known = streams[csid]
-        guard fmt == 0 || known != nil else { throw .missingHeader(chunkStreamID: csid) }
-        var state = known ?? StreamState()
+        guard fmt == 0 || streams[csid] != nil else { throw .missingHeader(chunkStreamID: csid) }
+        // Taken out of the dictionary while it is read, so its `partial` is uniquely held and
+        // reused in place; put back on every exit.
+        var state = streams.removeValue(forKey: csid) ?? StreamState()
+        defer { streams[csid] = state }
         // A new header while a message is unfinished: the server gave that message up.
-        let startsMessage = fmt != 3 || state.partial.isEmpty
+        let startsMessage = fmt != 3 || !state.inProgress
 
         // Message header (§5.3.1.2): 11, 7, 3 or 0 bytes, then maybe the extended timestamp.
         let headerSize = fmt == 0 ? 11 : fmt == 1 ? 7 : fmt == 2 ? 3 : 0
@@ -154,19 +160,17 @@ package struct RTMPChunkReader {
             }
             state.partial.removeAll(keepingCapacity: true)
             state.partial.reserveCapacity(state.length)
+            state.inProgress = true
         }
         state.partial.append(contentsOf: input[at..<at + piece])
         at += piece
         readIndex = at
 
-        guard state.partial.count >= state.length else {
-            streams[csid] = state
-            return .some(nil)
-        }
+        guard state.partial.count >= state.length else { return .some(nil) }
+        // The payload shares `partial`'s storage until the caller lets the message go.
         let message = RTMPMessage(type: state.type, messageStreamID: state.messageStreamID,
                                   timestamp: state.timestamp, payload: state.partial)
-        state.partial = []
-        streams[csid] = state
+        state.inProgress = false
         try applyControl(message)
         return .some(message)
     }
@@ -182,7 +186,7 @@ package struct RTMPChunkReader {
             chunkSize = Int(size)
         case RTMPMessageType.abort:
             guard message.payload.count >= 4 else { return }
-            streams[Self.be32(message.payload, 0)]?.partial = []
+            streams[Self.be32(message.payload, 0)]?.inProgress = false
         default:
             break
         }
