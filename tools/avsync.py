@@ -368,15 +368,34 @@ def summarize(pairs: list[tuple[float, float]]) -> dict:
     t = np.array([p[0] for p in pairs])
     off = np.array([(a - v) * 1000.0 for v, a in pairs])
     slope = 0.0
+    slope_se = None  # unknown with fewer than 3 pairs
     if len(pairs) >= 2 and np.ptp(t) > 0:
-        slope = float(np.polyfit(t, off, 1)[0]) * 3600.0  # ms per second -> ms per hour
+        coef = np.polyfit(t, off, 1)
+        slope = float(coef[0]) * 3600.0  # ms per second -> ms per hour
+        if len(pairs) >= 3:
+            # The slope's standard error: how finely this run can tell drift at all (a short run
+            # with jittered offsets resolves tens of ms/hour, a 10-minute clean one a few).
+            resid = off - np.polyval(coef, t)
+            sxx = float(((t - t.mean()) ** 2).sum())
+            slope_se = float(np.sqrt((resid ** 2).sum() / (len(pairs) - 2) / sxx)) * 3600.0
     return {
         "events": len(pairs),
         "mean_ms": float(off.mean()),
         "max_abs_ms": float(np.abs(off).max()),
         "stddev_ms": float(off.std()),
         "drift_ms_per_hour": slope,
+        "drift_stderr_ms_per_hour": slope_se,
     }
+
+
+def drift_exceeds(summary: dict, max_drift_ms_per_hour: float) -> bool:
+    """True when the run shows drift beyond the bound at three standard errors: |slope| - 3 SE >
+    bound. A run too short to resolve the bound cannot fail it, and cannot pass a gross drift
+    (300 ppm uncorrected is 1080 ms/hour)."""
+    se = summary.get("drift_stderr_ms_per_hour")
+    if se is None:
+        return False
+    return abs(summary["drift_ms_per_hour"]) - 3.0 * se > max_drift_ms_per_hour
 
 
 def plot(pairs, out_path: str, tolerance_ms: float, title: str) -> None:
@@ -431,6 +450,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="frame rate when the container does not tell (flash de-duplication)")
     ap.add_argument("--allow-gaps", action="store_true",
                     help="do not fail on audio continuity gaps")
+    ap.add_argument("--max-drift-ms-per-hour", type=float, metavar="D",
+                    help="fail when the offset's linear drift exceeds D ms/hour by more than three "
+                         "standard errors of the fit (the requirement is 5)")
     ap.add_argument("--expect-unpaired", type=int, default=0, metavar="N",
                     help="number of flashes without a beep plus beeps without a flash that "
                          "the recording is meant to have (default 0: any unpaired event fails)")
@@ -454,6 +476,10 @@ def main(argv: list[str] | None = None) -> int:
     elif s["max_abs_ms"] > args.tolerance_ms:
         reasons.append(f"max |offset| {s['max_abs_ms']:.1f} ms > tolerance "
                        f"{args.tolerance_ms:g} ms")
+    if (args.max_drift_ms_per_hour is not None and s["events"] >= 3
+            and drift_exceeds(s, args.max_drift_ms_per_hour)):
+        reasons.append(f"drift {s['drift_ms_per_hour']:+.1f} ± {s['drift_stderr_ms_per_hour']:.1f} ms/hour (1 SE) "
+                       f"exceeds {args.max_drift_ms_per_hour:g} ms/hour by more than 3 standard errors")
     lone_v, lone_a = result["unpaired"]["flashes"], result["unpaired"]["beeps"]
     n_unpaired = len(lone_v) + len(lone_a)
     result["unpaired_count"] = n_unpaired
@@ -493,7 +519,8 @@ def main(argv: list[str] | None = None) -> int:
               f"unpaired={n_unpaired} (expected {args.expect_unpaired})")
         if s["events"]:
             print(f"mean={s['mean_ms']:+.1f} ms max|offset|={s['max_abs_ms']:.1f} ms "
-                  f"stddev={s['stddev_ms']:.1f} ms drift={s['drift_ms_per_hour']:+.1f} ms/hour")
+                  f"stddev={s['stddev_ms']:.1f} ms drift={s['drift_ms_per_hour']:+.1f} "
+                  f"± {s['drift_stderr_ms_per_hour'] or 0:.1f} ms/hour")
         for st in result["streams"]:
             line = (f"{st['kind']}: packets={st['packets']} non_increasing={st['non_increasing']}"
                     f" negative={st['negative']}")

@@ -21,7 +21,7 @@ private func run(_ configure: (inout TestSourceSettings) -> Void, keepSamples: B
     return (source, sink, source.startTime ?? 0)
 }
 
-@Suite struct TestSourceTests {
+@Suite(.timeLimit(.minutes(2))) struct TestSourceTests {
     @Test func videoPTSAreEvenlySpacedFromStart() throws {
         let (_, sink, t0) = try run { $0.fps = 25; $0.appAudio = false; $0.micAudio = false }
         let video = sink.lane(.video)

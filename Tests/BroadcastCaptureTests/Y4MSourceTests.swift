@@ -51,7 +51,7 @@ private func expectError(_ result: Result<Void, CaptureError>, contains text: St
     #expect(!error.message.contains("\n"), sourceLocation: sourceLocation)
 }
 
-@Suite struct Y4MSourceTests {
+@Suite(.timeLimit(.minutes(2))) struct Y4MSourceTests {
     @Test func readsAllFramesOfARealFFmpegStream() throws {
         let bytes = try ffmpegY4M.get()
         let (source, sink, result) = try runY4M(bytes)
@@ -177,7 +177,7 @@ private func expectError(_ result: Result<Void, CaptureError>, contains text: St
     }
 }
 
-@Suite struct PCMSourceTests {
+@Suite(.timeLimit(.minutes(2))) struct PCMSourceTests {
     @Test func parsesFormats() throws {
         #expect(try PCMFormat(parsing: "s16le:48000:2") == PCMFormat(sampleFormat: .s16, sampleRate: 48_000, channels: 2))
         #expect(try PCMFormat(parsing: "f32le:44100:1") == PCMFormat(sampleFormat: .f32, sampleRate: 44_100, channels: 1))

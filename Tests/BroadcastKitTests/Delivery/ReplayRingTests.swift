@@ -3,7 +3,7 @@ import Testing
 
 /// The replay ring: whole-GOP eviction, clips that start on a keyframe with their audio, the
 /// pin a save holds, and no allocation per tag.
-@Suite struct ReplayRingTests {
+@Suite(.timeLimit(.minutes(5))) struct ReplayRingTests {
     /// 30 fps video with a keyframe every `gop` frames and 1024-sample AAC at 48 kHz, as FLV bodies.
     struct Feed {
         var videoBody = [UInt8](repeating: 0, count: 2000)

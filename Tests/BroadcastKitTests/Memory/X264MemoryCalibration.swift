@@ -10,7 +10,7 @@ import Testing
 /// configuration per process so freed encoder memory does not hide the next one's growth:
 ///
 ///     BK_X264_CALIBRATE=1080p:veryfast:lean swift test --filter X264MemoryCalibration
-@Suite(.serialized) struct X264MemoryCalibration {
+@Suite(.timeLimit(.minutes(5)), .serialized) struct X264MemoryCalibration {
     static let spec: String? = getenv("BK_X264_CALIBRATE").map { String(cString: $0) }
 
     @Test(.enabled(if: spec != nil)) func measure() throws {
