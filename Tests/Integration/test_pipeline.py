@@ -23,13 +23,13 @@ class PipelineTests(BroadcastTestCase):
         """Streams the test source; returns (key, result, frames sent by the stats' accounting)."""
         key = support.new_key()
         stats = self.track_file(self.tmp / f"stats-{support.secrets.token_hex(4)}.jsonl")
-        if "--stats-json" not in extra:
-            extra = [*extra, "--stats-json", str(stats)]
+        self.assertNotIn("--stats-json", extra, "the frame accounting reads its own stats file")
         r = self.run_broadcast(["--url", self.ingest.url, "--source", "test", "--res", "720p",
-                                "--duration", str(seconds), *extra],
+                                "--duration", str(seconds), *extra, "--stats-json", str(stats)],
                                env={"STREAM_KEY": key}, timeout=seconds + 60)
         self.assertEqual(r.returncode, 0, r.describe())
-        sent = self.assertVideoAccounted(stats, produced=seconds * 30) if stats.exists() else None
+        self.assertTrue(stats.exists(), f"no stats at {stats}: the frame count would go unchecked")
+        sent = self.assertVideoAccounted(stats, produced=seconds * 30)
         return key, r, sent
 
     def test_h264_aac_720p30_pyav_and_ffprobe(self):

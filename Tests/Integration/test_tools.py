@@ -18,10 +18,9 @@ import threading
 import time
 import unittest
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "tools"))
+from bktools import avsync
 
-import avsync  # noqa: E402
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 PY = sys.executable
 AVSYNC = [PY, os.path.join(REPO, "tools", "avsync.py")]

@@ -12,9 +12,14 @@ import re
 import sys
 from pathlib import Path
 
+from bktools import targets
+
 REPO = Path(__file__).resolve().parents[2]
-# Issue 12's A/V sync targets (max |A-V| ms): clean 5, impaired 20 (issue 4 allowed 20 and 35).
-AVSYNC_TARGET_MS = {"a": 5.0, "b": 20.0, "c": 20.0}
+# The A/V sync cases' targets (max |A-V| ms) from the one table (bktools.targets): a is clean,
+# b and c are impaired.
+AVSYNC_TARGET_MS = {"a": targets.sync_max_ms(impaired=False), "b": targets.sync_max_ms(impaired=True),
+                    "c": targets.sync_max_ms(impaired=True)}
+DRIFT_TARGET = targets.DRIFT_MAX_MS_PER_HOUR
 
 
 def avsync_tolerance(slug: str, case: dict) -> float:
@@ -280,13 +285,13 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
         s = (c.get("analysis") or {}).get("summary") or {}
         tol = avsync_tolerance(slug, c)   # and drift <= 5 ms/h for every case
         ok = (c.get("analysis") or {}).get("ok")
-        extra = " and drift ≤ 5 ms/hour" + ("" if slug == "a" else ", no negative/repeated timestamps, no audio gaps")
+        extra = f" and drift ≤ {DRIFT_TARGET:g} ms/hour" + ("" if slug == "a" else ", no negative/repeated timestamps, no audio gaps")
         reasons = "; ".join((c.get("analysis") or {}).get("reasons") or []).replace("|", "\\|")
         okd = ok
         if ok is not None and s.get("max_abs_ms") is not None and s["max_abs_ms"] > tol:
             okd = False
             reasons = (reasons + "; " if reasons else "") + f"max {s['max_abs_ms']:.1f} ms > {tol:g} ms"
-        if ok is not None and s.get("drift_ms_per_hour") is not None and abs(s["drift_ms_per_hour"]) > 5:
+        if ok is not None and s.get("drift_ms_per_hour") is not None and abs(s["drift_ms_per_hour"]) > DRIFT_TARGET:
             okd = False
             reasons = (reasons + "; " if reasons else "") + f"drift {s['drift_ms_per_hour']:.1f} ms/hour"
         w(f"| A/V sync ({slug}) {c['label']} (issues 4, 12) | max \\|A−V\\| ≤ {tol:g} ms{extra} | "
@@ -644,7 +649,7 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
             tol = avsync_tolerance(slug, c)
             if an.get("ok") and s.get("max_abs_ms") is not None and s["max_abs_ms"] > tol:
                 res = f"FAIL: max {s['max_abs_ms']:.1f} ms > {tol:g}"
-            if an.get("ok") and s.get("drift_ms_per_hour") is not None and abs(s["drift_ms_per_hour"]) > 5:
+            if an.get("ok") and s.get("drift_ms_per_hour") is not None and abs(s["drift_ms_per_hour"]) > DRIFT_TARGET:
                 res = f"FAIL: drift {s['drift_ms_per_hour']:.1f} ms/hour > 5"
             w(f"| ({slug}) {c['label']} | {s.get('events', 'n/a')} | {num(s.get('mean_ms'))} | {num(s.get('max_abs_ms'))} | "
               f"{num(s.get('stddev_ms'))} | {num(s.get('drift_ms_per_hour'))} | {v.get('non_increasing', 'n/a')} / {v.get('negative', 'n/a')} | "

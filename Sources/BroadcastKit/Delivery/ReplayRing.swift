@@ -151,10 +151,24 @@ package final class ReplayRing: @unchecked Sendable {
 
     private func entryTime(_ seq: Int64) -> Int64 { entries[Int(seq - frontSeq)].timestampMs }
 
+    /// AAC frames kept from an evicted GOP, just before the next sync point: a clip's pre-roll
+    /// (`beginClip(preRollAudio:)`), enough for vo-aacenc's 1600-sample delay. The next eviction
+    /// takes them with the GOP. Opus needs none (its pre-skip is in dOps).
+    package static let aacPreRollFrames = 2
+
     private func evictFrontGOP() {
         guard let _ = syncs.removeFirst() else { return }
         let stop = syncs.first ?? nextSeq
-        while frontSeq < stop, let e = entries.removeFirst() {
+        var keepFrom = stop
+        if syncs.first != nil && audioCodec == .aac {
+            var kept = 0
+            var seq = stop - 1
+            while seq >= frontSeq && kept < Self.aacPreRollFrames {
+                if !entries[Int(seq - frontSeq)].isVideo { kept += 1; keepFrom = seq }
+                seq -= 1
+            }
+        }
+        while frontSeq < keepFrom, let e = entries.removeFirst() {
             bytes.freeOldest(offset: e.offset, count: Int(e.length))
             frontSeq += 1
         }
