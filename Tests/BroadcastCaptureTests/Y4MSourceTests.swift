@@ -170,9 +170,10 @@ private func expectError(_ result: Result<Void, CaptureError>, contains text: St
         try source.start(into: RecordingSink())
         #expect(source.header?.width == 64)
         #expect(!source.waitUntilFinished(timeoutNanoseconds: 200_000_000))
-        let before = MediaTime.now()
         source.stop()
-        #expect(MediaTime.now() - before < 500_000_000)
+        // Interrupted, not waited out: finished the moment stop() returns (the suite's time limit
+        // turns a stop that never returns into a failure; how fast is a benchmark).
+        #expect(source.waitUntilFinished(timeoutNanoseconds: 0), "still reading after stop() returned")
         #expect(source.error == nil)
     }
 }
