@@ -862,8 +862,14 @@ def main() -> int:
             if s in sections:
                 log(f"section {s}")
                 t0 = time.time()
+                load0, started = sh("cat /proc/loadavg"), time.strftime("%Y-%m-%d %H:%M:%S")
                 getattr(b, s)()
                 b.results["meta"][f"section_{s}_s"] = time.time() - t0
+                # Each section's own commit and load, measured (BENCHMARKS.md prints them per section).
+                b.results.setdefault("section_meta", {})[s] = {
+                    "commit": sh("git -C " + str(REPO) + " rev-parse --short HEAD"), "started": started,
+                    "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "loadavg_start": load0,
+                    "loadavg_end": sh("cat /proc/loadavg"), "nproc": os.cpu_count()}
                 if partial:
                     b.results["section_runs"][s] = {"finished": time.strftime("%Y-%m-%d %H:%M:%S"),
                                                     "commit": sh("git -C " + str(REPO) + " rev-parse --short HEAD")}
