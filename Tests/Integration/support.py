@@ -164,14 +164,16 @@ class BroadcastTestCase(unittest.TestCase):
         return r
 
     def assertVideoAccounted(self, stats_path: Path, produced: int, tolerance: int = 3,
-                             max_drop_fraction: float = 0.25) -> int:
+                             max_drop_fraction: float = 0.05) -> int:
         """Every frame the source produced is either sent or a counted drop, and returns the
         number sent (what the recording must hold).
 
         Real time on a loaded 2-core machine means x264 may fall behind: the video lane then drops
         the newest frame and counts it (`encoder_busy`), by design. Speed is a benchmark; the test
         asserts the accounting (produced = accepted + counted drops, sent = encoded minus counted
-        congestion drops) and a loose bound on drops, so a stream that silently loses frames fails."""
+        congestion drops) and a bound on drops: 5%. Measured at 1ce35a8: 0 of 300 and 0 of 150 frames
+        dropped in 4 test_pipeline runs (load average about 11 on 2 cores: seven other builds running); the old
+        25% let a stream lose a quarter of its frames and pass."""
         import json as _json
         lines = [_json.loads(l) for l in Path(stats_path).read_text().splitlines() if l.strip()]
         self.assertTrue(lines, f"no stats in {stats_path}")
