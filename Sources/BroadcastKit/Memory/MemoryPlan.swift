@@ -79,8 +79,10 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
 
     /// Kept free below the budget for what the plan cannot see exactly (allocator slack, thread
     /// stacks, library growth): 4% of the budget.
-    /// scripts/soak mirrors this 1/25 when it sizes the replay soak's no-ring reference.
-    public var headroomBytes: Int { budgetBytes / 25 }
+    /// The plan prints the percentage ("headroom kept free (4%)"); tools/bktools/plan.py reads it from there.
+    public var headroomBytes: Int { budgetBytes / Self.headroomDivisor }
+    /// The headroom is 1/this of the budget.
+    package static let headroomDivisor = 25
 
     public var fits: Bool { budgetBytes <= 0 || totalBytes + headroomBytes <= budgetBytes }
 
@@ -106,7 +108,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
             let label = "replay ring (\(replaySeconds) s)".padding(toLength: 35)
             lines.append("  \(label)\(mb(replayBytes))")
         }
-        lines.append("  headroom kept free (4%)            \(mb(headroomBytes))")
+        lines.append("  headroom kept free (\(100 / Self.headroomDivisor)%)            \(mb(headroomBytes))")
         var total = "  total                              \(mb(totalBytes)) of \(budgetBytes > 0 ? mb(budgetBytes) : "unlimited") budget"
         if budgetBytes > 0 {
             // The headroom is kept free on top of the total; say so, or a total just under the
