@@ -172,7 +172,7 @@ class BroadcastTestCase(unittest.TestCase):
         the newest frame and counts it (`encoder_busy`), by design. Speed is a benchmark; the test
         asserts the accounting (produced = accepted + counted drops, sent = encoded minus counted
         congestion drops) and a bound on drops: 5%. Measured at 1ce35a8: 0 of 300 and 0 of 150 frames
-        dropped in 4 test_pipeline runs (load average about 11 on 2 cores: seven other builds running); the old
+        dropped in 4 test_pipeline runs (load average about 11 on 2 cores, other helpers building); the old
         25% let a stream lose a quarter of its frames and pass."""
         import json as _json
         lines = [_json.loads(l) for l in Path(stats_path).read_text().splitlines() if l.strip()]
