@@ -254,6 +254,13 @@ class TimestampCheckTests(unittest.TestCase):
         self.assertEqual(st.negative, 1)
         self.assertEqual(st.non_increasing, 2)
 
+    def test_leading_audio_pre_roll_is_not_a_negative_timestamp(self):
+        # An MP4 clip's AAC pre-roll sits before 0 by its edit list; a negative later is an error.
+        st = avsync.StreamTiming("audio")
+        for t in (-0.043, -0.021, 0.0, 0.021, -0.5):
+            st.observe(t)
+        self.assertEqual((st.pre_roll, st.negative), (2, 1))
+
     def test_pairing_uses_each_beep_once_within_window(self):
         pairs = avsync.pair_events([1.0, 2.0, 3.0], [1.02, 1.03, 3.7])
         self.assertEqual(pairs, [(1.0, 1.02)])

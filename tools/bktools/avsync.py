@@ -53,8 +53,9 @@ class StreamTiming:
     packets: int = 0
     non_increasing: int = 0
     negative: int = 0
-    # Packets ahead of presentation time 0 at the very start of the stream: an MP4 edit list's
-    # pre-roll (a replay clip's AAC frames before its first keyframe), never presented.
+    # Audio packets ahead of presentation time 0 at the very start of the stream: an MP4 edit
+    # list's pre-roll (a replay clip's AAC frames before its first keyframe), never presented.
+    # Video has none; a negative timestamp anywhere else is counted as negative.
     pre_roll: int = 0
     gaps: int = 0
     gap_total_ms: float = 0.0
@@ -63,7 +64,7 @@ class StreamTiming:
 
     def observe(self, t: float) -> None:
         self.packets += 1
-        if t < 0 and self.packets == self.pre_roll + 1:
+        if t < 0 and self.kind == "audio" and self.packets == self.pre_roll + 1:
             self.pre_roll += 1
         elif t < 0:
             self.negative += 1
