@@ -16,34 +16,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import secrets
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "Tests" / "Integration"))
-from support import new_key, start_ingest  # noqa: E402
+from bktools.ingest import start_ingest  # noqa: E402  (tools/ is on PYTHONPATH: scripts/lib/common.sh)
+from bktools.plan import parse_plan as _parse_plan  # noqa: E402
+from bktools.procmeasure import cpu_seconds, status_kb  # noqa: E402, F401
 
 
-def status_kb(pid: int) -> dict[str, int]:
-    out = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            k, _, v = line.partition(":")
-            if k in ("VmHWM", "VmRSS", "RssAnon", "RssFile", "RssShmem"):
-                out[k] = int(v.split()[0])
-    except (OSError, ValueError):
-        pass
-    return out
-
-
-def cpu_seconds(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
+def new_key() -> str:
+    """A random stream key for one measured run."""
+    return "sk_live_" + secrets.token_hex(12)
 
 
 def parse_plan(text: str) -> dict[str, float]:
@@ -161,7 +148,6 @@ def main() -> int:
     a = ap.parse_args()
     r = run(a.size, a.res, a.seconds, a.buffers, a.bin, dict(os.environ), a.workdir, a.extra.split())
     if a.analyse and Path(r["recording"]).exists():
-        sys.path.insert(0, str(ROOT / "tools"))
         import pw_capture_check
         rep = pw_capture_check.analyse(r["recording"], [1000.0, 660.0])
         r["video_frames"] = rep["video_frames"]

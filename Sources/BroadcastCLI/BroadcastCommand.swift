@@ -95,7 +95,13 @@ public enum BroadcastCommand {
                 return fail(error.kind == .denied ? .connect : .usage, error.message)
             }
         }
-        control?.start(session: session)
+        do {
+            try control?.start(session: session)
+        } catch {
+            built.sources.forEach { $0.stop() }
+            session.finish()
+            return fail(.streaming, "control socket: \(error)")
+        }
         // Start-up is over: the code it touched need not stay resident for the whole run.
         ProcessTuning.releaseStartupPages()
         return StreamLoop(session: session, sources: built.sources, reporter: reporter, heartbeat: heartbeat,

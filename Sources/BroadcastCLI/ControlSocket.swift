@@ -83,12 +83,12 @@ final class ControlSocket: @unchecked Sendable {
     }
 
     /// Starts serving `session`.
-    func start(session: BroadcastSession) {
+    func start(session: BroadcastSession) throws(WorkerThread.StartFailure) {
         self.session = session
         startNs = MediaTime.now()
         let t = WorkerThread(name: "bk-control")
+        try t.start { [self] in serve() }
         thread = t
-        t.start { [self] in serve() }
     }
 
     /// Stops the thread, closes every client and removes the socket file.

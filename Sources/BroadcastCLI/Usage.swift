@@ -1,7 +1,9 @@
+import BroadcastKit
+
 /// The `--help` text and `--version` line.
 public enum Usage {
     /// Printed by `--version`.
-    public static let version = "broadcast 0.1.0 (BroadcastKit; x264, vo-aacenc, libopus, libyuv; native RTMP)"
+    public static let version = "broadcast \(BuildVersion.description)"
 
     /// Printed by `--help`.
     public static let text = """

@@ -20,7 +20,7 @@ final class ConfigBox {
     var lastError: UnsafeMutablePointer<CChar>?
 
     init() {
-        configuration.encoderName = "BroadcastKit C ABI \(ABIInfo.versionNumber)"
+        configuration.encoderName = "BroadcastKit C ABI \(BuildVersion.number)"
         configuration.memoryBudgetSource = "default"
     }
 

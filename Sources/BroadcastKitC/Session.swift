@@ -87,7 +87,6 @@ public func _bkSessionFree(_ p: OpaquePointer?) {
     let box = Unmanaged<SessionBox>.fromOpaque(UnsafeRawPointer(p))
     let s = box.takeUnretainedValue().session
     if s.state == .running { s.finish() }
-    s.onEvent = nil
     box.release()
 }
 

@@ -5,12 +5,13 @@ import BroadcastKit
 import CBroadcastKitABI
 
 enum ABIInfo {
-    static let versionNumber = "0.1.0"
-    static let version: StaticString = "0.1.0 (BroadcastKit; x264, vo-aacenc, libopus, libyuv; native RTMP)"
+    /// `BuildVersion.description` as a C string that lives as long as the process (made once,
+    /// on the first call; a Swift global's initialiser runs exactly once, thread-safely).
+    nonisolated(unsafe) static let version: UnsafePointer<CChar> = UnsafePointer(strdup(BuildVersion.description)!)
 }
 
 @_cdecl("bk_version")
-public func _bkVersion() -> UnsafePointer<CChar> { staticCString(ABIInfo.version) }
+public func _bkVersion() -> UnsafePointer<CChar> { ABIInfo.version }
 
 @_cdecl("bk_abi_version")
 public func _bkABIVersion() -> Int32 { Int32(BK_ABI_VERSION) }

@@ -14,7 +14,7 @@ func usageError(_ args: [String]) -> String? {
     }
 }
 
-@Suite struct CommandLineOptionsTests {
+@Suite(.timeLimit(.minutes(2))) struct CommandLineOptionsTests {
     @Test func defaults() throws {
         let o = try CommandLineOptions.parse([])
         #expect(o.resolution == Resolution(width: 1280, height: 720))

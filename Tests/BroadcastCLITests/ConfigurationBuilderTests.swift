@@ -55,7 +55,7 @@ private func write(_ text: String, to path: String) {
     fclose(f)
 }
 
-@Suite struct ConfigurationBuilderTests {
+@Suite(.timeLimit(.minutes(2))) struct ConfigurationBuilderTests {
     @Test func defaultsStreamToTheLocalIngest() throws {
         let b = try built(builder(["STREAM_KEY": "envkey"]), [])
         #expect(rtmp(b.configuration)?.url == ConfigurationBuilder.defaultURL)

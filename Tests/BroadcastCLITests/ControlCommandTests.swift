@@ -2,7 +2,7 @@ import Testing
 @testable import BroadcastCLI
 
 /// The control socket's request lines: words or a flat JSON object; anything else an error.
-@Suite struct ControlCommandTests {
+@Suite(.timeLimit(.minutes(2))) struct ControlCommandTests {
     @Test func wordsAndJSONMeanTheSame() throws {
         #expect(try ControlCommand.parse("save-replay").get() == .saveReplay(seconds: nil, path: nil))
         #expect(try ControlCommand.parse("save-replay 20 /tmp/a.mp4").get() == .saveReplay(seconds: 20, path: "/tmp/a.mp4"))

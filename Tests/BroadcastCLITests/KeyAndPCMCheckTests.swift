@@ -7,7 +7,7 @@ import Testing
 @testable import BroadcastCLI
 
 /// Stream-key shape and `--pcm` pairing: refused as usage errors that never echo the key.
-@Suite struct KeyAndPCMCheckTests {
+@Suite(.timeLimit(.minutes(2))) struct KeyAndPCMCheckTests {
     private func failure(_ args: [String], env: [String: String] = [:]) throws -> ConfigurationError? {
         let b = ConfigurationBuilder(environment: env, makeSources: { _ in
             SourceFactory.Made(sources: [], hasVideo: true, hasAudio: true, note: nil)

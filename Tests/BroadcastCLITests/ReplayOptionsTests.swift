@@ -7,7 +7,7 @@ import Testing
 @testable import BroadcastCLI
 
 /// `--replay-seconds` and `--replay-dir`: parsing, checks, and what they set.
-@Suite struct ReplayOptionsTests {
+@Suite(.timeLimit(.minutes(2))) struct ReplayOptionsTests {
     private func build(_ args: [String]) throws -> Result<BuiltConfiguration, ConfigurationError> {
         let b = ConfigurationBuilder(environment: [:], makeSources: { _ in
             SourceFactory.Made(sources: [], hasVideo: true, hasAudio: true, note: nil)

@@ -13,7 +13,7 @@ private let goodSizes: [(String, Int)] = [
     ("0", 0), ("512B", 512), ("1T", 1_099_511_627_776),
 ]
 
-@Suite struct UnitValueTests {
+@Suite(.timeLimit(.minutes(2))) struct UnitValueTests {
     @Test(arguments: goodBitrates)
     func bitrates(text: String, kbps: Int) {
         #expect(UnitValue.kbps(text) == kbps)

@@ -3,7 +3,7 @@ import Testing
 @testable import BroadcastCapture
 
 /// Each source's `plannedResidentBytes` matches the buffer it will allocate, before it starts.
-@Suite struct PlannedResidentBytesTests {
+@Suite(.timeLimit(.minutes(2))) struct PlannedResidentBytesTests {
     @Test func testSourceCanvasByPixelFormat() throws {
         var s = TestSourceSettings()
         s.width = 640

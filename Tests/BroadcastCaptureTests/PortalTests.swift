@@ -69,7 +69,7 @@ final class FakePortal {
     }
 }
 
-@Suite("ScreenCast portal", .serialized)
+@Suite("ScreenCast portal", .serialized, .timeLimit(.minutes(5)))
 struct PortalTests {
     @Test("cursor mode: the requested one when offered, else the other, else none")
     func cursorChoice() {

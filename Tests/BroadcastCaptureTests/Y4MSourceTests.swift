@@ -53,7 +53,7 @@ private func expectError(_ result: Result<Void, CaptureError>, contains text: St
     #expect(!error.message.contains("\n"), sourceLocation: sourceLocation)
 }
 
-@Suite struct Y4MSourceTests {
+@Suite(.timeLimit(.minutes(2))) struct Y4MSourceTests {
     @Test func readsAllFramesOfARealFFmpegStream() throws {
         let bytes = try ffmpegY4M.get()
         let (source, sink, result) = try runY4M(bytes)
@@ -187,14 +187,15 @@ private func expectError(_ result: Result<Void, CaptureError>, contains text: St
         try source.start(into: RecordingSink())
         #expect(source.header?.width == 64)
         #expect(!source.waitUntilFinished(timeoutNanoseconds: 200_000_000))
-        let before = MediaTime.now()
         source.stop()
-        #expect(MediaTime.now() - before < 500_000_000)
+        // Interrupted, not waited out: finished the moment stop() returns (the suite's time limit
+        // turns a stop that never returns into a failure; how fast is a benchmark).
+        #expect(source.waitUntilFinished(timeoutNanoseconds: 0), "still reading after stop() returned")
         #expect(source.error == nil)
     }
 }
 
-@Suite struct PCMSourceTests {
+@Suite(.timeLimit(.minutes(2))) struct PCMSourceTests {
     @Test func parsesFormats() throws {
         #expect(try PCMFormat(parsing: "s16le:48000:2") == PCMFormat(sampleFormat: .s16, sampleRate: 48_000, channels: 2))
         #expect(try PCMFormat(parsing: "f32le:44100:1") == PCMFormat(sampleFormat: .f32, sampleRate: 44_100, channels: 1))

@@ -31,9 +31,8 @@ TOOLS_DIR = REPO_ROOT / "tools"
 INGEST_SCRIPT = REPO_ROOT / "scripts" / "ingest"
 BROADCAST_BIN = Path(os.environ.get("BROADCAST_BIN", REPO_ROOT / ".build" / "release" / "broadcast"))
 
-if str(TOOLS_DIR) not in sys.path:
-    sys.path.insert(0, str(TOOLS_DIR))
-import probe_recording  # noqa: E402  (tools/ is not a package)
+from bktools import probe as probe_recording  # tools/ is on PYTHONPATH (scripts/lib/common.sh)
+from bktools.ingest import Ingest, free_port, start_ingest  # noqa: F401  (the tests' ingest)
 
 # Variables that would change which key/URL the CLI uses; tests start from a clean slate.
 _CLI_ENV_VARS = ("STREAM_KEY", "BROADCAST_URL")
@@ -80,81 +79,11 @@ def assert_no_key_leak(testcase: unittest.TestCase, texts=(), files=()) -> None:
     testcase.assertEqual(leaks, [], "stream key must never be printed or logged")
 
 
-def free_port() -> int:
-    """A port on 127.0.0.1 that was free a moment ago (bind to 0 and release)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def clean_env(extra: dict | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in _CLI_ENV_VARS}
     if extra:
         env.update(extra)
     return env
-
-
-@dataclass
-class Ingest:
-    """A running nginx-rtmp ingest started through scripts/ingest."""
-
-    port: int
-    dir: Path
-    owns_dir: bool = True
-
-    @property
-    def rec_dir(self) -> Path:
-        return self.dir / "rec"
-
-    @property
-    def url(self) -> str:
-        return f"rtmp://127.0.0.1:{self.port}/live"
-
-    def recording(self, key: str) -> Path:
-        return self.rec_dir / f"{key}.flv"
-
-    def wait_recording(self, key: str, timeout: float = 5.0) -> Path:
-        """Wait until the recording exists and its size has stopped changing."""
-        path = self.recording(key)
-        deadline = time.monotonic() + timeout
-        last = -1
-        while time.monotonic() < deadline:
-            size = path.stat().st_size if path.exists() else -1
-            if size > 0 and size == last:
-                return path
-            last = size
-            time.sleep(0.3)
-        return path
-
-    def error_log(self) -> str:
-        p = self.dir / "error.log"
-        return p.read_text(errors="replace") if p.exists() else ""
-
-    def stop(self) -> None:
-        subprocess.run([str(INGEST_SCRIPT), "stop", "--dir", str(self.dir)],
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=30)
-
-    def cleanup(self) -> None:
-        self.stop()
-        if self.owns_dir and not os.environ.get("KEEP_TEST_DIRS"):
-            shutil.rmtree(self.dir, ignore_errors=True)
-
-
-def start_ingest(port: int | None = None, directory: str | Path | None = None) -> Ingest:
-    """Start a private ingest; retries on another free port if one was grabbed meanwhile."""
-    owns = directory is None
-    d = Path(directory) if directory else Path(tempfile.mkdtemp(prefix="bcast-ingest-"))
-    last_err = ""
-    for _ in range(3):
-        p = port or free_port()
-        r = subprocess.run([str(INGEST_SCRIPT), "start", "--port", str(p), "--dir", str(d)],
-                           capture_output=True, text=True, timeout=30)
-        if r.returncode == 0:
-            return Ingest(port=p, dir=d, owns_dir=owns)
-        last_err = r.stderr.strip()
-        if port:
-            break
-    raise RuntimeError(f"could not start ingest: {last_err}")
 
 
 @dataclass
@@ -235,14 +164,16 @@ class BroadcastTestCase(unittest.TestCase):
         return r
 
     def assertVideoAccounted(self, stats_path: Path, produced: int, tolerance: int = 3,
-                             max_drop_fraction: float = 0.25) -> int:
+                             max_drop_fraction: float = 0.05) -> int:
         """Every frame the source produced is either sent or a counted drop, and returns the
         number sent (what the recording must hold).
 
         Real time on a loaded 2-core machine means x264 may fall behind: the video lane then drops
         the newest frame and counts it (`encoder_busy`), by design. Speed is a benchmark; the test
         asserts the accounting (produced = accepted + counted drops, sent = encoded minus counted
-        congestion drops) and a loose bound on drops, so a stream that silently loses frames fails."""
+        congestion drops) and a bound on drops: 5%. Measured at 1ce35a8: 0 of 300 and 0 of 150 frames
+        dropped in 4 test_pipeline runs (load average about 11 on 2 cores, other helpers building); the old
+        25% let a stream lose a quarter of its frames and pass."""
         import json as _json
         lines = [_json.loads(l) for l in Path(stats_path).read_text().splitlines() if l.strip()]
         self.assertTrue(lines, f"no stats in {stats_path}")
@@ -254,7 +185,12 @@ class BroadcastTestCase(unittest.TestCase):
         congestion = d["congestion_p_frame"] + d["congestion_until_idr"] + d["queue_full"] + d["encoder_error"]
         self.assertLessEqual(abs(last["video_frames_encoded"] - congestion - last["video_frames_sent"]), tolerance,
                              f"encoded {last['video_frames_encoded']} - dropped {congestion} != sent: {last}")
-        self.assertLessEqual(d["encoder_busy"] + congestion, max_drop_fraction * produced,
+        dropped = d["encoder_busy"] + congestion
+        # Every run's drop fraction goes to out/drop-fractions.tsv: the bound below is set from it.
+        (REPO_ROOT / "out").mkdir(exist_ok=True)
+        with open(REPO_ROOT / "out" / "drop-fractions.tsv", "a") as f:
+            f.write(f"{self.id()}\t{produced}\t{d['encoder_busy']}\t{congestion}\t{dropped / max(1, produced):.4f}\n")
+        self.assertLessEqual(dropped, max_drop_fraction * produced,
                              f"more than {max_drop_fraction:.0%} of {produced} frames dropped: {last}")
         return last["video_frames_sent"]
 

@@ -227,11 +227,13 @@ class FlagEffectTests(BroadcastTestCase):
                                  env=support.clean_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 deadline = time.monotonic() + 30
-                while time.monotonic() < deadline:
+                encoding = False
+                while time.monotonic() < deadline and not encoding:
                     lines = [l for l in stats.read_text().splitlines() if l.strip()] if stats.exists() else []
-                    if lines and json.loads(lines[-1])["video_frames_encoded"] > 0:
-                        break
-                    time.sleep(0.2)
+                    encoding = bool(lines) and json.loads(lines[-1])["video_frames_encoded"] > 0
+                    if not encoding:
+                        time.sleep(0.2)
+                self.assertTrue(encoding, f"--x264-threads {n}: no frame encoded within 30 s")
                 comms = [Path(f"/proc/{p.pid}/task/{t}/comm").read_text().strip()
                          for t in os.listdir(f"/proc/{p.pid}/task")]
                 counts[n] = comms.count("broadcast") - 1  # less the main thread

@@ -132,7 +132,9 @@ class HostileServerTests(BroadcastTestCase):
         congestion = last["drops"]["congestion_p_frame"] + last["drops"]["congestion_until_idr"] + last["drops"]["queue_full"]
         lowered = min(l["target_video_kbps"] for l in stats)
         self.assertTrue(congestion > 0 or lowered < 1200, f"neither drops nor a lower bitrate: {last}")
-        for f in s.dir.glob("session-*.flv"):
+        recordings = sorted(s.dir.glob("session-*.flv"))
+        self.assertTrue(recordings, f"the slow-read server recorded nothing in {s.dir}")
+        for f in recordings:
             self.assertRecordingOK(f, expect_audio_codec="aac")
 
     def test_stale_session_is_named_then_the_stream_resumes(self):

@@ -42,7 +42,7 @@ class AllocationTest(unittest.TestCase):
         self.assertEqual((r["src_width"], r["src_height"]), (1024, 576), r)
         self.assertGreater(r["startup_allocations"], 100, r)
         self.assertGreaterEqual(r["frames_encoded"], 700, r)
-        self.assertLessEqual(r["allocations_per_frame"], 0.05, r)
+        self.assertEqual(r["allocations"], 0, r)  # DESIGN: a frame costs no heap allocation (measured 0 at 600 frames)
 
     def test_steady_state_makes_no_heap_allocations(self):
         out = self.pipeline()
@@ -55,7 +55,7 @@ class AllocationTest(unittest.TestCase):
         # The encoder was kept busy, so pool exhaustion (encoder_busy drops) happened in the
         # measured window too: those drops must not allocate either.
         self.assertGreater(r["drops"], 0, r)
-        self.assertLessEqual(r["allocations_per_frame"], 0.05, r)
+        self.assertEqual(r["allocations"], 0, r)  # DESIGN: a frame costs no heap allocation (measured 0 at 600 frames)
 
 
 class WholeProcessAllocationTest(BroadcastTestCase):

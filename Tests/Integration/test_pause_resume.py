@@ -19,6 +19,8 @@ import os
 import subprocess
 import sys
 import unittest
+
+from bktools import targets
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -28,6 +30,8 @@ from test_soak import flash_frames_not_sent  # noqa: E402
 
 LONG = not os.environ.get("SKIP_LONG_TESTS")
 PY = sys.executable
+SYNC_MAX_MS = targets.SYNC_IMPAIRED_MAX_MS
+DRIFT_MAX_MS_PER_HOUR = targets.DRIFT_MAX_MS_PER_HOUR
 GAP_AT = 10
 GAP_S = int(os.environ.get("BROADCAST_PAUSE_S", "30"))
 SECONDS = GAP_AT + GAP_S + 6
@@ -64,7 +68,7 @@ class PauseResumeTest(BroadcastTestCase):
         # The mixer keeps mixing silence out in real time through the pause: the audio
         # track is continuous.
         p = subprocess.run([PY, str(REPO_ROOT / "tools" / "avsync.py"), str(rec),
-                            "--tolerance-ms", "35", "--json"],
+                            "--tolerance-ms", str(SYNC_MAX_MS), "--max-drift-ms-per-hour", str(DRIFT_MAX_MS_PER_HOUR), "--json"],
                            capture_output=True, text=True, timeout=300)
         self.assertIn(p.returncode, (0, 1), p.stderr)
         result = json.loads(p.stdout)
@@ -86,8 +90,10 @@ class PauseResumeTest(BroadcastTestCase):
         first = [e for e in result["events"] if e["video_s"] > GAP_AT + 1][0]
         print(f"first flash after the resume: {first}", file=sys.stderr)
         self.assertAlmostEqual(first["video_s"], GAP_AT + GAP_S, delta=0.1)
-        self.assertLessEqual(abs(first["offset_ms"]), 35.0, first)
-        self.assertLessEqual(s["max_abs_ms"], 35.0, result["reasons"])
+        self.assertLessEqual(abs(first["offset_ms"]), SYNC_MAX_MS, first)
+        self.assertLessEqual(s["max_abs_ms"], SYNC_MAX_MS, result["reasons"])
+        # Drift (issue 12: 5 ms/hour), as far as this run resolves it (avsync: 3 standard errors).
+        self.assertEqual([x for x in result["reasons"] if x.startswith("drift")], [], s)
         for st in result["streams"]:
             self.assertEqual(st["non_increasing"], 0, st)
             self.assertEqual(st["negative"], 0, st)

@@ -5,6 +5,7 @@ import json
 import shutil
 import subprocess
 import unittest
+from pathlib import Path
 
 import support
 from support import BroadcastTestCase, probe_recording
@@ -22,14 +23,18 @@ class PipelineTests(BroadcastTestCase):
     def publish_test_source(self, seconds, extra=()):
         """Streams the test source; returns (key, result, frames sent by the stats' accounting)."""
         key = support.new_key()
-        stats = self.track_file(self.tmp / f"stats-{support.secrets.token_hex(4)}.jsonl")
-        if "--stats-json" not in extra:
-            extra = [*extra, "--stats-json", str(stats)]
+        extra = list(extra)
+        if "--stats-json" in extra:   # the caller's own stats file feeds the accounting too
+            stats = self.track_file(Path(extra[extra.index("--stats-json") + 1]))
+        else:
+            stats = self.track_file(self.tmp / f"stats-{support.secrets.token_hex(4)}.jsonl")
+            extra += ["--stats-json", str(stats)]
         r = self.run_broadcast(["--url", self.ingest.url, "--source", "test", "--res", "720p",
                                 "--duration", str(seconds), *extra],
                                env={"STREAM_KEY": key}, timeout=seconds + 60)
         self.assertEqual(r.returncode, 0, r.describe())
-        sent = self.assertVideoAccounted(stats, produced=seconds * 30) if stats.exists() else None
+        self.assertTrue(stats.exists(), f"no stats at {stats}: the frame count would go unchecked")
+        sent = self.assertVideoAccounted(stats, produced=seconds * 30)
         return key, r, sent
 
     def test_h264_aac_720p30_pyav_and_ffprobe(self):

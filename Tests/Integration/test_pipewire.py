@@ -128,6 +128,8 @@ class PipeWireCaptureTest(BroadcastTestCase):
         self.assertEqual(report["phases"], [0, 1, 2], "all three producer sizes must reach the output")
         self.assertEqual(report["out_of_order"], 0)
         self.assertGreater(report["video_frames"], 250)
+        self.assertEqual(sorted(map(int, report["square_aspect_by_phase"])), [0, 1, 2],
+                         f"the square's aspect was not measured in every phase: {report['square_aspect_by_phase']}")
         for phase, aspect in report["square_aspect_by_phase"].items():
             self.assertAlmostEqual(aspect, 1.0, delta=0.08, msg=f"phase {phase} distorted: square aspect {aspect}")
 

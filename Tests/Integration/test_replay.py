@@ -4,7 +4,8 @@ ffprobe and tools/avsync.py (never by our own MP4 parser).
 - test_clip_on_sigusr1_while_streaming: 720p test source (static pattern, flash + beep every
   second) with --replay-seconds 30 for 60 s, published to nginx; SIGUSR1 at 44 s and
   `save-replay` on the control socket at 52 s. Each clip decodes with no error, lasts 30 s + at
-  most one GOP, starts on a keyframe, and its A/V sync is within 35 ms; nginx's recording has
+  most one GOP, starts on a keyframe, and its A/V sync is within 35 ms, the first flash (the
+  clip's first frame) included: its beep starts with the clip (within 5 ms); nginx's recording has
   no video or audio gap around either save.
 - test_control_socket: mode 0600; stats (the --stats-json object), keyframe, set-bitrate,
   subscribe (a saved clip is an event), errors for garbage, an unknown command, a bad bitrate
@@ -47,6 +48,8 @@ import unittest
 from pathlib import Path
 
 import av
+
+from bktools import avsync as avsync_tool
 
 import support
 from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase
@@ -171,6 +174,17 @@ class ReplayTests(BroadcastTestCase):
         lone = [b for b in r["unpaired"]["beeps"] if b >= 0.1]
         self.assertEqual(flash_frames_not_sent(clip, lone), lone, r["reasons"])
         self.assertGreaterEqual(s["events"] + len(r["unpaired"]["beeps"]), int(seconds) - 1)
+        # The clip's first frame is a flash (a keyframe on a whole second), which neither detector
+        # can time (no frame, no audio before it): its beep must sound from the clip's first
+        # sample, at full level, not an edit list's worth of priming later (AAC clips carry
+        # pre-roll frames and an edit that skips exactly them). Opus clips have no edit list.
+        if audio == "aac":
+            first_level, later_level, ratio = avsync_tool.start_beep_ratio(str(clip))
+            print(f"{clip.name}: first-beep level {first_level:.3f} in its first 10 ms, {later_level:.3f} 20 ms on",
+                  file=sys.stderr)
+            self.assertGreater(later_level, 0.1, f"{clip.name}: no beep 30 ms into the clip (its first flash)")
+            self.assertGreaterEqual(ratio, 0.8, f"{clip.name}: the first flash's beep starts late "
+                                                f"(1 kHz level {first_level:.3f} in the first 10 ms vs {later_level:.3f})")
         gaps = [x for x in r["streams"] if x.get("kind") == "audio"]
         self.assertTrue(all(g.get("gaps", 0) == 0 for g in gaps), r["streams"])
 

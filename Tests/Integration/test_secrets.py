@@ -20,7 +20,6 @@ from support import BroadcastTestCase
 from test_robustness import LiveProcess, NotifyIngest
 
 # Shape of every key support.new_key() makes, whichever test or run made it.
-KEY_PATTERN = re.compile(rb"sk_live_[0-9a-f]{24}")
 
 
 class SecretTests(BroadcastTestCase):

@@ -28,6 +28,8 @@ import re
 import subprocess
 import sys
 import unittest
+
+from bktools import targets
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -54,6 +56,8 @@ def flash_frames_not_sent(rec: Path, beeps: list[float], fps: float = 30.0) -> l
             missing.append(b)
     return missing
 PY = sys.executable
+SYNC_MAX_MS = targets.SYNC_IMPAIRED_MAX_MS
+DRIFT_MAX_MS_PER_HOUR = targets.DRIFT_MAX_MS_PER_HOUR
 
 VIDEO_KBPS = 2500
 REPLAY_SECONDS = 60
@@ -316,7 +320,7 @@ class AVSyncImpairedTest(BroadcastTestCase):
         self.assertTrue(rec.exists() and rec.stat().st_size > 0, "no nginx recording")
         plot = self.tmp / f"avsync-{codec}.png"
         p = subprocess.run([PY, str(REPO_ROOT / "tools" / "avsync.py"), str(rec),
-                            "--tolerance-ms", "35", "--json", "--plot", str(plot)],
+                            "--tolerance-ms", str(SYNC_MAX_MS), "--max-drift-ms-per-hour", str(DRIFT_MAX_MS_PER_HOUR), "--json", "--plot", str(plot)],
                            capture_output=True, text=True, timeout=300)
         self.assertIn(p.returncode, (0, 1), p.stderr)
         result = json.loads(p.stdout)
@@ -339,7 +343,9 @@ class AVSyncImpairedTest(BroadcastTestCase):
         resumed = [e for e in result["events"] if 62.9 <= e["video_s"] <= 63.2]
         self.assertEqual(len(resumed), 1, result["reasons"])
         print(f"first flash after the gap: {resumed[0]}", file=sys.stderr)
-        self.assertLessEqual(s["max_abs_ms"], 35.0, result["reasons"])
+        self.assertLessEqual(s["max_abs_ms"], SYNC_MAX_MS, result["reasons"])
+        # Drift (issue 12: 5 ms/hour), as far as this run resolves it (avsync: 3 standard errors).
+        self.assertEqual([x for x in result["reasons"] if x.startswith("drift")], [], s)
         for st in result["streams"]:
             self.assertEqual(st["non_increasing"], 0, st)
             self.assertEqual(st["negative"], 0, st)

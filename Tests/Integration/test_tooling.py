@@ -1,8 +1,12 @@
 """The verification tooling itself, with ffmpeg (not our code) as the publisher: the ingest
 fixture records what is pushed, and probe_recording accepts a good file and rejects bad ones."""
 
+import ctypes
+import json
+import re
 import shutil
 import subprocess
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -74,6 +78,99 @@ class ToolingTests(unittest.TestCase):
     def test_key_leak_check_catches_leak(self):
         self.assertNotEqual(support.find_key_leaks(texts=[f"url=rtmp://x/live/{self.key}"]), [])
         self.assertEqual(support.find_key_leaks(texts=["nothing secret here"]), [])
+
+
+class CIMachineryTests(unittest.TestCase):
+    """The checks scripts/test relies on, each against an input that must fail it (issue 25)."""
+
+    REPO = support.REPO_ROOT
+
+    def test_version_is_stated_once(self):
+        # BuildVersion.swift is the one place; every other statement of the number must match it.
+        r = subprocess.run([str(support.BROADCAST_BIN), "--version"], capture_output=True, text=True, timeout=10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        number = re.search(r"broadcast (\d+\.\d+\.\d+) \(", r.stdout).group(1)
+        swift = (self.REPO / "Sources/BroadcastKit/Support/BuildVersion.swift").read_text()
+        self.assertIn(f'number = "{number}"', swift)
+        lib = ctypes.CDLL(str(support.BROADCAST_BIN.parent / "libbroadcastkit.so"))
+        lib.bk_version.restype = ctypes.c_char_p
+        self.assertEqual(lib.bk_version().decode(), r.stdout.strip().removeprefix("broadcast "))
+        stated = {
+            "bindings/python/pyproject.toml": r'^version = "([^"]+)"',
+            "bindings/python/broadcastkit/__init__.py": r'^__version__ = "([^"]+)"',
+            "gst/broadcastsink/gstbroadcastsink.c": r'^#define PACKAGE_VERSION "([^"]+)"',
+            "Sources/CBroadcastKitABI/include/broadcastkit.h": r'^/\*\* "(\d+\.\d+\.\d+) \(',
+        }
+        for path, pattern in stated.items():
+            m = re.search(pattern, (self.REPO / path).read_text(), re.M)
+            self.assertIsNotNone(m, f"{path}: no version found")
+            self.assertEqual(m.group(1), number, f"{path} states {m.group(1)}, BuildVersion says {number}")
+
+    def test_key_scan_covers_every_key_the_suites_use(self):
+        script = (self.REPO / "scripts/test").read_text()
+        pattern = re.compile(re.search(r"^KEY_LEAK_PATTERN='([^']+)'", script, re.M).group(1))
+        texts = "".join(p.read_text() for p in (self.REPO / "Tests/Integration").glob("*.py"))
+        prefixes = set(re.findall(r'new_key\("([^"]+)"\)', texts)) | {"sk_live_"}
+        self.assertIn("sk_tool_", prefixes)
+        for prefix in prefixes:
+            key = prefix + "0123456789abcdef01234567"
+            self.assertTrue(pattern.search(f"x {key} y"), f"scripts/test's key scan misses {prefix} keys")
+        # Literal keys built in the tests ("sk_live_" + 16 hex digits and more).
+        for literal in re.findall(r'"(sk_[a-z]+_)" \+ "([0-9a-f]+)" \* (\d+)', texts):
+            key = literal[0] + literal[1] * int(literal[2])
+            self.assertTrue(pattern.search(key), f"scripts/test's key scan misses the literal key {key[:12]}...")
+        self.assertIsNone(pattern.search("sk_live_**** and a keyframe"), "the scan must not fire on a redacted key")
+
+    def test_results_count_from_the_event_stream(self):
+        events = [
+            {"kind": "test", "payload": {"id": "S", "kind": "suite", "name": "S"}},
+            {"kind": "test", "payload": {"id": "S/a()", "kind": "function", "name": "a()"}},
+            {"kind": "test", "payload": {"id": "S/b()", "kind": "function", "name": "b()"}},
+            {"kind": "test", "payload": {"id": "S/c()", "kind": "function", "name": "c()"}},
+            {"kind": "test", "payload": {"id": "S/d()", "kind": "function", "name": "d()"}},
+            {"kind": "event", "payload": {"kind": "runStarted"}},
+            {"kind": "event", "payload": {"kind": "testStarted", "testID": "S"}},
+            {"kind": "event", "payload": {"kind": "testStarted", "testID": "S/a()"}},
+            {"kind": "event", "payload": {"kind": "testEnded", "testID": "S/a()"}},
+            {"kind": "event", "payload": {"kind": "testStarted", "testID": "S/b()"}},
+            {"kind": "event", "payload": {"kind": "issueRecorded", "testID": "S/b()", "issue": {"isKnown": False}}},
+            {"kind": "event", "payload": {"kind": "testEnded", "testID": "S/b()"}},
+            {"kind": "event", "payload": {"kind": "testSkipped", "testID": "S/c()",
+                                          "messages": [{"text": "needs tools/allocshim preloaded"}]}},
+            {"kind": "event", "payload": {"kind": "testStarted", "testID": "S/d()"}},   # hung: never ends
+        ]
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "events.jsonl"
+            path.write_text("".join(json.dumps(e) + "\n" for e in events) + '{"kind": "ev')  # cut short
+            skips = Path(tmp) / "skips"
+            r = subprocess.run(["python3", str(self.REPO / "scripts/lib/test_results.py"), "swift", str(path),
+                                "--skips", str(skips), "--running"], capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(r.stdout.split(), ["1", "2", "1"], "a passed; b failed, d never ended; c skipped")
+            self.assertIn("still running when stopped: d()", r.stderr)
+            # The skip goes through the allow-list: allowed under a sanitizer only.
+            for scope, rc in (("sanitize", 0), ("plain", 1)):
+                c = subprocess.run(["bash", "-c", f'REPO_ROOT="{self.REPO}"; source "$REPO_ROOT/scripts/lib/skips.sh"; '
+                                    f'check_skips t "{skips}" {scope}'], capture_output=True, text=True, timeout=30)
+                self.assertEqual(c.returncode, rc, f"{scope}: {c.stdout}")
+            # Fewer tests than the committed minimum fail the count.
+            r = subprocess.run(["python3", str(self.REPO / "scripts/lib/test_results.py"), "swift", str(path),
+                                "--minimum", "unit"], capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("fewer than the committed minimum", r.stderr)
+
+    def test_time_limit_lint_finds_an_unlimited_test(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            (Path(tmp) / "A.swift").write_text(
+                "@Suite(.timeLimit(.minutes(1))) struct Limited {\n    @Test func ok() {}\n}\n"
+                "struct Unlimited {\n    @Test func hangs() {}\n}\n"
+                "@Test(.timeLimit(.minutes(1))) func free() {}\n@Test func freeHangs() {}\n")
+            r = subprocess.run(["python3", str(self.REPO / "scripts/lib/time_limits.py"), tmp],
+                               capture_output=True, text=True, timeout=30)
+            self.assertEqual(r.returncode, 1)
+            self.assertEqual(len(r.stdout.splitlines()), 2, r.stdout)
+            self.assertIn("hangs()", r.stdout)
+            self.assertIn("freeHangs()", r.stdout)
 
 
 if __name__ == "__main__":

@@ -16,12 +16,12 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 import unittest
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(REPO, "tools"))
+from bktools import avsync
 
-import avsync  # noqa: E402
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 PY = sys.executable
 AVSYNC = [PY, os.path.join(REPO, "tools", "avsync.py")]
@@ -253,6 +253,13 @@ class TimestampCheckTests(unittest.TestCase):
             st.observe(t)
         self.assertEqual(st.negative, 1)
         self.assertEqual(st.non_increasing, 2)
+
+    def test_leading_audio_pre_roll_is_not_a_negative_timestamp(self):
+        # An MP4 clip's AAC pre-roll sits before 0 by its edit list; a negative later is an error.
+        st = avsync.StreamTiming("audio")
+        for t in (-0.043, -0.021, 0.0, 0.021, -0.5):
+            st.observe(t)
+        self.assertEqual((st.pre_roll, st.negative), (2, 1))
 
     def test_pairing_uses_each_beep_once_within_window(self):
         pairs = avsync.pair_events([1.0, 2.0, 3.0], [1.02, 1.03, 3.7])
@@ -513,6 +520,58 @@ class SoakPlotTests(unittest.TestCase):
         rc, _, out = self.judge(_soak_dir(self.tmp, self.flat(), exit_code=4))
         self.assertEqual(rc, 1, out)
         self.assertIn("exited with status 4", out)
+
+
+
+class ToolkitTests(unittest.TestCase):
+    """tools/bktools, the one measurement package (issue 25)."""
+
+    def test_run_measured_reads_the_pipes_while_it_waits(self):
+        # A child that writes more than a pipe holds (64 KiB) to both pipes: the old run.py
+        # helper waited without reading them, so the child blocked until the timeout killed it.
+        from bktools.procmeasure import run_measured
+        code = "import sys; sys.stderr.write('e' * 1000000); sys.stdout.write('o' * 1000000)"
+        t0 = time.monotonic()
+        r = run_measured([sys.executable, "-c", code], timeout=60)
+        self.assertEqual(r["rc"], 0, r["stderr"][-200:])
+        self.assertEqual(len(r["stdout"]), 1000000)
+        self.assertLess(time.monotonic() - t0, 60, "the child was killed by the timeout")
+        self.assertGreater(r["maxrss_bytes"], 1 << 20)   # the child's VmHWM, from /usr/bin/time
+        self.assertGreater(r["cpu_s"], 0)
+
+    def test_one_plan_reader_reads_the_cli(self):
+        from bktools import plan as memplan
+        bin_ = Path(REPO) / ".build" / "release" / "broadcast"
+        p = memplan.read_plan(bin_, ["--res", "720p", "--source", "test", "--replay-seconds", "30",
+                                     "--no-publish"])
+        self.assertTrue(p.fits, p.text)
+        self.assertIsNotNone(p.x264, p.text)
+        self.assertIsNotNone(p.ring_mb, p.text)
+        self.assertEqual(p.headroom_fraction, 0.04, p.text)
+        self.assertEqual(p.budget_mb, 50.0, p.text)
+        # The lines add up to the total (each rounded to 0.1 MB), the headroom line excluded.
+        body = sum(v for k, v in p.lines.items() if not k.startswith("headroom"))
+        self.assertAlmostEqual(body, p.total_mb, delta=0.05 * len(p.lines))
+        # The soak's reference budget leaves the same room without the ring: budget - ring / (1 - 4%).
+        budget = 50 << 20
+        ref = memplan.reference_budget_bytes(p, budget)
+        self.assertAlmostEqual((budget - ref) / (1 << 20), p.ring_mb / 0.96, delta=0.01)
+
+    def test_targets_are_the_requirements(self):
+        from bktools import targets
+        self.assertEqual((targets.SYNC_CLEAN_MAX_MS, targets.SYNC_IMPAIRED_MAX_MS, targets.DRIFT_MAX_MS_PER_HOUR),
+                         (5.0, 20.0, 5.0))
+
+    def test_drift_check_resolves_what_the_run_can(self):
+        # 10 minutes of pairs drifting 60 ms/hour with 1 ms jitter: caught; the same jitter with
+        # no drift: passes; 2 pairs: cannot judge.
+        import random
+        rnd = random.Random(7)
+        drifting = [(t, t + (60.0 * t / 3600.0 + rnd.uniform(-1, 1)) / 1000.0) for t in range(1, 600)]
+        steady = [(t, t + rnd.uniform(-1, 1) / 1000.0) for t in range(1, 600)]
+        self.assertTrue(avsync.drift_exceeds(avsync.summarize(drifting), 5.0))
+        self.assertFalse(avsync.drift_exceeds(avsync.summarize(steady), 5.0))
+        self.assertFalse(avsync.drift_exceeds(avsync.summarize(steady[:2]), 5.0))
 
 
 if __name__ == "__main__":

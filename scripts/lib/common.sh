@@ -11,6 +11,11 @@ if ! command -v swift >/dev/null 2>&1 && [ -x /opt/swift/usr/bin/swift ]; then
     export PATH="/opt/swift/usr/bin:$PATH"
 fi
 
+# The measurement toolkit (tools/bktools) is importable by every script, test and tool without
+# a sys.path edit.
+PYTHONPATH="$REPO_ROOT/tools${PYTHONPATH:+:$PYTHONPATH}"
+export PYTHONPATH
+
 VENV_DIR="$REPO_ROOT/.venv"
 VENV_PY="$VENV_DIR/bin/python"
 BROADCAST_BIN="${BROADCAST_BIN:-$REPO_ROOT/.build/release/broadcast}"

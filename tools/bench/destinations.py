@@ -5,7 +5,7 @@ Both encoders read the same frames: a separate ffmpeg (not measured) renders tes
 temporal noise at 720p30 in real time (-re) as Y4M into the measured process's stdin, so both
 pay for x264 at the same settings (veryfast, 2500 kbps CBR-ish VBV, 2 s GOP, 2 threads) and for
 the fan-out, and nothing else. Video only: the Y4M pipe carries no audio. Each destination is its
-own nginx-rtmp (Tests/Integration/support.start_ingest). CPU is user+system seconds per second
+own nginx-rtmp (bktools.ingest.start_ingest). CPU is user+system seconds per second
 of media from wait4's rusage; VmHWM is /usr/bin/time's %M (the child's own ru_maxrss). `frames` is what the first ingest
 recorded (PyAV), so a run that dropped frames shows it. The two are not the same x264 setup in
 every respect: `broadcast` runs x264 for live latency (no lookahead/B-frames, and its memory
@@ -29,8 +29,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "Tests" / "Integration"))
-from support import probe_recording, start_ingest  # noqa: E402
+from bktools import probe as probe_recording  # tools/ is on PYTHONPATH (scripts/lib/common.sh)
+from bktools.ingest import start_ingest
 
 BROADCAST = REPO / ".build" / "release" / "broadcast"
 W, H, FPS, KBPS = 1280, 720, 30, 2500

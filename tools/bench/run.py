@@ -49,6 +49,10 @@ import tempfile
 import time
 from pathlib import Path
 
+from bktools import plan as memplan
+from bktools.ingest import free_port
+from bktools.procmeasure import run_measured, thread_cpu_ns
+
 REPO = Path(__file__).resolve().parents[2]
 
 MIB_ = float(1 << 20)
@@ -75,47 +79,6 @@ def summary(values: list[float]) -> dict:
             "values": vals}
 
 
-def run_measured(cmd: list[str], env: dict | None = None, timeout: float = 3600,
-                 stdout=subprocess.PIPE, stdin=subprocess.DEVNULL) -> dict:
-    """Run cmd; return wall time, CPU time and peak RSS of the child.
-
-    The child runs under /usr/bin/time: Linux carries the RSS high-water mark of the exec'ing
-    process over into ru_maxrss, so a child vforked straight from this Python (18 MB) could never
-    report less than that; /usr/bin/time's own footprint (~1 MB) is the floor instead. Its %M is
-    the child's VmHWM. CPU time is the wait4 rusage (user + system, microseconds)."""
-    full_env = dict(os.environ)
-    if env:
-        full_env.update(env)
-    fd, tfile = tempfile.mkstemp(prefix="bench-time-")
-    os.close(fd)
-    t0 = time.monotonic()
-    p = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", tfile] + cmd, env=full_env, stdout=stdout,
-                         stderr=subprocess.PIPE, stdin=stdin, start_new_session=True)
-    deadline = t0 + timeout
-    killed = False
-    while True:
-        pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-        if pid == p.pid:
-            break
-        if time.monotonic() > deadline and not killed:
-            os.killpg(p.pid, signal.SIGINT)
-            time.sleep(5)
-            os.killpg(p.pid, signal.SIGKILL)
-            killed = True
-        time.sleep(0.05)
-    wall = time.monotonic() - t0
-    p.returncode = os.waitstatus_to_exitcode(status)
-    out = p.stdout.read().decode(errors="replace") if p.stdout else ""
-    err = p.stderr.read().decode(errors="replace") if p.stderr else ""
-    tout = Path(tfile).read_text().strip().splitlines()
-    os.unlink(tfile)
-    # /usr/bin/time writes "Command exited with non-zero status N" before the figures.
-    maxrss_kb = int(tout[-1]) if tout and tout[-1].strip().isdigit() else 0
-    cpu = ru.ru_utime + ru.ru_stime
-    return {"rc": p.returncode, "wall_s": wall, "cpu_s": cpu, "cpu_percent": 100.0 * cpu / wall,
-            "maxrss_bytes": maxrss_kb * 1024, "stdout": out, "stderr": err[-2000:]}
-
-
 def last_json_line(text: str) -> dict | None:
     for line in reversed(text.strip().splitlines()):
         line = line.strip()
@@ -125,12 +88,6 @@ def last_json_line(text: str) -> dict | None:
             except json.JSONDecodeError:
                 continue
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def sh(cmd: str) -> str:
@@ -515,10 +472,7 @@ class Bench:
                                 "-filter_complex", "[0:v]format=yuv420p[a];[1:v]format=yuv420p[b];"
                                 "[a][b]blend=all_mode=overlay:all_opacity=0.5,format=yuv420p",
                                 "-t", str(secs), "-pix_fmt", "yuv420p", "-f", "yuv4mpegpipe", str(y4m)], check=True)
-            plan = subprocess.run([self.broadcast, "--print-memory-plan", "--res", res, "--source", f"y4m:{y4m}",
-                                   "--key", "x"], capture_output=True, text=True).stdout
-            choice = next((l.split("x264 configuration", 1)[1].strip() for l in plan.splitlines()
-                           if "x264 configuration" in l), "")
+            choice = memplan.read_plan(self.broadcast, ["--res", res, "--source", f"y4m:{y4m}", "--key", "x"]).x264 or ""
             key = f"quality-{res}"
             r = self.broadcast_run(key, ["--res", res, "--source", f"y4m:{y4m}", "--duration", str(secs)])
             time.sleep(2)  # nginx closes the recording when the publisher goes away
@@ -596,8 +550,7 @@ class Bench:
         y4m.unlink(missing_ok=True)
 
     def capture(self) -> None:
-        sys.path.insert(0, str(REPO / "tools"))
-        import pw_memory_run  # noqa: E402  (tools/ is not a package)
+        import pw_memory_run  # noqa: E402  (tools/ is on PYTHONPATH: scripts/lib/common.sh)
         secs = min(self.a.rt_seconds, 30)
         state = self.work / "pipewire"
         up = subprocess.run([str(REPO / "scripts/pipewire-up"), "--no-screen", "--state", str(state)],
@@ -672,8 +625,7 @@ class Bench:
     def destinations(self) -> None:
         # One encode to 1/2/4 nginx-rtmp destinations against ffmpeg's tee muxer on the same frames
         # (tools/bench/destinations.py: each destination its own nginx, moving testsrc2 + noise).
-        sys.path.insert(0, str(REPO / "tools" / "bench"))
-        import destinations as dst
+        from bench import destinations as dst
         secs = int(min(self.a.rt_seconds, 30))
         load0 = sh("cat /proc/loadavg")
         counts = [int(c) for c in self.a.dest_counts.split(",")]
@@ -724,28 +676,9 @@ class Bench:
 
     def replay_plan(self, res: str, seconds: int) -> dict:
         """The ring line (MiB) and the x264 configuration of --print-memory-plan for a replay run."""
-        p = subprocess.run([self.broadcast, "--print-memory-plan", "--res", res, "--source", "test",
-                            "--memory-budget", self.REPLAY_BUDGET, "--replay-seconds", str(seconds), "--key", "x"],
-                           capture_output=True, text=True)
-        text = p.stdout + p.stderr
-        ring = re.search(r"replay ring \((\d+) s\)\s+([\d.]+) MB", text)
-        x264 = re.search(r"x264 configuration\s+(.+)", text)
-        return {"ring_mib": float(ring.group(2)) if ring else None, "x264": x264.group(1).strip() if x264 else None,
-                "text": text.strip()}
-
-    @staticmethod
-    def process_cpu_ns(pid: int) -> tuple[int, dict[str, int]]:
-        """CPU time of every thread of pid (ns on CPU, /proc/PID/task/TID/schedstat): total and per thread name."""
-        total, by_name = 0, {}
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            try:
-                ns = int((task / "schedstat").read_text().split()[0])
-                name = (task / "comm").read_text().strip()
-            except (OSError, ValueError, IndexError):
-                continue
-            total += ns
-            by_name[name] = by_name.get(name, 0) + ns
-        return total, by_name
+        plan = memplan.read_plan(self.broadcast, ["--res", res, "--source", "test", "--memory-budget",
+                                                  self.REPLAY_BUDGET, "--replay-seconds", str(seconds), "--key", "x"])
+        return {"ring_mib": plan.ring_mb, "x264": plan.x264, "text": plan.text.strip()}
 
     def replay(self) -> None:
         # (a) The ring's memory per second: VmHWM of a test-source push (moving pattern) with
@@ -815,7 +748,7 @@ class Bench:
             time.sleep(fill)
             for k in range(saves):
                 path = clips / f"clip-{k}.mp4"
-                cpu0, th0 = self.process_cpu_ns(p.pid)
+                cpu0, th0 = thread_cpu_ns(p.pid)
                 t0 = time.monotonic()
                 with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as c:
                     c.settimeout(60)
@@ -828,11 +761,11 @@ class Bench:
                             break
                         reply += chunk
                 wall = time.monotonic() - t0
-                cpu1, th1 = self.process_cpu_ns(p.pid)
+                cpu1, th1 = thread_cpu_ns(p.pid)
                 time.sleep(2)
-                b0, _ = self.process_cpu_ns(p.pid)
+                b0, _ = thread_cpu_ns(p.pid)
                 time.sleep(wall)
-                b1, _ = self.process_cpu_ns(p.pid)
+                b1, _ = thread_cpu_ns(p.pid)
                 try:
                     answer = json.loads(reply.decode())
                 except json.JSONDecodeError:
@@ -969,8 +902,14 @@ def main() -> int:
             if s in sections:
                 log(f"section {s}")
                 t0 = time.time()
+                load0, started = sh("cat /proc/loadavg"), time.strftime("%Y-%m-%d %H:%M:%S")
                 getattr(b, s)()
                 b.results["meta"][f"section_{s}_s"] = time.time() - t0
+                # Each section's own commit and load, measured (BENCHMARKS.md prints them per section).
+                b.results.setdefault("section_meta", {})[s] = {
+                    "commit": sh("git -C " + str(REPO) + " rev-parse --short HEAD"), "started": started,
+                    "finished": time.strftime("%Y-%m-%d %H:%M:%S"), "loadavg_start": load0,
+                    "loadavg_end": sh("cat /proc/loadavg"), "nproc": os.cpu_count()}
                 if partial:
                     b.results["section_runs"][s] = {"finished": time.strftime("%Y-%m-%d %H:%M:%S"),
                                                     "commit": sh("git -C " + str(REPO) + " rev-parse --short HEAD")}

@@ -39,13 +39,14 @@ final class LaneGroup: @unchecked Sendable {
             launched = true
             threads.append(thread)
         }
-        let rc = thread.start { [self] in
-            body()
+        do {
+            try thread.start { [self] in
+                body()
+                laneEnded()
+            }
+        } catch {
             laneEnded()
-        }
-        if rc != 0 {
-            laneEnded()
-            throw CaptureError(.io, "capture: cannot start thread \(name) (errno \(rc))")
+            throw CaptureError(.io, "capture: \(error)")
         }
     }
 

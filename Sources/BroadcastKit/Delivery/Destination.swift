@@ -164,7 +164,13 @@ package final class Destination: @unchecked Sendable {
             throw TransportError.connectFailed("\(sink.displayName): \(error)")
         }
         setState(.live)
-        thread.start { [self] in run() }
+        do {
+            try thread.start { [self] in run() }
+        } catch {
+            setState(.failed)
+            sink.close()
+            throw TransportError.connectFailed("\(sink.displayName): \(error)")
+        }
     }
 
     private func run() {

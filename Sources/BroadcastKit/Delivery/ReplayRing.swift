@@ -151,10 +151,24 @@ package final class ReplayRing: @unchecked Sendable {
 
     private func entryTime(_ seq: Int64) -> Int64 { entries[Int(seq - frontSeq)].timestampMs }
 
+    /// AAC frames kept from an evicted GOP, just before the next sync point: a clip's pre-roll
+    /// (`beginClip(preRollAudio:)`), enough for vo-aacenc's 1600-sample delay. The next eviction
+    /// takes them with the GOP. Opus needs none (its pre-skip is in dOps).
+    package static let aacPreRollFrames = 2
+
     private func evictFrontGOP() {
         guard let _ = syncs.removeFirst() else { return }
         let stop = syncs.first ?? nextSeq
-        while frontSeq < stop, let e = entries.removeFirst() {
+        var keepFrom = stop
+        if syncs.first != nil && audioCodec == .aac {
+            var kept = 0
+            var seq = stop - 1
+            while seq >= frontSeq && kept < Self.aacPreRollFrames {
+                if !entries[Int(seq - frontSeq)].isVideo { kept += 1; keepFrom = seq }
+                seq -= 1
+            }
+        }
+        while frontSeq < keepFrom, let e = entries.removeFirst() {
             bytes.freeOldest(offset: e.offset, count: Int(e.length))
             frontSeq += 1
         }
@@ -179,26 +193,44 @@ package final class ReplayRing: @unchecked Sendable {
     /// is held when less) and describes them in `samples` as MP4 samples that point into the
     /// ring. Returns the sample count and the sequence number of the first, or nil when nothing
     /// is held. The pin stays until `endClip`; `releaseClip(upTo:)` gives back what was written.
-    package func beginClip(seconds: Double, into samples: UnsafeMutablePointer<MP4Sample>, capacity: Int)
-        -> (count: Int, firstSeq: Int64)? {
+    ///
+    /// With `preRollAudio` > 0, up to that many audio frames from before the sync point (when the
+    /// ring still holds them) come first, pinned too: a decoder starting mid-stream needs them to
+    /// rebuild its state (AAC's overlapped transform), so the clip's own first frame decodes whole.
+    /// `preRoll` says how many; sample `preRoll + i` is sequence `firstSeq + i`.
+    package func beginClip(seconds: Double, into samples: UnsafeMutablePointer<MP4Sample>, capacity: Int,
+                           preRollAudio: Int = 0) -> (count: Int, firstSeq: Int64, preRoll: Int)? {
         lock.lock()
         defer { lock.unlock() }
         guard pinSeq == Int64.max, let newest = entries.last, syncs.count > 0 else { return nil }
         let target = newest.timestampMs - Int64(seconds * 1000)
         var start = syncs[0]
         for i in 0..<syncs.count where entryTime(syncs[i]) <= target { start = syncs[i] }
-        let count = min(Int(nextSeq - start), capacity)
+        var preStart = start, preRoll = 0
+        var seq = start - 1
+        while seq >= frontSeq && preRoll < min(preRollAudio, capacity - 1) {
+            if !entries[Int(seq - frontSeq)].isVideo { preRoll += 1; preStart = seq }
+            seq -= 1
+        }
         let base = storage.baseAddress!
-        for i in 0..<count {
-            let e = entries[Int(start - frontSeq) + i]
+        func describe(_ e: Entry) -> MP4Sample {
             let header = headerSize(isVideo: e.isVideo)
             let body = UnsafeRawBufferPointer(start: base + e.offset, count: Int(e.length))
-            samples[i] = MP4Sample(isVideo: e.isVideo, isKeyframe: e.isSync, timestampMs: e.timestampMs,
-                                   compositionOffsetMs: e.isVideo ? MP4TrackLayout.compositionOffsetMs(body) : 0,
-                                   data: UnsafeRawPointer(base + e.offset + header), size: Int(e.length) - header)
+            return MP4Sample(isVideo: e.isVideo, isKeyframe: e.isSync, timestampMs: e.timestampMs,
+                             compositionOffsetMs: e.isVideo ? MP4TrackLayout.compositionOffsetMs(body) : 0,
+                             data: UnsafeRawPointer(base + e.offset + header), size: Int(e.length) - header)
         }
-        pinSeq = start
-        return (count, start)
+        var n = 0
+        seq = preStart
+        while seq < start {
+            let e = entries[Int(seq - frontSeq)]
+            if !e.isVideo { samples[n] = describe(e); n += 1 }
+            seq += 1
+        }
+        let count = min(Int(nextSeq - start), capacity - preRoll)
+        for i in 0..<count { samples[n + i] = describe(entries[Int(start - frontSeq) + i]) }
+        pinSeq = preStart
+        return (preRoll + count, start, preRoll)
     }
 
     /// Lets the ring reuse what a clip has written, up to (not including) `seq`.

@@ -43,9 +43,17 @@ package final class ReplaySaver: @unchecked Sendable {
 
     deinit { samples.deallocate() }
 
-    package func start() {
+    /// AAC frames a clip carries before its first keyframe: enough to cover the encoder's delay
+    /// (1600 samples: two 1024-sample frames), so the decoder's overlap is whole at time 0.
+    /// Opus (pre-skip in dOps, no edit list) takes none.
+    private var preRollFrames: Int {
+        guard let a = writer.layout.audio, a.primingSamples > 0 else { return 0 }
+        return (a.primingSamples + a.frameSize - 1) / max(1, a.frameSize)
+    }
+
+    package func start() throws(WorkerThread.StartFailure) {
+        try thread.start { [self] in loop() }
         lock.withLock { running = true }
-        thread.start { [self] in loop() }
     }
 
     /// Finishes a save in progress, fails one not yet started, and ends the thread.
@@ -109,12 +117,14 @@ package final class ReplaySaver: @unchecked Sendable {
     private func save(path requested: String?, seconds requestedSeconds: Double?) -> Result<ReplayClip, BroadcastError> {
         let seconds = min(Double(ring.seconds), max(0.1, requestedSeconds ?? Double(ring.seconds)))
         let path = requested ?? Self.timestampedPath(directory: settings.directory)
-        guard let clip = ring.beginClip(seconds: seconds, into: samples, capacity: sampleCapacity) else {
+        guard let clip = ring.beginClip(seconds: seconds, into: samples, capacity: sampleCapacity,
+                                        preRollAudio: preRollFrames) else {
             return .failure(.configuration("replay: nothing buffered yet"))
         }
         defer { ring.endClip() }
         let all = UnsafeBufferPointer(start: samples, count: clip.count)
-        let origin = all[0].timestampMs
+        guard clip.preRoll < clip.count else { return .failure(.configuration("replay: nothing buffered yet")) }
+        let origin = all[clip.preRoll].timestampMs
         var lastVideo: Int64 = origin, lastAny: Int64 = origin
         for s in all {
             lastAny = max(lastAny, s.timestampMs)
@@ -141,11 +151,17 @@ package final class ReplaySaver: @unchecked Sendable {
             return .failure(.streaming("replay: \(what) \(path) failed: \(reason); the stream is unaffected"))
         }
         writer.reset()
+        // The clip starts mid-stream: its first AAC frame carries no priming. The pre-roll frames
+        // before the origin are what the track holds ahead of presentation time 0, so the edit
+        // list skips exactly them (none held: no edit, and the first frame plays as decoded).
+        if let rate = writer.layout.audio?.sampleRate, writer.layout.audio?.primingSamples ?? 0 > 0 {
+            writer.audioLeadSamples = clip.preRoll > 0 ? Int(origin - all[0].timestampMs) * rate / 1000 : 0
+        }
         guard writer.writeInit(fd: fd, durationMs: durationMs) else { return failed("writing") }
-        // One fragment per GOP, each released to the ring once written.
+        // One fragment per GOP, each released to the ring once written; the pre-roll rides in the first.
         var start = 0
         while start < all.count {
-            var end = start + 1
+            var end = start + 1 + (start == 0 ? clip.preRoll : 0)
             while end < all.count && !(all[end].isKeyframe) && end - start < writer.maxSamples { end += 1 }
             var nextVideo: Int64?
             for s in all[end...] where s.isVideo { nextVideo = s.timestampMs; break }
@@ -153,7 +169,7 @@ package final class ReplaySaver: @unchecked Sendable {
             guard writer.writeFragment(fd: fd, samples: fragment, originMs: origin, nextVideoMs: nextVideo) else {
                 return failed("writing")
             }
-            ring.releaseClip(upTo: clip.firstSeq + Int64(end))
+            ring.releaseClip(upTo: clip.firstSeq + Int64(end - clip.preRoll))
             start = end
         }
         writer.patchDuration(fd: fd)

@@ -44,7 +44,6 @@ package final class AudioLane: @unchecked Sendable {
     deinit { storage.deallocate() }
 
     var reservedBytes: Int { ring.capacity * 4 + (resampler == nil ? 0 : Resampler.reservedBytes) }
-    var clockState: AudioClock { cond.withLock { clock } }
 
     /// Creates the 44.1 kHz resampler's storage up front; libsoxr itself is loaded on the lane's
     /// first 44.1 kHz buffer (see `Resampler`), so 48 kHz-only sessions never map it.
@@ -52,8 +51,8 @@ package final class AudioLane: @unchecked Sendable {
         if resampler == nil { resampler = try Resampler(inputRate: 44_100) }
     }
 
-    func start() {
-        thread.start { [self] in run() }
+    func start() throws(WorkerThread.StartFailure) {
+        try thread.start { [self] in run() }
     }
 
     /// Caller thread: validate and copy as interleaved stereo Float32. A NaN or infinite float

@@ -43,8 +43,8 @@ package final class VideoLane: @unchecked Sendable {
     var reservedBytes: Int { pool.byteCount }
     var scratchBytes: Int { convertLock.withLock { converter.scratchBytes } }
 
-    func start() {
-        thread.start { [self] in run() }
+    func start() throws(WorkerThread.StartFailure) {
+        try thread.start { [self] in run() }
     }
 
     /// Asks for an IDR on the next frame (after congestion drops or a reconnect).

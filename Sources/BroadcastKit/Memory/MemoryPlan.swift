@@ -64,8 +64,10 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
 
     /// Kept free below the budget for what the plan cannot see exactly (allocator slack, thread
     /// stacks, library growth): 4% of the budget.
-    /// scripts/soak mirrors this 1/25 when it sizes the replay soak's no-ring reference.
-    public var headroomBytes: Int { budgetBytes / 25 }
+    /// The plan prints the percentage ("headroom kept free (4%)"); tools/bktools/plan.py reads it from there.
+    public var headroomBytes: Int { budgetBytes / Self.headroomDivisor }
+    /// The headroom is 1/this of the budget.
+    package static let headroomDivisor = 25
 
     public var fits: Bool { budgetBytes <= 0 || totalBytes + headroomBytes <= budgetBytes }
 
@@ -105,7 +107,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         var text: [String] = []
         if !encoderChoice.isEmpty { text.append(row("x264 configuration", encoderChoice)) }
         for line in lines { text.append(row(line.label, mb(line.bytes))) }
-        text.append(row("headroom kept free (4%)", mb(headroomBytes)))
+        text.append(row("headroom kept free (\(100 / Self.headroomDivisor)%)", mb(headroomBytes)))
         var total = row("total", "\(mb(totalBytes)) of \(budgetBytes > 0 ? mb(budgetBytes) : "unlimited") budget")
         if budgetBytes > 0 {
             // The headroom is kept free on top of the total; say so, or a total just under the

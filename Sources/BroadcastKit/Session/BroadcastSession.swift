@@ -21,7 +21,16 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
     public let configuration: BroadcastConfiguration
     public let stats = BroadcastStats()
     /// Receives lifecycle events (started, destination failures, warnings). Called from session threads.
-    public var onEvent: (@Sendable (BroadcastEvent) -> Void)?
+    /// Set it before `start()`: the session's threads read it without a lock, so setting it once
+    /// they run is a programmer error (a precondition failure), not a race.
+    public var onEvent: (@Sendable (BroadcastEvent) -> Void)? {
+        get { eventHandler }
+        set {
+            precondition(state == .idle, "BroadcastSession.onEvent can only be set before start()")
+            eventHandler = newValue
+        }
+    }
+    private var eventHandler: (@Sendable (BroadcastEvent) -> Void)?
 
     private let clock = StreamClock()
     private let stateValue = Atomic<Int>(State.idle.rawValue)
@@ -94,11 +103,20 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         }
         stats.update { $0.targetVideoKbps = cfg.video.bitrateKbps }
 
-        p.startLanes()
-        stateValue.store(State.running.rawValue, ordering: .releasing)
         let keeper = Housekeeper(pipeline: p, stats: stats, bitrate: bitrate) { [unowned self] in reportFailures() }
+        do {
+            try p.startLanes()
+            try keeper.start()
+        } catch {
+            // Out of threads: nothing may run half-started. Stop what did start, close every
+            // destination, and fail the start (no session runs with a lane that never ran).
+            p.drainLanes()
+            for d in p.destinations.all { d.finish(deadlineNs: MediaTime.now()) }
+            stateValue.store(State.failed.rawValue, ordering: .releasing)
+            throw .streaming(error.description)
+        }
         housekeeper = keeper
-        keeper.start()
+        stateValue.store(State.running.rawValue, ordering: .releasing)
         onEvent?(.started(p.destinations.names))
     }
 

@@ -17,7 +17,6 @@ public struct StatsSnapshot: Sendable {
     public var targetVideoKbps = 0
     public var reconnects = 0
     public var lateTagsClamped = 0
-    public var audioSilenceInsertedMs = 0
     /// Video frames whose capture PTS the timestamp smoother moved by 1 ms or more.
     public var videoPtsCorrections = 0
     /// NaN or infinite float audio samples the lanes replaced with 0 (silence).

@@ -24,7 +24,7 @@ package final class Housekeeper: @unchecked Sendable {
         self.reportFailures = reportFailures
     }
 
-    package func start() { thread.start { [self] in run() } }
+    package func start() throws(WorkerThread.StartFailure) { try thread.start { [self] in run() } }
 
     package func stop() {
         stopping.store(true, ordering: .releasing)

@@ -37,11 +37,12 @@ package final class Pipeline: @unchecked Sendable {
         audioLanes.first { $0.lane == type }
     }
 
-    /// Starts the lane threads (destinations are opened by the session first).
-    package func startLanes() {
-        videoLane?.start()
-        for lane in audioLanes { lane.start() }
-        replay?.start()
+    /// Starts the lane threads (destinations are opened by the session first). When one cannot
+    /// start, the caller drains the ones that did (`drainLanes` joins only started threads).
+    package func startLanes() throws(WorkerThread.StartFailure) {
+        try videoLane?.start()
+        for lane in audioLanes { try lane.start() }
+        try replay?.start()
     }
 
     /// Encodes what the lanes hold, flushes the mixer and the encoders, and releases every

@@ -18,12 +18,19 @@ package final class WorkerThread: @unchecked Sendable {
         init(_ name: String, _ body: @escaping () -> Void) { self.name = name; self.body = body }
     }
 
+    /// pthread_create refused a thread (EAGAIN: out of threads or a pids limit; ENOMEM).
+    /// A typed throw, so no caller can start a thread and carry on as if it ran.
+    package struct StartFailure: Error, Sendable, CustomStringConvertible {
+        package let name: String
+        package let code: Int32
+        package var description: String { "cannot start thread \(name): \(SystemError.describe(code))" }
+    }
+
     package init(name: String) { self.name = name }
 
     /// Starts the thread; `body` runs once and the thread ends when it returns.
-    /// Returns 0, or pthread_create's error number (the body then never runs).
-    @discardableResult
-    package func start(_ body: @escaping @Sendable () -> Void) -> Int32 {
+    /// Throws when pthread_create fails (the body then never runs).
+    package func start(_ body: @escaping @Sendable () -> Void) throws(StartFailure) {
         precondition(!started, "WorkerThread started twice")
         let box = Unmanaged.passRetained(Box(name, body)).toOpaque()
         let rc = pthread_create(&thread, nil, { arg in
@@ -34,10 +41,9 @@ package final class WorkerThread: @unchecked Sendable {
         }, box)
         if rc != 0 {
             Unmanaged<Box>.fromOpaque(box).release()
-            return rc
+            throw StartFailure(name: name, code: rc)
         }
         started = true
-        return 0
     }
 
     /// True when called from this thread.

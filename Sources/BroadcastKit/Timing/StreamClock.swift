@@ -24,10 +24,4 @@ package final class StreamClock: Sendable {
     package func timelineMs(_ pts: Int64) -> Int64 {
         max(0, MediaTime.millis(timelineNs(pts)))
     }
-
-    /// The origin in source-clock nanoseconds, or nil before the first buffer.
-    package var originNs: Int64? {
-        let o = origin.load(ordering: .acquiring)
-        return o == Int64.min ? nil : o
-    }
 }

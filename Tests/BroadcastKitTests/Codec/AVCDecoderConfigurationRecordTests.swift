@@ -1,7 +1,7 @@
 import Testing
 @testable import BroadcastKit
 
-@Suite struct AVCDecoderConfigurationRecordTests {
+@Suite(.timeLimit(.minutes(2))) struct AVCDecoderConfigurationRecordTests {
     @Test func baselineRecordHasNoChromaExtension() throws {
         let sps: [UInt8] = [0x67, 0x42, 0xC0, 0x1E, 0xDA, 0x02, 0x80]
         let pps: [UInt8] = [0x68, 0xCE, 0x3C, 0x80]

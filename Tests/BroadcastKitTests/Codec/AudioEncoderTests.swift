@@ -14,7 +14,7 @@ func codecStereoSine(frames: Int, start: Int = 0, hz: Float = 1000, amplitude: F
     return out
 }
 
-@Suite struct AACEncoderTests {
+@Suite(.timeLimit(.minutes(2))) struct AACEncoderTests {
     @Test func audioSpecificConfigMatchesHandComputedBytes() throws {
         // AAC-LC (00010) | 48 kHz index 3 (0011) | 2 channels (0010) | 000 -> 0001 0001 1001 0000.
         let enc = try AACEncoder(settings: .init(codec: .aac))
@@ -60,7 +60,7 @@ func codecStereoSine(frames: Int, start: Int = 0, hz: Float = 1000, amplitude: F
     }
 }
 
-@Suite struct OpusEncoderTests {
+@Suite(.timeLimit(.minutes(2))) struct OpusEncoderTests {
     @Test func opusHeadMatchesHandWorkedBytes() {
         let out = UnsafeMutableRawBufferPointer.allocate(byteCount: OpusHead.byteCount, alignment: 1)
         defer { out.deallocate() }

@@ -57,7 +57,7 @@ func codecTestSettings(fps: Int = 10, bitrate: Int = 500) -> VideoEncoderSetting
                          preset: "ultrafast", threads: 1)
 }
 
-@Suite struct X264EncoderTests {
+@Suite(.timeLimit(.minutes(5))) struct X264EncoderTests {
     @Test func idrEveryKeyintWithoutReordering() throws {
         let enc = try X264Encoder(settings: codecTestSettings())
         let pic = CodecTestPicture(width: 320, height: 240)

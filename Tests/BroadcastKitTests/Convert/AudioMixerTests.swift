@@ -7,7 +7,7 @@ final class MixCollector: @unchecked Sendable {
     var peak: [Float] = []
 }
 
-@Suite struct AudioMixerTests {
+@Suite(.timeLimit(.minutes(2))) struct AudioMixerTests {
     func buffer(_ frames: Int, value: Float) -> [Float] { Array(repeating: value, count: frames * 2) }
 
     @Test func mixesAlignedSourcesAndFillsGapsWithSilence() {
@@ -68,7 +68,7 @@ final class MixCollector: @unchecked Sendable {
     }
 }
 
-@Suite struct AudioMixerPauseTests {
+@Suite(.timeLimit(.minutes(2))) struct AudioMixerPauseTests {
     @Test func pauseOfEverySourceFlushesPaddedFrame() {
         let c = MixCollector()
         let m = AudioMixer(frameSize: 1024) { _, pos in c.positions.append(pos) }

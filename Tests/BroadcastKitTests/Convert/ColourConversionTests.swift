@@ -87,7 +87,7 @@ private final class BarsPicture {
     }
 }
 
-@Suite struct ColourConversionTests {
+@Suite(.timeLimit(.minutes(2))) struct ColourConversionTests {
     /// Each bar's centre, converted to I420 by FrameConverter, holds the BT.601 limited-range
     /// Y/U/V of its colour within ±2, for every input format, at the output size (converted in
     /// place) and from twice the size (scaled in ARGB, planar input expanded to ARGB first).

@@ -24,7 +24,7 @@ private final class FlatPicture {
     }
 }
 
-@Suite(.serialized) struct FrameConverterTests {
+@Suite(.timeLimit(.minutes(5)), .serialized) struct FrameConverterTests {
     /// A device rotating 1280x720 -> 720x1280 -> back, many times: after the first frame of each
     /// size nothing is allocated, the portrait frames are pillarboxed with black bars and the
     /// landscape ones fill the picture.

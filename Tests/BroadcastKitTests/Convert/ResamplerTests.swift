@@ -5,7 +5,7 @@ import Testing
 import Glibc
 #endif
 
-@Suite struct ResamplerTests {
+@Suite(.timeLimit(.minutes(5))) struct ResamplerTests {
     /// soxr is set up on the first `process`, not at init; one second of 44.1 kHz input comes out
     /// as about one second at 48 kHz, with the tone's level kept.
     @Test func activatesOnFirstProcessAndConvertsTheRate() throws {

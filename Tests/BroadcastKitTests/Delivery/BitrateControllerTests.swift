@@ -18,7 +18,7 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
 /// the video target to 85% of the measured send rate less audio, never below the floor
 /// (target / 8, at least 150); after `calmSeconds` of a near-empty queue it climbs, +25% a second
 /// well below the remembered ceiling, +10% every other second near it, never above the target.
-@Suite struct BitrateControllerTests {
+@Suite(.timeLimit(.minutes(2))) struct BitrateControllerTests {
     let target = 2500, audio = 128
 
     func controller(_ destinations: [Destination] = []) -> (BitrateController, BitrateRecordingEncoder, BroadcastStats) {

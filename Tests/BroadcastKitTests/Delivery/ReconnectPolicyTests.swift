@@ -8,7 +8,7 @@ import Synchronization
 /// The retry schedule's contract (its doc comment): the first delay is `initialDelaySeconds`,
 /// each next one `multiplier` times longer, capped at `maxDelaySeconds`, each scaled by a random
 /// factor in 1 ± jitter; never below 0.1 s.
-@Suite struct ReconnectPolicyTests {
+@Suite(.timeLimit(.minutes(2))) struct ReconnectPolicyTests {
     @Test func backoffGrowsByTheMultiplierUpToTheCap() {
         let p = ReconnectPolicy(maxAttempts: 0, initialDelaySeconds: 2, multiplier: 1.5, maxDelaySeconds: 30, jitter: 0.2)
         // unit 0.5 is the middle of the jitter range: the un-jittered schedule.
@@ -113,7 +113,7 @@ final class EventLog: @unchecked Sendable {
 
 /// The schedule as a destination runs it: attempts count up through one outage and start again
 /// from the first delay after a successful reconnect.
-@Suite(.serialized) struct ReconnectScheduleTests {
+@Suite(.timeLimit(.minutes(2)), .serialized) struct ReconnectScheduleTests {
     static let fast = ReconnectPolicy(maxAttempts: 3, initialDelaySeconds: 0.1, multiplier: 2, maxDelaySeconds: 10, jitter: 0)
 
     func waitFor(_ what: () -> Bool) -> Bool {

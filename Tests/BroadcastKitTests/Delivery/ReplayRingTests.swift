@@ -3,7 +3,7 @@ import Testing
 
 /// The replay ring: whole-GOP eviction, clips that start on a keyframe with their audio, the
 /// pin a save holds, and no allocation per tag.
-@Suite struct ReplayRingTests {
+@Suite(.timeLimit(.minutes(5))) struct ReplayRingTests {
     /// 30 fps video with a keyframe every `gop` frames and 1024-sample AAC at 48 kHz, as FLV bodies.
     struct Feed {
         var videoBody = [UInt8](repeating: 0, count: 2000)
@@ -67,6 +67,32 @@ import Testing
         #expect(first.size == 2000 - 5)
         // Every audio sample of the clip is at or after the keyframe.
         #expect((0..<clip.count).allSatisfy { samples[$0].timestampMs >= first.timestampMs })
+    }
+
+    /// A clip of the whole window still gets its AAC pre-roll: eviction keeps the two audio
+    /// frames before the ring's first keyframe, and the clip carries them first (issue 25: a clip's
+    /// first beep was 28-46 ms late without them).
+    @Test func aClipOfTheWholeWindowCarriesItsAACPreRoll() {
+        let ring = makeRing(seconds: 5)
+        var feed = Feed()
+        feed.run(until: 20_000, into: ring)
+        let samples = UnsafeMutablePointer<MP4Sample>.allocate(capacity: ring.capacity.entries)
+        defer { samples.deallocate() }
+        // Asked for more than the ring holds: the clip starts at the ring's first keyframe.
+        guard let clip = ring.beginClip(seconds: 60, into: samples, capacity: ring.capacity.entries,
+                                        preRollAudio: ReplayRing.aacPreRollFrames) else {
+            Issue.record("no clip")
+            return
+        }
+        ring.endClip()
+        #expect(clip.preRoll == ReplayRing.aacPreRollFrames)
+        let key = samples[clip.preRoll]
+        #expect(key.isVideo && key.isKeyframe)
+        for i in 0..<clip.preRoll {
+            #expect(!samples[i].isVideo && samples[i].timestampMs < key.timestampMs)
+            #expect(key.timestampMs - samples[i].timestampMs <= 2 * 1024 * 1000 / 48000 + 1)
+        }
+        #expect(samples[0].timestampMs < samples[1].timestampMs)
     }
 
     @Test func aPinnedClipIsNeverOverwritten() {

@@ -9,7 +9,7 @@ private func push(_ q: SendQueue, _ type: FLVTagType, ts: UInt32, key: Bool = fa
     return q.push(FLVTag(type: type, timestampMs: ts, body: UnsafeRawBufferPointer(body), isKeyframe: key))
 }
 
-@Suite struct SendQueueTests {
+@Suite(.timeLimit(.minutes(2))) struct SendQueueTests {
     @Test func stalledTransportNeverExceedsByteCap() {
         let policy = CongestionPolicy(dropPFramesAfterMs: 700, dropAllVideoAfterMs: 900, maxBytes: 64 << 10)
         let stats = BroadcastStats()
@@ -76,7 +76,7 @@ private func push(_ q: SendQueue, _ type: FLVTagType, ts: UInt32, key: Bool = fa
     }
 }
 
-@Suite struct SendQueuePurgeTests {
+@Suite(.timeLimit(.minutes(2))) struct SendQueuePurgeTests {
     /// removeAll while the sender is inside withNext (a write blocked on a stalled link) must not
     /// corrupt the count: the sender's pop afterwards leaves an empty, usable queue.
     @Test func removeAllDuringConsumeLeavesConsistentQueue() async {

@@ -37,7 +37,7 @@ final class NoiseFrames: @unchecked Sendable {
     }
 }
 
-@Suite(.serialized) struct BackPressureTests {
+@Suite(.timeLimit(.minutes(5)), .serialized) struct BackPressureTests {
     @Test func stalledTransportKeepsQueueUnderCapAndDropsByPolicy() throws {
         let sink = StalledSink()
         var cfg = BroadcastConfiguration.default

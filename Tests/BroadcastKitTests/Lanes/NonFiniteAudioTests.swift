@@ -37,7 +37,7 @@ private func poisonedBuffer(frames: Int, channels: Int, start: Int, rate: Int, p
 /// (`audioNonFiniteSamples`); nothing non-finite reaches the mixer's output or the encoder, the
 /// tone around them still arrives, and the encoders neither trap (AAC's float-to-16-bit
 /// conversion did on NaN) nor get poisoned (Opus decodes finite audio with the tone in it).
-@Suite(.serialized) struct NonFiniteAudioTests {
+@Suite(.timeLimit(.minutes(5)), .serialized) struct NonFiniteAudioTests {
     @Test(arguments: [AudioCodec.aac, .opus], [(48_000, 2), (48_000, 1), (44_100, 2)])
     func nonFiniteSamplesBecomeCountedSilence(codec: AudioCodec, input: (rate: Int, channels: Int)) throws {
         let encoder: AudioEncoder = codec == .aac ? try AACEncoder(settings: .init(codec: .aac))
@@ -69,7 +69,7 @@ private func poisonedBuffer(frames: Int, channels: Int, start: Int, rate: Int, p
         let stats = BroadcastStats()
         let lane = AudioLane(lane: .appAudio, mixer: mixer, stats: stats)
         if input.rate != 48_000 { try lane.prepareResampler() }
-        lane.start()
+        try lane.start()
         let frames = 480
         var injected = 0
         for k in 0..<100 {

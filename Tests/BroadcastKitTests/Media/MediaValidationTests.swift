@@ -1,28 +1,28 @@
 import Testing
 @testable import BroadcastKit
 
-@Test func rejectsShortPackedBuffer() {
+@Test(.timeLimit(.minutes(1))) func rejectsShortPackedBuffer() {
     let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: 100, alignment: 16)
     defer { bytes.deallocate() }
     let f = VideoFrame(packed: .bgra, width: 10, height: 10, stride: 40, bytes: UnsafeRawBufferPointer(bytes), pts: 0)
     #expect(f.validate() != nil)
 }
 
-@Test func acceptsExactPackedBuffer() {
+@Test(.timeLimit(.minutes(1))) func acceptsExactPackedBuffer() {
     let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: 400, alignment: 16)
     defer { bytes.deallocate() }
     let f = VideoFrame(packed: .bgrx, width: 10, height: 10, stride: 40, bytes: UnsafeRawBufferPointer(bytes), pts: 0)
     #expect(f.validate() == nil)
 }
 
-@Test func rejectsStrideBelowWidth() {
+@Test(.timeLimit(.minutes(1))) func rejectsStrideBelowWidth() {
     let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: 4000, alignment: 16)
     defer { bytes.deallocate() }
     let f = VideoFrame(packed: .rgba, width: 10, height: 10, stride: 39, bytes: UnsafeRawBufferPointer(bytes), pts: 0)
     #expect(f.validate()?.contains("stride") == true)
 }
 
-@Test func audioValidation() {
+@Test(.timeLimit(.minutes(1))) func audioValidation() {
     let bytes = UnsafeMutableRawBufferPointer.allocate(byteCount: 4096, alignment: 16)
     defer { bytes.deallocate() }
     let ok = AudioBuffer(format: .s16, channels: 2, sampleRate: 48_000, frameCount: 1024, data: UnsafeRawBufferPointer(bytes), pts: 0)

@@ -1,7 +1,7 @@
 import Testing
 @testable import BroadcastKit
 
-@Suite struct EncoderLadderTests {
+@Suite(.timeLimit(.minutes(2))) struct EncoderLadderTests {
     static let requested = VideoEncoderSettings(width: 1920, height: 1080, bitrateKbps: 4500, preset: "veryfast")
 
     func planned(_ step: EncoderLadder.Step) -> Int {

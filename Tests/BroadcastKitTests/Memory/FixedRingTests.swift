@@ -1,7 +1,7 @@
 import Testing
 @testable import BroadcastKit
 
-@Suite struct FixedRingTests {
+@Suite(.timeLimit(.minutes(2))) struct FixedRingTests {
     struct Item: Equatable, BitwiseCopyable {
         var id: Int
         var stamp: Int64

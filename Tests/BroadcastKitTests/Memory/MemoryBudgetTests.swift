@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import BroadcastKit
 
-@Suite struct MemoryBudgetTests {
+@Suite(.timeLimit(.minutes(2))) struct MemoryBudgetTests {
     /// A fake /proc/self/cgroup and /sys/fs/cgroup tree in a temp directory.
     func tree(_ files: [String: String]) throws -> String {
         let dir = "/tmp/cgroup-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"

@@ -2,7 +2,7 @@ import Testing
 @testable import BroadcastKit
 
 /// The printed plan must not contradict its own verdict: the headroom is kept on top of the total.
-@Suite struct MemoryPlanTests {
+@Suite(.timeLimit(.minutes(2))) struct MemoryPlanTests {
     static let mib = 1 << 20
 
     func plan(totalMiB: Int, budgetMiB: Int) -> MemoryPlan {

@@ -1,7 +1,7 @@
 import Testing
 @testable import BroadcastKit
 
-@Suite struct RingAllocatorTests {
+@Suite(.timeLimit(.minutes(2))) struct RingAllocatorTests {
     @Test func fifoWrapsAndNeverOverlaps() {
         var r = RingAllocator(capacity: 100)
         var live: [(Int, Int)] = []

@@ -4,7 +4,7 @@ import Glibc
 import Testing
 @testable import BroadcastKit
 
-@Suite(.serialized) struct StartupPagesTests {
+@Suite(.timeLimit(.minutes(5)), .serialized) struct StartupPagesTests {
     /// The test runner has touched megabytes of its own code and libraries: releasing them
     /// shrinks RssFile, and the process keeps running the code it needs afterwards (relocated
     /// data is left alone, or the calls below would crash).

@@ -1,7 +1,7 @@
 import Testing
 @testable import BroadcastKit
 
-@Suite struct AMF0WriterTests {
+@Suite(.timeLimit(.minutes(2))) struct AMF0WriterTests {
     @Test func encodesScalarsPerAMF0Spec() {
         let bytes = captureBytes(capacity: 64) { buf in
             var w = AMF0Writer(buffer: buf)

@@ -2,7 +2,7 @@ import Testing
 @testable import BroadcastKit
 
 /// Expected bodies worked out by hand from FLV 10.1 Annex E.4.2/E.4.3 and E-RTMP v2.
-@Suite struct FLVTagBodyTests {
+@Suite(.timeLimit(.minutes(2))) struct FLVTagBodyTests {
     @Test func avcSequenceHeader() {
         let record = hex("01 64 00 1F FF E1 00 04 67 64 00 1F 01 00 04 68 EE 3C 80")
         let body = withBytes(record) { r in

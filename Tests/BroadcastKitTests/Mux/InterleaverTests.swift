@@ -5,7 +5,7 @@ final class TagLog: @unchecked Sendable {
     var tags: [(FLVTagType, UInt32)] = []
 }
 
-@Suite struct InterleaverTests {
+@Suite(.timeLimit(.minutes(2))) struct InterleaverTests {
     @Test func randomizedArrivalsComeOutNonDecreasing() {
         var rng = SeededRandom(state: 42)
         let log = TagLog()

@@ -6,7 +6,7 @@ import Testing
 
 /// The MP4 writer's boxes, checked by layout (sizes add up, fragments in order). Decoding is
 /// checked by PyAV and ffprobe in the integration tests, never by a parser of ours.
-@Suite struct MP4FragmentWriterTests {
+@Suite(.timeLimit(.minutes(2))) struct MP4FragmentWriterTests {
     static let layout = MP4TrackLayout(
         video: .init(width: 64, height: 48, fps: 30, avcC: [1, 0x64, 0, 0x1F, 0xFF, 0xE0, 0]),
         audio: .init(codec: .aac, sampleRate: 48000, channels: 2, bitrateKbps: 128, frameSize: 1024, config: [0x11, 0x90]))

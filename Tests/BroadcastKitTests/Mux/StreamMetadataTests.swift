@@ -1,7 +1,7 @@
 import Testing
 @testable import BroadcastKit
 
-@Suite struct StreamMetadataTests {
+@Suite(.timeLimit(.minutes(2))) struct StreamMetadataTests {
     @Test func opusAudioOnlyMetadataBytes() {
         let meta = StreamMetadata(hasVideo: false, hasAudio: true, width: 0, height: 0, framerate: 0,
                                   videoDataRateKbps: 0, audioCodec: .opus, audioDataRateKbps: 128,

@@ -23,7 +23,7 @@ final class ScriptedSink: TagSink, @unchecked Sendable {
     func close() {}
 }
 
-@Suite struct PipelineAssemblerTests {
+@Suite(.timeLimit(.minutes(5))) struct PipelineAssemblerTests {
     func config(_ destinations: [DestinationSettings], video: Bool = true, audio: Bool = true) -> BroadcastConfiguration {
         var c = BroadcastConfiguration.default
         c.video = VideoEncoderSettings(width: 320, height: 180, fps: 30, bitrateKbps: 300)

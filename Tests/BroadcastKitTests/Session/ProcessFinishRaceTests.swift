@@ -37,7 +37,7 @@ private final class TallyBox: Sendable {
             try session.start()
             let box = TallyBox()
             let producer = WorkerThread(name: "race-producer")
-            _ = producer.start {
+            try producer.start {
                 let audio = UnsafeMutableBufferPointer<Float>.allocate(capacity: 480 * 2)
                 audio.initialize(repeating: 0.1)
                 defer { audio.deallocate() }

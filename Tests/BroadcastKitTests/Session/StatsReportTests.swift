@@ -1,7 +1,7 @@
 import Testing
 @testable import BroadcastKit
 
-@Suite struct StatsReportTests {
+@Suite(.timeLimit(.minutes(2))) struct StatsReportTests {
     /// Rates come from the interval since the previous report, the first one from the start;
     /// every drop reason is a key, and a missing latency is null, not a number.
     @Test func ratesOverTheIntervalAndEveryKey() {

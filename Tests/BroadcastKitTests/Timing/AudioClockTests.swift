@@ -13,7 +13,7 @@ struct SeededRandom: RandomNumberGenerator {
     }
 }
 
-@Suite struct AudioClockTests {
+@Suite(.timeLimit(.minutes(2))) struct AudioClockTests {
     /// Simulates a device whose sample clock runs `ppm` fast with ±jitter on capture times;
     /// returns the worst |position - truth| after the filter settles, in ms.
     func worstError(ppm: Double, jitterMs: Double, frames: Int, seconds: Double, seed: UInt64) -> Double {

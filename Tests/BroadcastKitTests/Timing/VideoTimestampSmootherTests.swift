@@ -1,7 +1,7 @@
 import Testing
 @testable import BroadcastKit
 
-@Suite struct VideoTimestampSmootherTests {
+@Suite(.timeLimit(.minutes(2))) struct VideoTimestampSmootherTests {
     /// Feeds frames captured at `truth(n)` with ±`jitterMs` uniform jitter; returns the worst
     /// |output - truth| in ms over frames from `settleFrames` on, and the smoother.
     func run(fps: Int, frames: Int, jitterMs: Double, seed: UInt64, settleFrames: Int,

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import BroadcastKit
 
-@Suite(.serialized) struct FLVFileSinkTests {
+@Suite(.timeLimit(.minutes(5)), .serialized) struct FLVFileSinkTests {
     @Test func writesFileThatFFprobeReads() throws {
         let dir = try TestMedia.scratchDirectory("sink")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -111,7 +111,7 @@ import Testing
 }
 
 /// The sink must not let the file's pages pile up in the page cache (charged to the cgroup).
-@Test func fileSinkDropsWrittenPagesFromCache() throws {
+@Test(.timeLimit(.minutes(2))) func fileSinkDropsWrittenPagesFromCache() throws {
     let dir = try TestMedia.scratchDirectory("cache")
     defer { try? FileManager.default.removeItem(at: dir) }
     let out = dir.appendingPathComponent("big.flv")

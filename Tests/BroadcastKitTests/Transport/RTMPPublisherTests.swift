@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import BroadcastKit
 
-@Suite(.serialized) struct RTMPPublisherTests {
+@Suite(.timeLimit(.minutes(5)), .serialized) struct RTMPPublisherTests {
     static let key = "test-SECRET-key"
 
     @Test func publishesToNginxAndRecordingMatches() throws {

@@ -1,7 +1,7 @@
 import Testing
 @testable import BroadcastKit
 
-@Suite struct RTMPURLTests {
+@Suite(.timeLimit(.minutes(2))) struct RTMPURLTests {
     @Test func parsesAppWithoutKey() throws {
         let u = try RTMPURL(parsing: "rtmp://live.example.com/app")
         #expect(u.scheme == .rtmp)

@@ -4,7 +4,7 @@ import Testing
 
 /// TLSVerifier against certificates made with openssl: a private CA, a leaf for
 /// localhost/127.0.0.1 and a leaf for another name.
-@Suite(.serialized) struct TLSVerifierTests {
+@Suite(.timeLimit(.minutes(5)), .serialized) struct TLSVerifierTests {
     struct PKI {
         let dir: URL
         var ca: String { dir.appendingPathComponent("ca.pem").path }

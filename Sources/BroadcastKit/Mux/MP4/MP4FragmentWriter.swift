@@ -45,9 +45,14 @@ package final class MP4FragmentWriter {
     /// Bytes between fdatasync + POSIX_FADV_DONTNEED, so the page cache (charged to the memory
     /// cgroup) does not grow with the file; 0 disables it.
     package var dropCacheInterval = 4 << 20
+    /// Audio media time at presentation time 0 (the audio edit's media_time): the layout's
+    /// priming for a whole recording; for a clip, the pre-roll it holds (`ReplaySaver`). Set
+    /// before `writeInit`; `reset()` restores the layout's.
+    package var audioLeadSamples: Int
 
     package init(layout: MP4TrackLayout, maxSamples: Int) {
         self.layout = layout
+        audioLeadSamples = layout.audio?.primingSamples ?? 0
         self.maxSamples = max(1, maxSamples)
         moofStorage = .allocate(byteCount: Self.moofBytes(maxSamples: self.maxSamples), alignment: 8)
         iov = .allocate(capacity: Self.iovCapacity)
@@ -68,6 +73,7 @@ package final class MP4FragmentWriter {
     /// Starts a new file: fragment numbers, sizes and durations back to zero.
     package func reset() {
         sequence = 0; durationAt = .init(mehd: -1, editDuration: -1); bytesWritten = 0; endMs = 0; syncedUpTo = 0
+        audioLeadSamples = layout.audio?.primingSamples ?? 0
     }
 
     /// `ftyp` + `moov`; `durationMs` goes into `mehd` (0 when unknown: `finish` patches it).
@@ -76,7 +82,8 @@ package final class MP4FragmentWriter {
         let buf = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
         defer { buf.deallocate() }
         var w = MP4BoxWriter(buf)
-        durationAt = MP4InitSegment.write(layout, durationMs: UInt64(max(0, durationMs)), into: &w)
+        durationAt = MP4InitSegment.write(layout, durationMs: UInt64(max(0, durationMs)),
+                                          audioEditMediaTime: audioLeadSamples, into: &w)
         guard !w.overflowed else { errno = EOVERFLOW; return false }
         iov[0] = iovec(iov_base: buf.baseAddress, iov_len: w.count)
         guard Self.writeFully(fd, iov, count: 1, total: w.count) else { return false }
@@ -168,8 +175,9 @@ package final class MP4FragmentWriter {
         if video {
             w.u64(UInt64(rel) * UInt64(MP4TrackLayout.videoTimescale / 1000))
         } else {
-            // Media time runs the priming ahead of presentation time; the edit list takes it off.
-            w.u64(UInt64(rel) * UInt64(rateOrFps) / 1000 + UInt64(layout.audio?.primingSamples ?? 0))
+            // Media time runs the lead (priming, or a clip's pre-roll, which sits before the
+            // origin) ahead of presentation time; the edit list takes it off.
+            w.u64(UInt64(max(0, (firstMs - originMs) * Int64(rateOrFps) / 1000 + Int64(audioLeadSamples))))
         }
         w.end(tfdt)
         // data offset, duration, size; video adds flags and composition offsets.

@@ -14,9 +14,12 @@ package enum MP4InitSegment {
         package var editDuration: Int
     }
 
-    /// Writes the segment into `w`; returns where the durations are, for patching.
+    /// Writes the segment into `w`; returns where the durations are, for patching. The audio
+    /// edit starts at `audioEditMediaTime` (default: the layout's priming; 0: no edit list),
+    /// which must be what the track holds before presentation time 0 (a clip's pre-roll).
     @discardableResult
-    package static func write(_ layout: MP4TrackLayout, durationMs: UInt64, into w: inout MP4BoxWriter) -> DurationOffsets {
+    package static func write(_ layout: MP4TrackLayout, durationMs: UInt64, audioEditMediaTime: Int? = nil,
+                              into w: inout MP4BoxWriter) -> DurationOffsets {
         let ftyp = w.begin("ftyp")
         w.fourCC("isom"); w.u32(0x200)
         w.fourCC("isom"); w.fourCC("iso6"); w.fourCC("iso2"); w.fourCC("avc1"); w.fourCC("mp41")
@@ -33,7 +36,10 @@ package enum MP4InitSegment {
         w.end(mvhd)
         if let v = layout.video { videoTrak(v, id: layout.videoTrackID, into: &w) }
         var editDuration = -1
-        if let a = layout.audio { editDuration = audioTrak(a, id: layout.audioTrackID, durationMs: durationMs, into: &w) }
+        if let a = layout.audio {
+            editDuration = audioTrak(a, id: layout.audioTrackID, editMediaTime: audioEditMediaTime ?? a.primingSamples,
+                                     durationMs: durationMs, into: &w)
+        }
 
         let mvex = w.begin("mvex")
         let mehd = w.beginFull("mehd", version: 1, flags: 0)
@@ -124,11 +130,11 @@ package enum MP4InitSegment {
     }
 
     /// Returns the offset of the edit's segment_duration (-1 without an edit list).
-    private static func audioTrak(_ a: MP4TrackLayout.Audio, id: UInt32, durationMs: UInt64,
+    private static func audioTrak(_ a: MP4TrackLayout.Audio, id: UInt32, editMediaTime: Int, durationMs: UInt64,
                                   into w: inout MP4BoxWriter) -> Int {
         let trak = w.begin("trak")
         tkhd(&w, id: id, audio: true, width: 0, height: 0)
-        let editDuration = a.primingSamples > 0 ? edts(mediaTime: a.primingSamples, durationMs: durationMs, into: &w) : -1
+        let editDuration = editMediaTime > 0 ? edts(mediaTime: editMediaTime, durationMs: durationMs, into: &w) : -1
         let mdia = w.begin("mdia")
         mdhdHdlr(&w, timescale: a.sampleRate, handler: "soun", name: "SoundHandler")
         let minf = w.begin("minf")

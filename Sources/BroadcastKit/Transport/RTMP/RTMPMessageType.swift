@@ -9,7 +9,6 @@ package enum RTMPMessageType {
     package static let setPeerBandwidth: UInt8 = 6
     package static let audio: UInt8 = 8
     package static let video: UInt8 = 9
-    package static let dataAMF0: UInt8 = 18
     package static let commandAMF0: UInt8 = 20
 
     /// User Control event types (§6.2) we answer.

@@ -24,12 +24,6 @@ package final class TLSSession {
 
     deinit { close() }
 
-    /// Bytes GnuTLS already decrypted and holds for the next `receive` (poll cannot see them).
-    package var pendingBytes: Int {
-        guard let session else { return 0 }
-        return Int(bk_gnutls_record_check_pending(session))
-    }
-
     package func send(_ bytes: UnsafeRawPointer, count: Int) -> Outcome {
         guard let session else { return .closed }
         while true {

@@ -2,6 +2,7 @@ import Testing
 @testable import BroadcastKit
 
 /// AMF0 decoding (AMF0 spec §2) of hand-made vectors and of what `AMF0Writer` writes.
+@Suite(.timeLimit(.minutes(2)))
 struct AMF0ReaderTests {
     @Test func scalars() throws {
         var r = AMF0Reader(hex("00 3FF0000000000000  01 01  02 0003 616263  05 06  0C 00000002 6869  0B 4000000000000000 0000"))

@@ -2,6 +2,7 @@ import Testing
 @testable import BroadcastKit
 
 /// The server side of the chunk stream: byte vectors from RTMP 1.0 spec §5.3 and §5.4.
+@Suite(.timeLimit(.minutes(2)))
 struct RTMPChunkReaderTests {
     /// Appends `bytes` in pieces of `step` and collects every message.
     static func read(_ bytes: [UInt8], step: Int, into reader: inout RTMPChunkReader) throws -> [RTMPMessage] {

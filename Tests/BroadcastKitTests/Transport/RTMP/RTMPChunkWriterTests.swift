@@ -2,6 +2,7 @@ import Testing
 @testable import BroadcastKit
 
 /// Byte vectors worked out by hand from RTMP 1.0 spec §5.3 (chunk format).
+@Suite(.timeLimit(.minutes(2)))
 struct RTMPChunkWriterTests {
     /// Encodes one message and returns its bytes.
     static func encode(_ writer: inout RTMPChunkWriter, csid: UInt8 = 4, type: UInt8 = 9, stream: UInt32 = 1,

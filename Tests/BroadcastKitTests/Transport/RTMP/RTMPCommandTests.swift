@@ -2,6 +2,7 @@ import Testing
 @testable import BroadcastKit
 
 /// The commands a publisher sends (RTMP 1.0 spec §7.2) and the plain handshake packets (§5.2).
+@Suite(.timeLimit(.minutes(2)))
 struct RTMPCommandTests {
     static func encode(_ body: (UnsafeMutableRawBufferPointer) -> Int?) -> [UInt8] {
         var buffer = [UInt8](repeating: 0, count: 1024)
