@@ -228,6 +228,17 @@ public func _bkConfigSetAdaptiveBitrate(_ p: OpaquePointer?, _ enabled: Int32) -
     return BK_OK
 }
 
+@_cdecl("bk_config_set_backpressure")
+public func _bkConfigSetBackpressure(_ p: OpaquePointer?, _ mode: bk_backpressure) -> bk_status {
+    guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    switch mode {
+    case BK_BACKPRESSURE_DROP: c.configuration.backpressure = .drop
+    case BK_BACKPRESSURE_BLOCK: c.configuration.backpressure = .block
+    default: return c.fail(BK_ERR_INVALID_ARGUMENT, "backpressure \(mode.rawValue): expected BK_BACKPRESSURE_DROP or BK_BACKPRESSURE_BLOCK")
+    }
+    return BK_OK
+}
+
 @_cdecl("bk_config_set_capture_reserve")
 public func _bkConfigSetCaptureReserve(_ p: OpaquePointer?, _ bytes: Int64) -> bk_status {
     guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }

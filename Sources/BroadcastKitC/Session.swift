@@ -242,6 +242,27 @@ public func _bkSessionSaveReplay(_ p: OpaquePointer?, _ path: UnsafePointer<CCha
     }
 }
 
+@_cdecl("bk_session_set_video_bitrate")
+public func _bkSessionSetVideoBitrate(_ p: OpaquePointer?, _ kbps: Int32) -> bk_status {
+    guard let box = sessionBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    let range = BroadcastLimits.videoBitrateKbps
+    guard range.contains(Int(kbps)) else {
+        return box.fail(BK_ERR_INVALID_ARGUMENT, "video bitrate \(kbps) kbps outside \(range.lowerBound)..\(range.upperBound)")
+    }
+    guard box.session.setVideoBitrate(kbps: Int(kbps)) else {
+        return box.fail(BK_ERR_STATE, "the session is not running or has no video")
+    }
+    return BK_OK
+}
+
+@_cdecl("bk_session_request_keyframe")
+public func _bkSessionRequestKeyframe(_ p: OpaquePointer?) -> bk_status {
+    guard let box = sessionBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    guard box.session.state == .running else { return box.fail(BK_ERR_STATE, "the session is not running") }
+    box.session.requestKeyframe()
+    return BK_OK
+}
+
 @_cdecl("bk_session_state")
 public func _bkSessionState(_ p: OpaquePointer?) -> bk_state {
     guard let box = sessionBox(p) else { return BK_STATE_FAILED }

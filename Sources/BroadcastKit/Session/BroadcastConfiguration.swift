@@ -48,6 +48,9 @@ public struct BroadcastConfiguration: Sendable {
     /// Announce Enhanced RTMP v2 support (`capsEx`) in RTMP connect and honour the server's
     /// reconnect requests; false sends a plain connect for servers that refuse unknown fields.
     public var enhancedRTMPConnect: Bool = true
+    /// What `process` does when a lane is full: drop at once (live sources, the default) or
+    /// wait for room (producers faster than real time).
+    public var backpressure: Backpressure = .drop
 
     public init(video: VideoEncoderSettings = .default, audio: AudioEncoderSettings = .default,
                 hasVideo: Bool = true, hasAudio: Bool = true, destinations: [DestinationSettings] = [],

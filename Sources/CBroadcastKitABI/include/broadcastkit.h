@@ -15,7 +15,7 @@
  *     bk_video_frame f = { .width = 1280, .height = 720, .format = BK_PIXEL_BGRX,
  *                          .planes = { pixels }, .strides = { 1280 * 4 },
  *                          .plane_sizes = { 1280 * 720 * 4 }, .pts_ns = now_ns };
- *     bk_session_process_video(s, &f);          // BK_ACCEPTED or a counted drop; never blocks
+ *     bk_session_process_video(s, &f);          // BK_ACCEPTED or a counted drop (see backpressure)
  *     ...
  *     bk_session_finish(s);
  *     bk_session_free(s);
@@ -198,7 +198,8 @@ bk_status bk_config_set_audio(bk_config *cfg, bk_audio_codec codec, int bitrate_
  *  The first network destination is the primary one (its failure fails the session). */
 bk_status bk_config_add_rtmp(bk_config *cfg, const char *url, const char *stream_key);
 
-/** Adds an FLV file destination (created or truncated at start). */
+/** Adds a file destination (created or truncated at start): fragmented MP4 when the path ends in
+ *  .mp4, else FLV. */
 bk_status bk_config_add_file(bk_config *cfg, const char *path);
 
 /** Removes every destination (wiping keys). */
@@ -222,6 +223,19 @@ bk_status bk_config_set_replay(bk_config *cfg, int seconds, const char *director
 
 /** Adapt the x264 bitrate to the measured send rate when the queue backs up (default on). */
 bk_status bk_config_set_adaptive_bitrate(bk_config *cfg, int enabled);
+
+/** What a process call does when its lane is full (the video lane's 2 pending frames, an audio
+ *  lane's ~1 s ring). */
+typedef enum bk_backpressure {
+    /** Return at once with a counted drop (BK_DROPPED_ENCODER_BUSY, BK_DROPPED_AUDIO_LANE_FULL):
+     *  for live sources (a camera, a screen), whose late frame is worth less than the next. Default. */
+    BK_BACKPRESSURE_DROP = 0,
+    /** Wait for room (up to 5 s, then the same counted drop): for producers faster than real time
+     *  (a transcoder, a file) that want every buffer encoded. The waiting thread is the caller's. */
+    BK_BACKPRESSURE_BLOCK = 1
+} bk_backpressure;
+
+bk_status bk_config_set_backpressure(bk_config *cfg, bk_backpressure mode);
 
 /** Memory held by the caller's capture buffers, reserved in the plan (default 0). */
 bk_status bk_config_set_capture_reserve(bk_config *cfg, int64_t bytes);
@@ -302,11 +316,12 @@ typedef struct bk_audio_buffer {
     int64_t pts_ns;      /**< capture time of the first sample */
 } bk_audio_buffer;
 
-/** Converts the frame into the encoder's pool and returns at once (never blocks on the network).
- *  Malformed frames, backwards timestamps and a busy encoder are counted drops (> 0). */
+/** Converts the frame into the encoder's pool (never blocks on the network). Malformed frames,
+ *  backwards timestamps and a busy encoder are counted drops (> 0); with BK_BACKPRESSURE_BLOCK a
+ *  busy encoder is waited for first. */
 bk_process_result bk_session_process_video(bk_session *session, const bk_video_frame *frame);
 
-/** Copies the samples into the lane's ring and returns at once. */
+/** Copies the samples into the lane's ring (with BK_BACKPRESSURE_BLOCK, waiting for room). */
 bk_process_result bk_session_process_audio(bk_session *session, bk_audio_lane lane, const bk_audio_buffer *audio);
 
 /** Stops accepting buffers, encodes what is pending, sends what is queued (up to 1.5 s) and closes
@@ -322,6 +337,14 @@ bk_status bk_session_finish(bk_session *session);
  *  BK_ERR_CONFIGURATION (no replay ring, not running, nothing buffered, a save in progress),
  *  BK_ERR_STREAMING (the write failed: the partial file is removed, the stream is unaffected). */
 bk_status bk_session_save_replay(bk_session *session, const char *path, double seconds, char **saved_path);
+
+/** Sets the x264 target bitrate (and VBV maximum) while running; the adaptive bitrate may still
+ *  lower it when the link backs up. Any thread. BK_ERR_INVALID_ARGUMENT outside the library's
+ *  video bitrate range, BK_ERR_STATE when not running or without video. */
+bk_status bk_session_set_video_bitrate(bk_session *session, int kbps);
+
+/** Makes the next encoded picture a keyframe (IDR). Any thread. BK_ERR_STATE when not running. */
+bk_status bk_session_request_keyframe(bk_session *session);
 
 bk_state bk_session_state(const bk_session *session);
 
