@@ -861,14 +861,24 @@ static void gst_broadcast_sink_init(GstBroadcastSink *self) {
     self->backpressure = BACKPRESSURE_AUTO;
 }
 
+/* Whether `name` is GStreamer's default for an unnamed element ("broadcastsink" + a number). */
+static gboolean is_default_name(const gchar *name) {
+    const gchar *prefix = "broadcastsink";
+    if (!name || !g_str_has_prefix(name, prefix) || !name[strlen(prefix)]) return !name;
+    for (const gchar *c = name + strlen(prefix); *c; c++)
+        if (!g_ascii_isdigit(*c)) return FALSE;
+    return TRUE;
+}
+
 /* The first instance in a process that is given no name is named "broadcastsink" (not
  * "broadcastsink0"), so that gst-launch's `... ! broadcastsink.app_audio` finds it without name=.
- * A name given at construction (gst-launch's parser sets name= then) is kept. */
+ * A name given at construction (gst-launch's parser sets name= as a construct property, before
+ * this runs) is kept. */
 static void constructed(GObject *object) {
     static gint unnamed;
-    gboolean named = GST_OBJECT_NAME(object) != NULL;
     G_OBJECT_CLASS(gst_broadcast_sink_parent_class)->constructed(object);
-    if (!named && g_atomic_int_add(&unnamed, 1) == 0) gst_object_set_name(GST_OBJECT(object), "broadcastsink");
+    if (is_default_name(GST_OBJECT_NAME(object)) && g_atomic_int_add(&unnamed, 1) == 0)
+        gst_object_set_name(GST_OBJECT(object), "broadcastsink");
 }
 
 static gboolean plugin_init(GstPlugin *plugin) {

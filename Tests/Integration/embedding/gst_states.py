@@ -44,7 +44,7 @@ def frames_in():
     return v if ok else 0
 
 
-def step(state, settle=1.0):
+def step(state, settle=0.6):
     ret = pipeline.set_state(state)
     _, cur, _ = pipeline.get_state(10 * Gst.SECOND)
     time.sleep(settle)
