@@ -228,6 +228,72 @@ class ReadmeExamplesTest(BroadcastTestCase):
                                expect_audio_codec="aac")
 
 
+def keyframe_indexes(path: Path) -> tuple[int, list[int]]:
+    """(video packets, 1-based indexes of the keyframes) as PyAV reads them."""
+    import av
+    n, keys = 0, []
+    with av.open(str(path)) as c:
+        for p in c.demux(video=0):
+            if p.size:
+                n += 1
+                if p.is_keyframe:
+                    keys.append(n)
+    return n, keys
+
+
+class BackpressureAndControlsTest(BroadcastTestCase):
+    """Producers faster than real time (a transcoder, a file) push 300 720p frames in a loop: with
+    back-pressure "block" every frame is encoded; with "drop" (live sources) the busy encoder drops
+    most (the contrast shows the run really outpaces the encoder). The runtime controls act while
+    running: the bitrate target moves to 800 kbps, a requested keyframe is the 201st picture
+    (keyframe interval 20 s, so no other), a bitrate outside the library's range is refused."""
+
+    def test_c_producer_faster_than_real_time(self):
+        exe = self.tmp / "block_push"
+        r = subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(exe),
+                            str(Path(__file__).parent / "embedding" / "block_push.c"), f"-I{HEADER.parent}",
+                            f"-L{BUILD_DIR}", "-lbroadcastkit", f"-Wl,-rpath,{BUILD_DIR}"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        runs = {}
+        for mode in ("drop", "block"):
+            out = self.tmp / f"{mode}.flv"
+            self.track_file(out)
+            r = subprocess.run([str(exe), mode, "300", str(out)], capture_output=True, text=True, timeout=120)
+            self._captured_texts += [r.stdout, r.stderr]
+            self.assertEqual(r.returncode, 0, r.stderr)
+            lines = r.stdout.strip().splitlines()
+            runs[mode] = (json.loads(lines[0]), json.loads(lines[1]), out)
+        drop, _, _ = runs["drop"]
+        self.assertGreater(drop["dropped"], 0, drop)
+        block, stats, out = runs["block"]
+        self.assertEqual((block["accepted"], block["dropped"]), (300, 0), block)
+        self.assertEqual(stats["drops"]["encoder_busy"], 0, stats)
+        self.assertEqual((block["set_bitrate"], block["set_bitrate_0"], block["request_keyframe"]), (0, -1, 0), block)
+        self.assertEqual(block["after_finish_keyframe"], -6, block)  # BK_ERR_STATE
+        self.assertEqual(stats["target_video_kbps"], 800, stats)
+        self.assertEqual(keyframe_indexes(out), (300, [1, 201]))
+
+    def test_python_producer_faster_than_real_time(self):
+        env = dict(os.environ, PYTHONPATH=str(PY_BINDING), BROADCASTKIT_LIBRARY=str(LIB))
+        runs = {}
+        for mode in ("drop", "block"):
+            out = self.tmp / f"py-{mode}.flv"
+            self.track_file(out)
+            r = subprocess.run([sys.executable, str(Path(__file__).parent / "embedding" / "py_block.py"), mode, "300",
+                                str(out)], env=env, capture_output=True, text=True, timeout=120)
+            self._captured_texts += [r.stdout, r.stderr]
+            self.assertEqual(r.returncode, 0, r.stderr)
+            runs[mode] = (json.loads(r.stdout.strip().splitlines()[-1]), out)
+        self.assertGreater(runs["drop"][0]["results"].get("encoder_busy", 0), 0, runs["drop"][0])
+        rep, out = runs["block"]
+        self.assertEqual(rep["results"], {"accepted": 300}, rep)
+        self.assertEqual(rep["report"]["target_after_set"], 800, rep)
+        self.assertTrue(rep["report"]["bad_bitrate"].startswith("ValueError"), rep)
+        self.assertEqual(rep["report"]["after_close"], "StateError", rep)
+        self.assertEqual(keyframe_indexes(out), (300, [1, 201]))
+
+
 class PythonBindingTest(BroadcastTestCase):
     """bindings/python, used from the source tree (PYTHONPATH) against .build/release's library."""
 

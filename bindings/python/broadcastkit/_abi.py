@@ -33,6 +33,7 @@ SAMPLE_S16, SAMPLE_F32 = 0, 1
 LANES = {"app": 1, "mic": 2}
 AUDIO_CODECS = {None: -1, "none": -1, "aac": 0, "opus": 1}
 MEMORY_BUDGET_AUTO = -1
+BACKPRESSURE = {"drop": 0, "block": 1}
 EVENT_TYPES = {0: "started", 1: "warning", 2: "reconnecting", 3: "reconnected", 4: "failed", 5: "finished"}
 STATES = {0: "idle", 1: "running", 2: "finishing", 3: "finished", 4: "failed"}
 
@@ -118,6 +119,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "bk_config_set_adaptive_bitrate": (c.c_int, [P, c.c_int]),
         "bk_config_set_capture_reserve": (c.c_int, [P, c.c_int64]),
         "bk_config_set_replay": (c.c_int, [P, c.c_int, c.c_char_p]),
+        "bk_config_set_backpressure": (c.c_int, [P, c.c_int]),
         "bk_session_new": (P, [P]), "bk_session_free": (None, [P]),
         "bk_session_last_error": (c.c_char_p, [P]),
         "bk_session_set_event_callback": (c.c_int, [P, EVENT_CALLBACK, P]),
@@ -129,6 +131,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "bk_session_process_audio": (c.c_int, [P, c.c_int, c.POINTER(AudioBuffer)]),
         "bk_session_finish": (c.c_int, [P]),
         "bk_session_save_replay": (c.c_int, [P, c.c_char_p, c.c_double, c.POINTER(P)]),
+        "bk_session_set_video_bitrate": (c.c_int, [P, c.c_int]),
+        "bk_session_request_keyframe": (c.c_int, [P]),
         "bk_session_state": (c.c_int, [P]), "bk_session_status": (c.c_char_p, [P]),
         "bk_session_get_stats": (c.c_int, [P, c.POINTER(Stats)]),
         "bk_session_stats_json": (P, [P]),

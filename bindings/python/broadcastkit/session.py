@@ -119,6 +119,8 @@ class Session:
             print(s.stats()["video_frames_sent"])
 
     Entering starts the stream (connects); leaving finishes it (flush, send what is queued, close).
+    backpressure="drop" (live sources) returns a drop reason when a lane is full; "block" (a file, a
+    transcoder: producers faster than real time) waits for room, so every buffer is encoded.
     The key is handed to the library at once (which keeps its own copy) and is not kept by this
     object. send_video/send_audio may be called from different threads for different lanes; they
     release the GIL while the library converts or copies the buffer.
@@ -129,7 +131,7 @@ class Session:
                  preset: str = "veryfast", keyframe_interval: int = 2, audio_codec: Optional[str] = "aac",
                  audio_bitrate: int = 128, memory_budget: Union[int, str] = 50 << 20,
                  reconnect_attempts: int = 20, reconnect_delay: float = 2.0, adaptive_bitrate: bool = True,
-                 replay_seconds: int = 0, replay_dir: Optional[str] = None,
+                 replay_seconds: int = 0, replay_dir: Optional[str] = None, backpressure: str = "drop",
                  on_event: Optional[Callable[[Event], None]] = None):
         lib = library()
         self._lib = lib
@@ -157,6 +159,10 @@ class Session:
             check(lib.bk_config_set_memory_budget(cfg, budget))
             check(lib.bk_config_set_reconnect(cfg, reconnect_attempts, float(reconnect_delay)))
             check(lib.bk_config_set_adaptive_bitrate(cfg, 1 if adaptive_bitrate else 0))
+            if backpressure not in _abi.BACKPRESSURE:
+                raise ValueError(f"backpressure {backpressure!r}: expected 'drop' (live sources) or 'block' "
+                                 "(producers faster than real time)")
+            check(lib.bk_config_set_backpressure(cfg, _abi.BACKPRESSURE[backpressure]))
             if replay_seconds:
                 check(lib.bk_config_set_replay(cfg, replay_seconds, str(replay_dir).encode() if replay_dir else None))
             if url is not None:
@@ -318,6 +324,20 @@ class Session:
         b.pts_ns = self._lib.bk_now_ns() if pts_ns is None else int(pts_ns)
         r = self._lib.bk_session_process_audio(self._handle(), _abi.LANES[lane], ctypes.byref(b))
         return self._result(r)
+
+    # -- runtime controls --------------------------------------------------------------------
+
+    def set_video_bitrate(self, kbps: int) -> None:
+        """Sets the x264 target bitrate while running (the adaptive bitrate may still lower it).
+        ValueError outside the library's range; StateError when not running."""
+        status = self._lib.bk_session_set_video_bitrate(self._handle(), int(kbps))
+        if status == _abi.ERR_INVALID_ARGUMENT:
+            raise ValueError(self._lib.bk_session_last_error(self._session).decode(errors="replace"))
+        self._check(status)
+
+    def request_keyframe(self) -> None:
+        """Makes the next encoded picture a keyframe. StateError when not running."""
+        self._check(self._lib.bk_session_request_keyframe(self._handle()))
 
     # -- stats -------------------------------------------------------------------------------
 
