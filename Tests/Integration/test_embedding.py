@@ -294,6 +294,110 @@ class BackpressureAndControlsTest(BroadcastTestCase):
         self.assertEqual(keyframe_indexes(out), (300, [1, 201]))
 
 
+def send_queue_line(plan: str) -> str:
+    return next(line.split(None, 3)[-1].strip() for line in plan.splitlines() if "send queues" in line)
+
+
+def gst_uint_property(inspect: str, name: str) -> tuple[int, int, int]:
+    """(min, max, default) of an unsigned property in gst-inspect-1.0's output."""
+    block = re.search(rf"\n  {re.escape(name)} .*?(?=\n  [a-z]|\n\n|\Z)", inspect, re.S).group(0)
+    m = re.search(r"Range: (\d+) - (\d+) Default: (\d+)", block)
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+class OneSetOfRulesTest(BroadcastTestCase):
+    """The library owns every range and default (BroadcastLimits, exposed as bk_limits()); the C ABI,
+    Python, GStreamer and the CLI accept exactly that table, default to it, and size the send queue
+    the same way for the same bitrates."""
+
+    def test_every_front_end_maps_the_library_table(self):
+        exe = self.tmp / "limits_probe"
+        r = subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(exe),
+                            str(Path(__file__).parent / "embedding" / "limits_probe.c"), f"-I{HEADER.parent}",
+                            f"-L{BUILD_DIR}", "-lbroadcastkit", f"-Wl,-rpath,{BUILD_DIR}"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = subprocess.run([str(exe), str(self.tmp / "c.flv")], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        probe = json.loads(r.stdout)
+        t = probe["table"]
+        presets = t["presets"].split(",")
+        # C ABI: each range's edges accepted (BK_OK), one step outside refused (BK_ERR_INVALID_ARGUMENT).
+        for name, results in probe["c"].items():
+            if name == "presets":
+                self.assertEqual(results, {**{p: 0 for p in presets}, "placebo": -1})
+            else:
+                self.assertEqual(results, [0, 0, -1, -1], name)
+
+        # Python: the same table through the binding; outside values are ValueErrors; defaults from it.
+        env = dict(os.environ, PYTHONPATH=str(PY_BINDING), BROADCASTKIT_LIBRARY=str(LIB))
+        r = subprocess.run([sys.executable, str(Path(__file__).parent / "embedding" / "py_limits.py"),
+                            str(self.tmp / "py.flv")], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        py = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertEqual(py["limits"]["presets"], presets)
+        for name in ("width", "height", "fps", "video_bitrate_kbps", "aac_bitrate_kbps", "opus_bitrate_kbps"):
+            self.assertEqual(py["limits"][name], t[name], name)
+        self.assertEqual(set(py["refused"].values()), {"InvalidValueError"}, py["refused"])
+        self.assertIn("width=641", py["refused"])
+        self.assertEqual(len(py["accepted"]), 14, py["accepted"])
+        self.assertIn(f"{t['width']['default']}x{t['height']['default']}@{t['fps']['default']}", py["default_repr"])
+
+        # GStreamer: property ranges and defaults read from the same table.
+        r = subprocess.run(["scripts/build-gst"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        env = dict(os.environ, GST_PLUGIN_PATH=str(BUILD_DIR / "gstreamer-1.0"), GST_REGISTRY=str(self.tmp / "reg.bin"))
+        inspect = subprocess.run(["gst-inspect-1.0", "broadcastsink"], env=env, capture_output=True, text=True,
+                                 timeout=60).stdout
+        for prop, name in (("video-bitrate", "video_bitrate_kbps"), ("keyframe-interval", "keyframe_interval_seconds"),
+                           ("replay-seconds", "replay_seconds")):
+            self.assertEqual(gst_uint_property(inspect, prop), (t[name]["min"], t[name]["max"], t[name]["default"]), prop)
+        for prop, name in (("width", "width"), ("height", "height"), ("fps", "fps")):  # 0 = the input's
+            self.assertEqual(gst_uint_property(inspect, prop), (0, t[name]["max"], 0), prop)
+        self.assertEqual(gst_uint_property(inspect, "audio-bitrate"),
+                         (0, max(t["aac_bitrate_kbps"]["max"], t["opus_bitrate_kbps"]["max"]), 0))  # 0 = the codec's
+        preset_block = re.search(r"\n  preset .*?(?=\n  [a-z])", inspect, re.S).group(0)
+        self.assertIn(f'Default: "{t["default_preset"]}"', preset_block)
+        self.assertIn("/".join(presets), preset_block)
+
+        # The CLI: one step outside each range refused (exit 2), the edges and every preset accepted,
+        # its defaults the table's; and the send queue sized by the library as for C and Python.
+        def cli(*args):
+            r = subprocess.run([str(BUILD_DIR / "broadcast"), *map(str, args)], capture_output=True, text=True,
+                               timeout=60)
+            self._captured_texts += [r.stdout, r.stderr]
+            return r
+        w, h = t["width"], t["height"]
+        for args in ((["--fps", t["fps"]["min"] - 1]), ["--fps", t["fps"]["max"] + 1],
+                     ["--video-bitrate", t["video_bitrate_kbps"]["min"] - 1],
+                     ["--video-bitrate", t["video_bitrate_kbps"]["max"] + 1],
+                     ["--audio-bitrate", t["aac_bitrate_kbps"]["min"] - 1],
+                     ["--audio-bitrate", t["aac_bitrate_kbps"]["max"] + 1],
+                     ["--audio-codec", "opus", "--audio-bitrate", t["opus_bitrate_kbps"]["max"] + 1],
+                     ["--res", f"{w['max'] + 2}x{h['min']}"], ["--res", f"{w['min']}x{h['max'] + 2}"],
+                     ["--preset", "placebo"]):
+            with self.subTest(args=args):
+                r = cli("--print-memory-plan", "--source", "test", *args)
+                self.assertEqual(r.returncode, 2, (args, r.stdout, r.stderr))
+        r = cli("--print-memory-plan", "--source", "test", "--res", "64x64", "--fps", t["fps"]["max"],
+                "--video-bitrate", t["video_bitrate_kbps"]["min"], "--audio-codec", "opus",
+                "--audio-bitrate", t["opus_bitrate_kbps"]["max"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for preset in presets:
+            r = subprocess.run([str(BUILD_DIR / "broadcast"), "--preset", preset, "--help"], capture_output=True,
+                               text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, (preset, r.stderr))
+        r = cli("--print-memory-plan", "--source", "test")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"memory plan for {w['default']}x{h['default']}@{t['fps']['default']} x264 {t['default_preset']}, "
+                      f"{t['video_bitrate_kbps']['default']} kbps", r.stdout)
+        r = cli("--print-memory-plan", "--source", "test", "--res", "1280x720", "--video-bitrate", "2500",
+                "--audio-bitrate", "128")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(send_queue_line(probe["plan"]), send_queue_line(r.stdout))
+        self.assertEqual(send_queue_line(py["plan"]), send_queue_line(r.stdout))
+
+
 class PythonBindingTest(BroadcastTestCase):
     """bindings/python, used from the source tree (PYTHONPATH) against .build/release's library."""
 

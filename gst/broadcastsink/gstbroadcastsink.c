@@ -226,11 +226,16 @@ static void on_event(const bk_event *e, void *user) {
 static gboolean start_session(GstBroadcastSink *self, int in_width, int in_height, int in_fps, gboolean live) {
     if (self->session || self->failed) return self->session != NULL;
     bk_config *cfg = bk_config_new();
-    int w = self->width ? (int)self->width : (in_width > 0 ? in_width : 1280);
-    int h = self->height ? (int)self->height : (in_height > 0 ? in_height : 720);
-    int fps = self->fps ? (int)self->fps : (in_fps > 0 ? in_fps : 30);
+    int w = self->width ? (int)self->width : (in_width > 0 ? in_width : bk_limits()->width.default_value);
+    int h = self->height ? (int)self->height : (in_height > 0 ? in_height : bk_limits()->height.default_value);
+    int fps = self->fps ? (int)self->fps : (in_fps > 0 ? MIN(in_fps, bk_limits()->fps.max) : bk_limits()->fps.default_value);
     gint64 budget = 0;
     const char *what = NULL;
+    /* audio-bitrate 0: the library's default for the codec. */
+    const bk_limit_table *limits = bk_limits();
+    gboolean opus = g_strcmp0(self->audio_codec, "opus") == 0;
+    int audio_kbps = self->audio_bitrate ? (int)self->audio_bitrate
+                     : (opus ? limits->opus_bitrate_kbps : limits->aac_bitrate_kbps).default_value;
     gboolean ok = FALSE;
     const gchar *key_error = NULL;
     gchar *key = self->location ? resolve_key(self, &key_error) : NULL;
@@ -241,9 +246,8 @@ static gboolean start_session(GstBroadcastSink *self, int in_width, int in_heigh
     if (bk_config_set_video(cfg, (w + 1) & ~1, (h + 1) & ~1, fps, (int)self->video_bitrate) != BK_OK) what = "video";
     else if (self->preset && bk_config_set_preset(cfg, self->preset) != BK_OK) what = "preset";
     else if (bk_config_set_keyframe_interval(cfg, (int)self->keyframe_interval) != BK_OK) what = "keyframe-interval";
-    else if (bk_config_set_audio(cfg, g_strcmp0(self->audio_codec, "opus") == 0 ? BK_AUDIO_OPUS
-                                 : g_strcmp0(self->audio_codec, "none") == 0 ? BK_AUDIO_NONE : BK_AUDIO_AAC,
-                                 (int)self->audio_bitrate) != BK_OK) what = "audio";
+    else if (bk_config_set_audio(cfg, opus ? BK_AUDIO_OPUS : g_strcmp0(self->audio_codec, "none") == 0 ? BK_AUDIO_NONE
+                                 : BK_AUDIO_AAC, audio_kbps) != BK_OK) what = "audio";
     else if (!parse_size(self->memory_budget, &budget) || bk_config_set_memory_budget(cfg, budget) != BK_OK) {
         GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("memory-budget '%s' unreadable (e.g. 50M, 512K, auto)",
                                                      self->memory_budget ? self->memory_budget : ""), (NULL));
@@ -781,6 +785,10 @@ static void gst_broadcast_sink_class_init(GstBroadcastSinkClass *klass) {
     bc->set_caps = set_caps;
     bc->event = video_event;
     const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
+    /* Ranges and defaults are the library's (bk_limits()): this element maps values, it restates no rule.
+     * Blurbs that quote the table are built here, so they are not static strings. */
+    const bk_limit_table *L = bk_limits();
+    const GParamFlags rw_dyn = G_PARAM_READWRITE | G_PARAM_STATIC_NAME | G_PARAM_STATIC_NICK | GST_PARAM_MUTABLE_READY;
     g_object_class_install_property(oc, PROP_LOCATION, g_param_spec_string("location", "Location",
         "RTMP(S) ingest base URL without the key, e.g. rtmp://host/live", NULL, rw));
     g_object_class_install_property(oc, PROP_STREAM_KEY, g_param_spec_string("stream-key", "Stream key",
@@ -792,33 +800,45 @@ static void gst_broadcast_sink_class_init(GstBroadcastSinkClass *klass) {
         NULL, rw));
     g_object_class_install_property(oc, PROP_RECORD, g_param_spec_string("record", "Record",
         "Also (or only) record to this file: fragmented MP4 when the name ends in .mp4, else FLV", NULL, rw));
+    gchar *default_budget = g_strdup_printf("%" G_GINT64_FORMAT "M", L->default_memory_budget_bytes >> 20);
     g_object_class_install_property(oc, PROP_MEMORY_BUDGET, g_param_spec_string("memory-budget", "Memory budget",
         "Hard memory budget of the process: bytes or 50M/512K/1G, 0 = no check, auto = 50M or the memory "
-        "cgroup's limit less headroom; a plan that cannot fit is an error that prints the plan", "50M", rw));
+        "cgroup's limit less headroom; a plan that cannot fit is an error that prints the plan", default_budget, rw));
     g_object_class_install_property(oc, PROP_VIDEO_BITRATE, g_param_spec_uint("video-bitrate", "Video bitrate",
         "x264 target bitrate in kbps; changeable while PLAYING (the adaptive bitrate may still lower it)",
-        100, 50000, 2500, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING));
-    g_object_class_install_property(oc, PROP_PRESET, g_param_spec_string("preset", "x264 preset",
-        "ultrafast, superfast, veryfast, faster, fast or medium", "veryfast", rw));
+        (guint)L->video_bitrate_kbps.min, (guint)L->video_bitrate_kbps.max, (guint)L->video_bitrate_kbps.default_value,
+        G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING));
+    g_free(default_budget);
+    gchar *presets = g_strdup_printf("x264 preset, lightest first: %s", L->presets);
+    g_strdelimit(presets, ",", '/');
+    g_object_class_install_property(oc, PROP_PRESET, g_param_spec_string("preset", "x264 preset", presets,
+        L->default_preset, rw_dyn));
+    g_free(presets);
     g_object_class_install_property(oc, PROP_WIDTH, g_param_spec_uint("width", "Width",
-        "Output width (0 = the input's); input of any size is scaled and letter/pillarboxed", 0, 8192, 0, rw));
+        "Output width (0 = the input's); input of any size is scaled and letter/pillarboxed", 0, (guint)L->width.max, 0, rw));
     g_object_class_install_property(oc, PROP_HEIGHT, g_param_spec_uint("height", "Height",
-        "Output height (0 = the input's)", 0, 8192, 0, rw));
+        "Output height (0 = the input's)", 0, (guint)L->height.max, 0, rw));
     g_object_class_install_property(oc, PROP_FPS, g_param_spec_uint("fps", "Frame rate",
-        "Output frame rate (0 = the input's, else 30)", 0, 120, 0, rw));
+        "Output frame rate (0 = the input's, else the library's default)", 0, (guint)L->fps.max, 0, rw));
     g_object_class_install_property(oc, PROP_KEYFRAME_INTERVAL, g_param_spec_uint("keyframe-interval",
-        "Keyframe interval", "Seconds between keyframes", 1, 20, 2, rw));
+        "Keyframe interval", "Seconds between keyframes", (guint)L->keyframe_interval_seconds.min,
+        (guint)L->keyframe_interval_seconds.max, (guint)L->keyframe_interval_seconds.default_value, rw));
     g_object_class_install_property(oc, PROP_AUDIO_CODEC, g_param_spec_string("audio-codec", "Audio codec",
         "aac (legacy FLV, every ingest), opus (Enhanced RTMP v2) or none", "aac", rw));
-    g_object_class_install_property(oc, PROP_AUDIO_BITRATE, g_param_spec_uint("audio-bitrate", "Audio bitrate",
-        "Audio bitrate in kbps (AAC 32..320, Opus 16..510)", 16, 510, 128, rw));
+    gchar *audio = g_strdup_printf("Audio bitrate in kbps: AAC %d..%d (default %d), Opus %d..%d (default %d); "
+                                   "0 = the codec's default", L->aac_bitrate_kbps.min, L->aac_bitrate_kbps.max,
+                                   L->aac_bitrate_kbps.default_value, L->opus_bitrate_kbps.min, L->opus_bitrate_kbps.max,
+                                   L->opus_bitrate_kbps.default_value);
+    g_object_class_install_property(oc, PROP_AUDIO_BITRATE, g_param_spec_uint("audio-bitrate", "Audio bitrate", audio,
+        0, (guint)MAX(L->aac_bitrate_kbps.max, L->opus_bitrate_kbps.max), 0, rw_dyn));
+    g_free(audio);
     g_object_class_install_property(oc, PROP_BACKPRESSURE, g_param_spec_enum("backpressure", "Back-pressure",
         "When the encoder has no room: drop the buffer (counted, QoS message, WARNING) or block the stream "
         "until it has; auto drops for live input and blocks for non-live input, so every buffer of a file is encoded",
         backpressure_get_type(), BACKPRESSURE_AUTO, rw));
     g_object_class_install_property(oc, PROP_REPLAY_SECONDS, g_param_spec_uint("replay-seconds", "Replay seconds",
         "Keep the last N seconds of the encoded stream for the save-replay signal (0 = off), inside the memory budget",
-        0, 3600, 0, rw));
+        (guint)L->replay_seconds.min, (guint)L->replay_seconds.max, (guint)L->replay_seconds.default_value, rw));
     g_object_class_install_property(oc, PROP_REPLAY_DIR, g_param_spec_string("replay-dir", "Replay directory",
         "Where save-replay writes clips given no path (NULL: the current directory)", NULL, rw));
     g_object_class_install_property(oc, PROP_STATS, g_param_spec_boxed("stats", "Statistics",
@@ -852,12 +872,14 @@ static void gst_broadcast_sink_init(GstBroadcastSink *self) {
     for (int i = 0; i < LANES; i++) gst_segment_init(&self->segments[i], GST_FORMAT_TIME);
     g_mutex_init(&self->lock);
     g_cond_init(&self->cond);
-    self->memory_budget = g_strdup("50M");
-    self->preset = g_strdup("veryfast");
+    const bk_limit_table *L = bk_limits();
+    self->memory_budget = g_strdup_printf("%" G_GINT64_FORMAT "M", L->default_memory_budget_bytes >> 20);
+    self->preset = g_strdup(L->default_preset);
     self->audio_codec = g_strdup("aac");
-    self->video_bitrate = 2500;
-    self->audio_bitrate = 128;
-    self->keyframe_interval = 2;
+    self->video_bitrate = (guint)L->video_bitrate_kbps.default_value;
+    self->audio_bitrate = 0; /* the codec's default */
+    self->keyframe_interval = (guint)L->keyframe_interval_seconds.default_value;
+    self->replay_seconds = (guint)L->replay_seconds.default_value;
     self->backpressure = BACKPRESSURE_AUTO;
 }
 

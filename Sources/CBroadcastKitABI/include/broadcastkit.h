@@ -165,6 +165,35 @@ void bk_process_tuning_apply(void);
 int64_t bk_now_ns(void);
 
 /* ---------------------------------------------------------------------------------------------- */
+/* Limits                                                                                         */
+
+/** An accepted range and the library's default. */
+typedef struct bk_range {
+    int32_t min;
+    int32_t max;
+    int32_t default_value;
+} bk_range;
+
+/** What a configuration accepts, and the defaults of bk_config_new(): the library's one set of
+ *  rules (the CLI, this ABI, the Python binding and the GStreamer element all map to it). */
+typedef struct bk_limit_table {
+    bk_range width;                     /**< even */
+    bk_range height;                    /**< even */
+    bk_range fps;
+    bk_range video_bitrate_kbps;        /**< also bk_session_set_video_bitrate's range */
+    bk_range keyframe_interval_seconds;
+    bk_range aac_bitrate_kbps;
+    bk_range opus_bitrate_kbps;
+    bk_range replay_seconds;            /**< 0 = off */
+    const char *presets;                /**< the x264 presets, comma-separated, lightest first */
+    const char *default_preset;
+    int64_t default_memory_budget_bytes;
+} bk_limit_table;
+
+/** The table (static; never free it). */
+const bk_limit_table *bk_limits(void);
+
+/* ---------------------------------------------------------------------------------------------- */
 /* Configuration                                                                                  */
 
 typedef struct bk_config bk_config;
@@ -179,18 +208,20 @@ void bk_config_free(bk_config *cfg);
 /** The message of the last failed call on cfg, or "" (owned by cfg; never free it). */
 const char *bk_config_last_error(const bk_config *cfg);
 
-/** Output size (even, 16..8192; input of any size is scaled and letter/pillarboxed), frame rate
- *  (1..240) and x264 target bitrate in kbps (>0; also the VBV max rate). */
+/** Output size (even; input of any size is scaled and letter/pillarboxed), frame rate and x264
+ *  target bitrate in kbps (also the VBV max rate); ranges in bk_limits(). Every setter checks its
+ *  values against bk_limits() and fails with BK_ERR_INVALID_ARGUMENT, changing nothing. */
 bk_status bk_config_set_video(bk_config *cfg, int width, int height, int fps, int bitrate_kbps);
 
-/** x264 preset: ultrafast, superfast, veryfast (default), faster, fast, medium. */
+/** x264 preset: one of bk_limits()->presets (ultrafast, superfast, veryfast (default), faster,
+ *  fast, medium). */
 bk_status bk_config_set_preset(bk_config *cfg, const char *preset);
 
 /** Keyframe interval in seconds (default 2; ingests ask for 2). */
 bk_status bk_config_set_keyframe_interval(bk_config *cfg, int seconds);
 
-/** Audio codec and bitrate in kbps (AAC 32..320, Opus 16..510); BK_AUDIO_NONE: no audio track
- *  (bitrate ignored). */
+/** Audio codec and bitrate in kbps (bk_limits()->aac_bitrate_kbps / opus_bitrate_kbps); BK_AUDIO_NONE:
+ *  no audio track (bitrate ignored). */
 bk_status bk_config_set_audio(bk_config *cfg, bk_audio_codec codec, int bitrate_kbps);
 
 /** Adds an RTMP(S) destination. url is the ingest base, rtmp://host[:port]/app; stream_key is the
@@ -216,7 +247,7 @@ bk_status bk_config_set_memory_budget(bk_config *cfg, int64_t bytes);
  *  delay in seconds (x1.5 per attempt with jitter, capped at 30 s). */
 bk_status bk_config_set_reconnect(bk_config *cfg, int attempts, double first_delay_seconds);
 
-/** Keep the last `seconds` (1..3600; 0 = off, the default) of encoded video and audio in a replay
+/** Keep the last `seconds` (bk_limits()->replay_seconds; 0 = off, the default) of encoded video and audio in a replay
  *  ring planned inside the memory budget (its own line in the plan). Clips saved without a path
  *  go to `directory` (NULL: the current directory) as replay-YYYYMMDD-HHMMSS.mp4 (UTC). */
 bk_status bk_config_set_replay(bk_config *cfg, int seconds, const char *directory);

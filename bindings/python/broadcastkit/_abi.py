@@ -71,6 +71,19 @@ class Stats(ctypes.Structure):
 assert ctypes.sizeof(VideoFrame) == 96 and ctypes.sizeof(AudioBuffer) == 40
 assert ctypes.sizeof(Event) == 40 and ctypes.sizeof(Stats) == 224
 
+class Range(ctypes.Structure):
+    _fields_ = [("min", ctypes.c_int32), ("max", ctypes.c_int32), ("default", ctypes.c_int32)]
+
+
+class LimitTable(ctypes.Structure):
+    """bk_limit_table: the library's ranges and defaults (broadcastkit.h)."""
+    _fields_ = [(name, Range) for name in ("width", "height", "fps", "video_bitrate_kbps",
+                                           "keyframe_interval_seconds", "aac_bitrate_kbps", "opus_bitrate_kbps",
+                                           "replay_seconds")] + [
+        ("presets", ctypes.c_char_p), ("default_preset", ctypes.c_char_p),
+        ("default_memory_budget_bytes", ctypes.c_int64)]
+
+
 EVENT_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.POINTER(Event), ctypes.c_void_p)
 
 
@@ -106,6 +119,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "bk_version": (c.c_char_p, []), "bk_abi_version": (c.c_int, []),
         "bk_string_free": (None, [P]), "bk_process_tuning_apply": (None, []), "bk_now_ns": (c.c_int64, []),
         "bk_drop_reason_name": (c.c_char_p, [c.c_int]),
+        "bk_limits": (c.POINTER(LimitTable), []),
         "bk_config_new": (P, []), "bk_config_free": (None, [P]), "bk_config_last_error": (c.c_char_p, [P]),
         "bk_config_set_video": (c.c_int, [P, c.c_int, c.c_int, c.c_int, c.c_int]),
         "bk_config_set_preset": (c.c_int, [P, c.c_char_p]),
