@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -93,7 +94,7 @@ class CABITest(BroadcastTestCase):
     def test_install_layout_and_pc_file(self):
         p = self.installed.prefix
         for rel in ("lib/libbroadcastkit.so", "include/broadcastkit.h", "lib/pkgconfig/broadcastkit.pc",
-                    "bin/broadcast"):
+                    "bin/broadcast", "bin/broadcastctl"):
             self.assertTrue((p / rel).exists(), rel)
         libs = self.installed.pkg_config("--libs")
         self.assertIn("-lbroadcastkit", libs)
@@ -470,3 +471,229 @@ class PythonBindingTest(BroadcastTestCase):
         self.assertIn("BroadcastKit", r.stdout)
         self.assertIn(str(target), subprocess.run([sys.executable, "-c", "import broadcastkit; print(broadcastkit.__file__)"],
                                                   env=env, capture_output=True, text=True, cwd=self.tmp).stdout)
+
+
+BROADCASTCTL = BUILD_DIR / "broadcastctl"
+
+
+def control_line(path: Path, line: str, timeout: float = 30) -> dict:
+    """One request on a control socket; the answer as a dict."""
+    import socket as _socket
+    with _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(str(path))
+        s.sendall(line.encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data.decode())
+
+
+class ControlProtocolTest(BroadcastTestCase):
+    """The control socket as docs/control-protocol.md describes it, against the CLI and an embedder:
+    peer credentials, a slot kept for commands, duplicate keys, ids, version, events, stale sockets,
+    broadcastctl's bounded buffer, bk_session_open_control through Python's control=."""
+
+    def start_cli(self, sock: Path, *extra: str) -> subprocess.Popen:
+        proc = subprocess.Popen([str(BUILD_DIR / "broadcast"), "--no-publish", "--source", "test", "--res", "360p",
+                                 "--record", str(self.tmp / f"{sock.stem}.flv"), "--control", str(sock),
+                                 "--duration", "60", *extra], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        deadline = time.monotonic() + 15
+        while not sock.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertTrue(sock.exists(), proc.stderr.read().decode() if proc.poll() is not None else "no socket")
+        return proc
+
+    def finish_cli(self, proc: subprocess.Popen) -> tuple[int, str]:
+        _, err = proc.communicate(timeout=60)
+        text = err.decode(errors="replace")
+        self._captured_texts.append(text)
+        return proc.returncode, text
+
+    def test_other_uid_is_refused_even_when_the_socket_is_world_writable(self):
+        d = Path(tempfile.mkdtemp(prefix="bk-ctl-"))
+        self.addCleanup(shutil.rmtree, d, True)
+        d.chmod(0o755)
+        sock = d / "ctl.sock"
+        proc = self.start_cli(sock)
+        sock.chmod(0o666)
+        # Sends stop (the refusal may already have closed the connection), then reads the answer.
+        probe = ("import socket, sys\ns = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])\n"
+                 "try:\n    s.sendall(b'stop\\n')\nexcept OSError:\n    pass\nprint(s.makefile().readline().strip())")
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+                            probe, str(sock)], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["ok"], False, r.stdout)
+        self.assertIn("permission denied", r.stdout)
+        time.sleep(1.0)
+        self.assertIsNone(proc.poll(), "another uid stopped the stream")
+        self.assertEqual(control_line(sock, "stop"), {"ok": True})   # the owner (root here) still can
+        rc, err = self.finish_cli(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+
+    def test_stop_gets_through_eight_idle_clients_and_seven_subscribers(self):
+        import socket as _socket
+        sock = self.tmp / "slots.sock"
+        proc = self.start_cli(sock)
+        held = []
+        for i in range(8):
+            s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            s.settimeout(10)
+            s.connect(str(sock))
+            if i < 7:
+                s.sendall(b"subscribe\n")
+                self.assertEqual(json.loads(s.makefile().readline()), {"ok": True, "subscribed": True})
+            held.append(s)
+        # An eighth subscriber would take the last slot: refused.
+        refused = control_line(sock, "subscribe")
+        self.assertFalse(refused["ok"])
+        self.assertIn("too many subscribers", refused["error"])
+        self.assertEqual(control_line(sock, "stop"), {"ok": True})
+        rc, err = self.finish_cli(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+        for s in held:
+            s.close()
+        # Eight idle clients, no subscriber: stop still gets through.
+        sock2 = self.tmp / "idle.sock"
+        proc = self.start_cli(sock2)
+        idle = []
+        for _ in range(8):
+            s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            s.connect(str(sock2))
+            idle.append(s)
+        time.sleep(0.3)
+        self.assertEqual(control_line(sock2, "stop"), {"ok": True})
+        rc, err = self.finish_cli(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+        for s in idle:
+            s.close()
+
+    def test_requests_ids_version_duplicates_and_events(self):
+        import socket as _socket
+        sock = self.tmp / "proto.sock"
+        proc = self.start_cli(sock)
+        sub = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        sub.settimeout(20)
+        sub.connect(str(sock))
+        sub.sendall(b'{"cmd":"subscribe","id":"s1"}\n')
+        events = sub.makefile()
+        self.assertEqual(json.loads(events.readline()), {"id": "s1", "ok": True, "subscribed": True})
+        started = json.loads(events.readline())
+        self.assertEqual(started["event"], "started", started)
+        self.assertEqual(started["destinations"], [str(self.tmp / "proto.flv")])
+        # Duplicate keys: refused, never "the last one wins" (this used to stop the stream).
+        dup = control_line(sock, '{"cmd":"stats","cmd":"stop"}')
+        self.assertFalse(dup["ok"])
+        self.assertIn('duplicate key "cmd"', dup["error"])
+        time.sleep(0.5)
+        self.assertIsNone(proc.poll(), "a request with a duplicate key stopped the stream")
+        v = control_line(sock, '{"cmd":"version","id":42}')
+        self.assertEqual((v["id"], v["ok"], v["protocol"]), (42, True, 1), v)
+        self.assertIn("broadcast 0.1.0", v["version"])
+        self.assertEqual(list(v)[0], "id")
+        self.assertEqual(control_line(sock, '{"cmd":"frobnicate","id":"x"}')["id"], "x")
+        self.assertEqual(control_line(sock, '{"cmd":"stats","id":7}')["id"], 7)
+        r = subprocess.run([str(BROADCASTCTL), str(sock), "version"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["protocol"], 1)
+        self.assertEqual(control_line(sock, "set-bitrate 700"), {"ok": True, "kbps": 700})
+        changed = json.loads(events.readline())
+        self.assertEqual(changed["event"], "bitrate-changed", changed)
+        self.assertEqual(changed["kbps"], 700)
+        self.assertEqual(control_line(sock, "stop"), {"ok": True})
+        stopped = json.loads(events.readline())
+        self.assertEqual(stopped, {"event": "stopped", "exit_code": 0, "reason": "finished"})
+        rc, err = self.finish_cli(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+        sub.close()
+
+    def test_stale_socket_is_taken_over_a_live_one_refused(self):
+        import socket as _socket
+        sock = self.tmp / "stale.sock"
+        dead = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        dead.bind(str(sock))          # a socket file nobody listens on: a killed run's
+        dead.close()
+        self.assertTrue(sock.exists())
+        proc = self.start_cli(sock)
+        time.sleep(0.3)
+        self.assertEqual(control_line(sock, "stop"), {"ok": True})
+        rc, err = self.finish_cli(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+        self.assertIn(f"note: --control {sock}: took over a stale control socket", err)
+        self.assertFalse(sock.exists())
+        live = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        live.bind(str(sock))
+        live.listen(1)
+        self.addCleanup(live.close)
+        r = subprocess.run([str(BUILD_DIR / "broadcast"), "--no-publish", "--source", "test", "--record",
+                            str(self.tmp / "live.flv"), "--control", str(sock), "--duration", "1"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"--control {sock}: already in use by a running broadcast", r.stderr)
+        self.assertTrue(sock.exists(), "a live socket was removed")
+
+    def test_broadcastctl_buffer_is_bounded(self):
+        # A server that answers 300 MB without a newline: broadcastctl stops at 1 MiB, exit 2.
+        import socket as _socket
+        import threading
+        sock = self.tmp / "flood.sock"
+        server = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        server.bind(str(sock))
+        server.listen(1)
+        self.addCleanup(server.close)
+        sent = [0]
+
+        def flood():
+            conn, _ = server.accept()
+            conn.recv(4096)
+            chunk = b"x" * (1 << 20)
+            try:
+                while sent[0] < 300 << 20:
+                    conn.sendall(chunk)
+                    sent[0] += len(chunk)
+            except OSError:
+                pass
+            conn.close()
+        t = threading.Thread(target=flood, daemon=True)
+        t.start()
+        r = subprocess.run(["/usr/bin/time", "-f", "maxrss_kb=%M", str(BROADCASTCTL), str(sock), "stats"],
+                           capture_output=True, text=True, timeout=120)
+        t.join(30)
+        self.assertEqual(r.returncode, 2, r.stderr[-500:])
+        self.assertIn("answer longer than 1 MiB without a newline", r.stderr)
+        maxrss_kb = int(re.search(r"maxrss_kb=(\d+)", r.stderr).group(1))
+        print(f"\n--- broadcastctl against a 300 MB answer: VmHWM {maxrss_kb / 1024:.1f} MiB, "
+              f"server sent {sent[0] >> 20} MiB ---", file=sys.stderr)
+        self.assertLess(maxrss_kb, 16 * 1024)
+
+    def test_embedder_control_socket_from_python(self):
+        sock = self.tmp / "py.sock"
+        env = dict(os.environ, PYTHONPATH=str(PY_BINDING), BROADCASTKIT_LIBRARY=str(LIB))
+        r = subprocess.run([sys.executable, str(Path(__file__).parent / "embedding" / "py_control.py"), str(sock),
+                            str(self.tmp / "py-control.flv"), str(BROADCASTCTL)], env=env, capture_output=True,
+                           text=True, timeout=120)
+        self._captured_texts += [r.stdout, r.stderr]
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        rep = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertEqual(rep["version"]["protocol"], 1, rep)
+        self.assertIn("libbroadcastkit", rep["version"]["version"])
+        self.assertEqual(rep["set_bitrate"], {"ok": True, "kbps": 900}, rep)
+        self.assertEqual(rep["target_after"], 900, rep)
+        self.assertEqual(rep["stop"], {"ok": True}, rep)
+        self.assertIn("stop-requested", rep["events"], rep)
+        kinds = [e["event"] for e in rep["subscriber"]]
+        self.assertEqual(kinds[0], "started", rep)
+        self.assertIn("bitrate-changed", kinds)
+        self.assertIn("dropped", kinds)
+        # Rate-limited: at most one dropped event per second of dropping.
+        self.assertLessEqual(kinds.count("dropped"), rep["seconds"] + 1, rep)
+        self.assertEqual(sum(e["count"] for e in rep["subscriber"] if e["event"] == "dropped"),
+                         max(e["total"] for e in rep["subscriber"] if e["event"] == "dropped"))
+        self.assertEqual(kinds[-1], "stopped", rep)
+        self.assertEqual(rep["subscriber"][-1]["exit_code"], 0)
+        self.assertFalse(rep["socket_left"], rep)

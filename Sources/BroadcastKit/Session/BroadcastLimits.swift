@@ -31,6 +31,6 @@ public enum BroadcastLimits {
     /// The default x264 preset.
     public static let defaultPreset = X264Preset.veryfast
 
-    /// "lo..hi", as messages show a range.
-    public static func text(_ r: ClosedRange<Int>) -> String { "\(r.lowerBound)..\(r.upperBound)" }
+    /// "lo...hi", as messages show a range (Swift's notation, as the CLI's usage errors do).
+    public static func text(_ r: ClosedRange<Int>) -> String { "\(r.lowerBound)...\(r.upperBound)" }
 }

@@ -293,7 +293,10 @@ typedef enum bk_event_type {
     BK_EVENT_RECONNECTING = 2, /**< attempt, delay_seconds */
     BK_EVENT_RECONNECTED = 3,  /**< reconnects: total so far */
     BK_EVENT_FAILED = 4,       /**< message: why; a primary failure ends the stream */
-    BK_EVENT_FINISHED = 5
+    BK_EVENT_FINISHED = 5,
+    /** A client sent `stop` on the control socket (bk_session_open_control): finish when you see
+     *  fit (not from the callback: see THREADS). */
+    BK_EVENT_STOP_REQUESTED = 6
 } bk_event_type;
 
 typedef struct bk_event {
@@ -310,6 +313,14 @@ typedef void (*bk_event_callback)(const bk_event *event, void *user_data);
 
 /** Sets (or with NULL clears) the event callback. Only before bk_session_start(). */
 bk_status bk_session_set_event_callback(bk_session *session, bk_event_callback callback, void *user_data);
+
+/** Opens a control socket at `path` for this session: the protocol of `broadcast --control`
+ *  (docs/control-protocol.md: stats, keyframe, set-bitrate, save-replay, version, subscribe; `stop`
+ *  arrives as BK_EVENT_STOP_REQUESTED). Mode 0600, only this uid and root may connect; a stale
+ *  socket (nobody listening) is taken over with a BK_EVENT_WARNING, a live one refused. Only before
+ *  bk_session_start(); closed and removed by bk_session_finish() (after a `stopped` event) or
+ *  bk_session_free(). BK_ERR_CONFIGURATION with the reason, BK_ERR_STATE. */
+bk_status bk_session_open_control(bk_session *session, const char *path);
 
 /** Opens the encoders and allocates every pool and queue; connects nothing. Optional: start
  *  prepares when needed. Fails with BK_ERR_CONFIGURATION. */

@@ -34,7 +34,8 @@ LANES = {"app": 1, "mic": 2}
 AUDIO_CODECS = {None: -1, "none": -1, "aac": 0, "opus": 1}
 MEMORY_BUDGET_AUTO = -1
 BACKPRESSURE = {"drop": 0, "block": 1}
-EVENT_TYPES = {0: "started", 1: "warning", 2: "reconnecting", 3: "reconnected", 4: "failed", 5: "finished"}
+EVENT_TYPES = {0: "started", 1: "warning", 2: "reconnecting", 3: "reconnected", 4: "failed", 5: "finished",
+               6: "stop-requested"}
 STATES = {0: "idle", 1: "running", 2: "finishing", 3: "finished", 4: "failed"}
 
 
@@ -138,6 +139,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "bk_session_last_error": (c.c_char_p, [P]),
         "bk_session_set_event_callback": (c.c_int, [P, EVENT_CALLBACK, P]),
         "bk_session_prepare": (c.c_int, [P]),
+        "bk_session_open_control": (c.c_int, [P, c.c_char_p]),
         # Returned as a raw pointer so it can be handed back to bk_string_free.
         "bk_session_memory_plan": (P, [P]),
         "bk_session_start": (c.c_int, [P]),

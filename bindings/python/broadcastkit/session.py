@@ -139,6 +139,8 @@ class Session:
     ranges (limits()): one outside raises InvalidValueError, a ValueError.
     backpressure="drop" (live sources) returns a drop reason when a lane is full; "block" (a file, a
     transcoder: producers faster than real time) waits for room, so every buffer is encoded.
+    control=PATH opens the control socket of `broadcast --control` for this session
+    (docs/control-protocol.md); a client's `stop` arrives as an Event of type "stop-requested".
     The key is handed to the library at once (which keeps its own copy) and is not kept by this
     object. send_video/send_audio may be called from different threads for different lanes; they
     release the GIL while the library converts or copies the buffer.
@@ -151,7 +153,7 @@ class Session:
                  audio_bitrate: Optional[int] = None, memory_budget: Union[int, str, None] = None,
                  reconnect_attempts: int = 20, reconnect_delay: float = 2.0, adaptive_bitrate: bool = True,
                  replay_seconds: int = 0, replay_dir: Optional[str] = None, backpressure: str = "drop",
-                 on_event: Optional[Callable[[Event], None]] = None):
+                 control: Optional[str] = None, on_event: Optional[Callable[[Event], None]] = None):
         lib = library()
         self._lib = lib
         self._session = None
@@ -222,6 +224,9 @@ class Session:
             lib.bk_config_free(cfg)  # wipes the config's copy of the key
         if on_event is not None:
             self._set_event_callback(on_event)
+        if control is not None:
+            # After the callback, so a stale socket's takeover note reaches on_event as a warning.
+            self._check(lib.bk_session_open_control(self._session, str(control).encode()))
 
     # -- lifecycle ---------------------------------------------------------------------------
 
