@@ -89,6 +89,7 @@ package struct ControlRequest: Equatable, Sendable {
     package static let maxIDBytes = 128
     package let command: ControlCommand
     package let id: String?
+    package init(command: ControlCommand, id: String?) { self.command = command; self.id = id }
 }
 
 package struct ControlError: Error, Equatable {

@@ -1,6 +1,6 @@
 /// What `BroadcastSession.process` does when a lane has no room (the video lane's pending
 /// frames, an audio lane's ring).
-public enum Backpressure: Sendable, Equatable {
+public enum Backpressure: Sendable, Hashable {
     /// Return at once with a counted drop (`encoder_busy`, `audio_lane_full`): for live sources,
     /// whose late frame is worth less than the next one.
     case drop
