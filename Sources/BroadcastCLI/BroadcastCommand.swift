@@ -39,13 +39,14 @@ public enum BroadcastCommand {
         let session = BroadcastSession(configuration: config)
         if options.printMemoryPlan { return printMemoryPlan(session, video: video, json: options.memoryPlanJSON) }
 
-        let control: ControlSocket?
-        do { control = try options.controlPath.map { p throws(ConfigurationError) in try ControlSocket(path: p) } }
-        catch { return fail(error.exitCode, error.message) }
+        let control: ControlServer?
+        do { control = try options.controlPath.map { p throws(BroadcastError) in try ControlServer(path: p) } }
+        catch { return fail(.usage, "--control \(error.description)") }
         defer { control?.close() }
+        if let note = control?.takeoverNote, !options.quiet { say("note: --control \(note)") }
         ReplaySignal.control = control
         session.onEvent = { event in
-            if let json = ControlSocket.eventJSON(event) { control?.publish(json) }
+            if let json = ControlServer.eventJSON(event) { control?.publish(json) }
             switch event {
             case .warning(let m): say("warning: \(m)")
             // The session's failure is said once, by the stream loop, as the run's exit message.
@@ -57,6 +58,12 @@ public enum BroadcastCommand {
         }
 
         Signals.install()
+        // Served from before the start, so a subscriber can see `started`, and `stop` works while connecting.
+        do {
+            try control?.start(session: session, version: Usage.version) { _ = stopSignals.add(1, ordering: .relaxed) }
+        } catch {
+            return fail(.streaming, "control socket: \(error)")
+        }
         do {
             try session.start()
         } catch {
@@ -95,18 +102,14 @@ public enum BroadcastCommand {
                 return fail(error.kind == .denied ? .connect : .usage, error.message)
             }
         }
-        do {
-            try control?.start(session: session)
-        } catch {
-            built.sources.forEach { $0.stop() }
-            session.finish()
-            return fail(.streaming, "control socket: \(error)")
-        }
         // Start-up is over: the code it touched need not stay resident for the whole run.
         ProcessTuning.releaseStartupPages()
-        return StreamLoop(session: session, sources: built.sources, reporter: reporter, heartbeat: heartbeat,
-                          duration: options.duration, quiet: options.quiet,
-                          testFault: TestFault(environment["BROADCAST_TEST_FAULT"])).run()
+        let code = StreamLoop(session: session, sources: built.sources, reporter: reporter, heartbeat: heartbeat,
+                              duration: options.duration, quiet: options.quiet,
+                              testFault: TestFault(environment["BROADCAST_TEST_FAULT"])).run()
+        control?.publishStopped(exitCode: code.rawValue,
+                                reason: session.failure?.description ?? (code == .success ? "finished" : "exit \(code.rawValue)"))
+        return code
     }
 
     /// `--print-memory-plan`: the plan for these settings on stdout; 0 if it fits, else 2.

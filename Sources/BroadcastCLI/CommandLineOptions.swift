@@ -146,9 +146,11 @@ public struct CommandLineOptions: Sendable {
                 o.bitrateFollows = f
             case "--service": o.service = try ServicePreset.named(try s.value())
             case "--res": o.resolution = try Resolution(parsing: try s.value())
-            case "--fps": o.fps = try s.int(1...120)
-            case "--video-bitrate": o.videoKbps = try s.kbps(100...50_000)
-            case "--audio-bitrate": o.audioKbps = try s.kbps(16...512)
+            case "--fps": o.fps = try s.int(BroadcastLimits.fps)
+            case "--video-bitrate": o.videoKbps = try s.kbps(BroadcastLimits.videoBitrateKbps)
+            case "--audio-bitrate":
+                // Either codec's range here; the codec's own is checked once both flags are known.
+                o.audioKbps = try s.kbps(BroadcastLimits.aacBitrateKbps.lowerBound...BroadcastLimits.opusBitrateKbps.upperBound)
             case "--audio-codec":
                 let v = try s.value()
                 guard let c = AudioCodec(rawValue: v.lowercased()) else {
@@ -191,8 +193,7 @@ public struct CommandLineOptions: Sendable {
                 }
             case "--preset":
                 let v = try s.value()
-                let allowed = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium"]
-                guard allowed.contains(v) else { throw UsageError("--preset expects one of \(allowed.joined(separator: ", ")), got '\(v)'") }
+                guard X264Preset(rawValue: v) != nil else { throw UsageError("--preset expects one of \(X264Preset.names), got '\(v)'") }
                 o.preset = v
             case "--x264-threads": o.x264Threads = try s.int(1...16)
             case "--reconnect-attempts": o.reconnectAttempts = try s.int(0...1_000_000)

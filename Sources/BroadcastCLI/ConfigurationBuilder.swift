@@ -71,8 +71,6 @@ public struct ConfigurationBuilder {
         config.bitrateFollows = o.bitrateFollows
         config.enhancedRTMPConnect = o.enhancedRTMPConnect
         config.reconnect = ReconnectPolicy(maxAttempts: o.reconnectAttempts, initialDelaySeconds: o.reconnectDelay)
-        // The send queue holds at most ~4 s of media at the configured rates; the drop policy acts well before.
-        config.congestion.maxBytes = max(512 << 10, (video.bitrateKbps + audio.bitrateKbps) * 1000 / 8 * 4)
         return BuiltConfiguration(configuration: config, sources: made.sources, notices: notices)
     }
 
@@ -245,7 +243,7 @@ public struct ConfigurationBuilder {
         video.fps = o.fps
         video.preset = o.preset
         var videoKbps = o.videoKbps ?? o.resolution.defaultVideoKbps(fps: o.fps)
-        var audioKbps = o.audioKbps ?? (o.audioCodec == .opus ? 96 : 128)
+        var audioKbps = o.audioKbps ?? BroadcastLimits.defaultAudioBitrateKbps(o.audioCodec)
         // One encode feeds every destination: each service's limits apply, the strictest wins.
         for s in [o.service].compactMap({ $0 }) + o.urls.compactMap(\.service) {
             if videoKbps > s.maxVideoKbps {
@@ -261,8 +259,9 @@ public struct ConfigurationBuilder {
         video.maxBitrateKbps = videoKbps
         video.vbvBufferKbits = videoKbps
         if let t = o.x264Threads { video.threads = t }
-        if o.audioCodec == .aac && audioKbps > 320 {
-            throw ConfigurationError(.usage, "--audio-bitrate for AAC is at most 320")
+        let audioRange = BroadcastLimits.audioBitrateKbps(o.audioCodec)
+        if !audioRange.contains(audioKbps) {
+            throw ConfigurationError(.usage, "--audio-bitrate for \(o.audioCodec == .aac ? "AAC" : "Opus") is at most \(audioRange.upperBound)")
         }
         return (video, AudioEncoderSettings(codec: o.audioCodec, bitrateKbps: audioKbps), notes)
     }

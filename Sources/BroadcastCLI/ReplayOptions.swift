@@ -10,7 +10,7 @@ let replaySignals = Atomic<Int>(0)
 
 enum ReplaySignal {
     /// Where a SIGUSR1 save is announced to subscribers, with `--control`.
-    nonisolated(unsafe) static var control: ControlSocket?
+    nonisolated(unsafe) static var control: ControlServer?
 
     static func install() {
         var sa = sigaction()
@@ -33,7 +33,7 @@ enum ReplaySignal {
         let control = control
         session.saveReplay { result in
             if case .success(let clip) = result {
-                control?.publish("{\"event\":\"replay-saved\",\(ControlSocket.clipJSON(clip))}")
+                control?.publish("{\"event\":\"replay-saved\",\(ControlServer.clipJSON(clip))}")
                 if !quiet { say("replay: saved \(clip.path) (\(fixed(clip.durationSeconds, 1)) s, \(clip.bytes) bytes)") }
             }
         }

@@ -1,3 +1,4 @@
+import BroadcastKit
 /// Output resolution from `--res`: a named preset or WxH.
 public struct Resolution: Equatable, Sendable {
     /// Pixels, even.
@@ -29,8 +30,9 @@ public struct Resolution: Equatable, Sendable {
         guard parts.count == 2, let w = Int(parts[0]), let h = Int(parts[1]) else {
             throw UsageError("--res expects 360p, 480p, 720p, 1080p or WxH, got '\(s)'")
         }
-        guard (16...3840).contains(w), (16...2160).contains(h), w % 2 == 0, h % 2 == 0 else {
-            throw UsageError("--res \(s): width and height must be even, 16..3840 x 16..2160")
+        let lw = BroadcastLimits.width, lh = BroadcastLimits.height
+        guard lw.contains(w), lh.contains(h), w % 2 == 0, h % 2 == 0 else {
+            throw UsageError("--res \(s): width and height must be even, \(BroadcastLimits.text(lw)) x \(BroadcastLimits.text(lh))")
         }
         self.init(width: w, height: h)
     }

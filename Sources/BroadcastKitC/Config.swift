@@ -42,6 +42,20 @@ final class ConfigBox {
         return status
     }
 
+    /// Applies `change` when the result passes `BroadcastConfiguration.validate()` (the library's
+    /// rules, `BroadcastLimits`); else keeps the configuration and fails with the library's message.
+    func apply(_ change: (inout BroadcastConfiguration) -> Void) -> bk_status {
+        var candidate = configuration
+        change(&candidate)
+        do {
+            try candidate.validate()
+        } catch {
+            return fail(BK_ERR_INVALID_ARGUMENT, error.description)
+        }
+        configuration = candidate
+        return BK_OK
+    }
+
     /// The Swift configuration a session runs with (the key is copied into a String here).
     func build() -> BroadcastConfiguration {
         var c = configuration
@@ -101,65 +115,43 @@ public func _bkConfigLastError(_ p: OpaquePointer?) -> UnsafePointer<CChar> {
     return UnsafePointer(e)
 }
 
-private let presets: Set<String> = ["ultrafast", "superfast", "veryfast", "faster", "fast", "medium"]
-
 @_cdecl("bk_config_set_video")
 public func _bkConfigSetVideo(_ p: OpaquePointer?, _ width: Int32, _ height: Int32, _ fps: Int32,
                               _ kbps: Int32) -> bk_status {
     guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
-    guard (16...8192).contains(width), (16...8192).contains(height), width % 2 == 0, height % 2 == 0 else {
-        return c.fail(BK_ERR_INVALID_ARGUMENT, "video size \(width)x\(height): width and height must be even, 16..8192")
+    return c.apply {
+        $0.video = VideoEncoderSettings(width: Int(width), height: Int(height), fps: Int(fps), bitrateKbps: Int(kbps),
+                                        keyframeIntervalSeconds: $0.video.keyframeIntervalSeconds, preset: $0.video.preset)
     }
-    guard (1...240).contains(fps) else { return c.fail(BK_ERR_INVALID_ARGUMENT, "fps \(fps) outside 1..240") }
-    guard kbps > 0, kbps <= 200_000 else {
-        return c.fail(BK_ERR_INVALID_ARGUMENT, "video bitrate \(kbps) kbps outside 1..200000")
-    }
-    var v = c.configuration.video
-    v = VideoEncoderSettings(width: Int(width), height: Int(height), fps: Int(fps), bitrateKbps: Int(kbps),
-                             keyframeIntervalSeconds: v.keyframeIntervalSeconds, preset: v.preset)
-    c.configuration.video = v
-    return BK_OK
 }
 
 @_cdecl("bk_config_set_preset")
 public func _bkConfigSetPreset(_ p: OpaquePointer?, _ preset: UnsafePointer<CChar>?) -> bk_status {
     guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
     guard let preset else { return c.fail(BK_ERR_INVALID_ARGUMENT, "preset is NULL") }
-    let name = String(cString: preset)
-    guard presets.contains(name) else {
-        return c.fail(BK_ERR_INVALID_ARGUMENT,
-                      "unknown x264 preset '\(name)' (ultrafast, superfast, veryfast, faster, fast, medium)")
-    }
-    c.configuration.video.preset = name
-    return BK_OK
+    return c.apply { $0.video.preset = String(cString: preset) }
 }
 
 @_cdecl("bk_config_set_keyframe_interval")
 public func _bkConfigSetKeyframeInterval(_ p: OpaquePointer?, _ seconds: Int32) -> bk_status {
     guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
-    guard (1...20).contains(seconds) else { return c.fail(BK_ERR_INVALID_ARGUMENT, "keyframe interval \(seconds) s outside 1..20") }
-    c.configuration.video.keyframeIntervalSeconds = Int(seconds)
-    return BK_OK
+    return c.apply { $0.video.keyframeIntervalSeconds = Int(seconds) }
 }
 
 @_cdecl("bk_config_set_audio")
 public func _bkConfigSetAudio(_ p: OpaquePointer?, _ codec: bk_audio_codec, _ kbps: Int32) -> bk_status {
     guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    let mapped: AudioCodec
     switch codec {
-    case BK_AUDIO_NONE:
-        c.configuration.hasAudio = false
-        return BK_OK
-    case BK_AUDIO_AAC:
-        guard (32...320).contains(kbps) else { return c.fail(BK_ERR_INVALID_ARGUMENT, "AAC bitrate \(kbps) kbps outside 32..320") }
-        c.configuration.audio = AudioEncoderSettings(codec: .aac, bitrateKbps: Int(kbps))
-    case BK_AUDIO_OPUS:
-        guard (16...510).contains(kbps) else { return c.fail(BK_ERR_INVALID_ARGUMENT, "Opus bitrate \(kbps) kbps outside 16..510") }
-        c.configuration.audio = AudioEncoderSettings(codec: .opus, bitrateKbps: Int(kbps))
-    default:
-        return c.fail(BK_ERR_INVALID_ARGUMENT, "unknown audio codec \(codec.rawValue)")
+    case BK_AUDIO_NONE: return c.apply { $0.hasAudio = false }
+    case BK_AUDIO_AAC: mapped = .aac
+    case BK_AUDIO_OPUS: mapped = .opus
+    default: return c.fail(BK_ERR_INVALID_ARGUMENT, "unknown audio codec \(codec.rawValue)")
     }
-    c.configuration.hasAudio = true
-    return BK_OK
+    return c.apply {
+        $0.audio = AudioEncoderSettings(codec: mapped, bitrateKbps: Int(kbps))
+        $0.hasAudio = true
+    }
 }
 
 @_cdecl("bk_config_add_rtmp")
@@ -215,17 +207,24 @@ public func _bkConfigSetReconnect(_ p: OpaquePointer?, _ attempts: Int32, _ dela
 @_cdecl("bk_config_set_replay")
 public func _bkConfigSetReplay(_ p: OpaquePointer?, _ seconds: Int32, _ directory: UnsafePointer<CChar>?) -> bk_status {
     guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
-    guard (0...3600).contains(seconds) else {
-        return c.fail(BK_ERR_INVALID_ARGUMENT, "replay seconds \(seconds) out of range (0..3600, 0 = off)")
-    }
-    c.configuration.replay = ReplaySettings(seconds: Int(seconds), directory: directory.map { String(cString: $0) } ?? ".")
-    return BK_OK
+    return c.apply { $0.replay = ReplaySettings(seconds: Int(seconds), directory: directory.map { String(cString: $0) } ?? ".") }
 }
 
 @_cdecl("bk_config_set_adaptive_bitrate")
 public func _bkConfigSetAdaptiveBitrate(_ p: OpaquePointer?, _ enabled: Int32) -> bk_status {
     guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
     c.configuration.adaptiveBitrate = enabled != 0
+    return BK_OK
+}
+
+@_cdecl("bk_config_set_backpressure")
+public func _bkConfigSetBackpressure(_ p: OpaquePointer?, _ mode: bk_backpressure) -> bk_status {
+    guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    switch mode {
+    case BK_BACKPRESSURE_DROP: c.configuration.backpressure = .drop
+    case BK_BACKPRESSURE_BLOCK: c.configuration.backpressure = .block
+    default: return c.fail(BK_ERR_INVALID_ARGUMENT, "backpressure \(mode.rawValue): expected BK_BACKPRESSURE_DROP or BK_BACKPRESSURE_BLOCK")
+    }
     return BK_OK
 }
 

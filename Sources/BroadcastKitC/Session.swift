@@ -24,6 +24,16 @@ struct EventTarget: @unchecked Sendable {
         case .failed(let m): type = BK_EVENT_FAILED; message = m
         case .finished: type = BK_EVENT_FINISHED
         }
+        deliver(type, message, &e)
+    }
+
+    /// A `stop` request on the control socket: the embedder decides what stopping means.
+    func deliverStopRequested() {
+        var e = bk_event()
+        deliver(BK_EVENT_STOP_REQUESTED, "stop requested on the control socket", &e)
+    }
+
+    private func deliver(_ type: bk_event_type, _ message: String, _ e: inout bk_event) {
         e.type = type
         message.withCString { m in
             e.message = m
@@ -42,6 +52,9 @@ final class SessionBox: @unchecked Sendable {
     /// When the box was made, and the snapshot of the last stats JSON: its rates start there.
     let createdNs = MediaTime.now()
     let previousStats = Mutex<StatsSnapshot?>(nil)
+    /// Set before start (bk_session_set_event_callback, bk_session_open_control); read by session threads.
+    var eventTarget: EventTarget?
+    var control: ControlServer?
 
     init(configuration: BroadcastConfiguration) {
         session = BroadcastSession(configuration: configuration)
@@ -85,8 +98,12 @@ public func _bkSessionNew(_ cfg: OpaquePointer?) -> OpaquePointer? {
 public func _bkSessionFree(_ p: OpaquePointer?) {
     guard let p else { return }
     let box = Unmanaged<SessionBox>.fromOpaque(UnsafeRawPointer(p))
-    let s = box.takeUnretainedValue().session
-    if s.state == .running { s.finish() }
+    let b = box.takeUnretainedValue()
+    let s = b.session
+    if s.state == .running { _ = _bkSessionFinish(p) }
+    b.control?.close()
+    b.control = nil
+    s.onEvent = nil
     box.release()
 }
 
@@ -100,13 +117,60 @@ public func _bkSessionSetEventCallback(_ p: OpaquePointer?, _ cb: bk_event_callb
                                        _ user: UnsafeMutableRawPointer?) -> bk_status {
     guard let box = sessionBox(p) else { return BK_ERR_INVALID_ARGUMENT }
     guard box.session.state == .idle else { return box.fail(BK_ERR_STATE, "the event callback can only be set before start") }
-    if let cb {
-        let target = EventTarget(callback: cb, userData: user)
-        box.session.onEvent = { target.deliver($0) }
-    } else {
-        box.session.onEvent = nil
-    }
+    box.eventTarget = cb.map { EventTarget(callback: $0, userData: user) }
+    box.routeEvents()
     return BK_OK
+}
+
+extension SessionBox {
+    /// The session's events go to the C callback and to the control socket's subscribers.
+    func routeEvents() {
+        let target = eventTarget, control = control
+        if target == nil && control == nil {
+            session.onEvent = nil
+            return
+        }
+        session.onEvent = { (e: BroadcastEvent) in
+            target?.deliver(e)
+            if let json = ControlServer.eventJSON(e) { control?.publish(json) }
+        }
+    }
+
+    /// After finish: subscribers get `stopped`, then the socket is closed and removed.
+    func closeControl(status: bk_status) {
+        guard let c = control else { return }
+        c.publishStopped(exitCode: status == BK_OK ? 0 : 4, reason: session.failure?.description ?? "finished")
+        c.close()
+        control = nil
+    }
+}
+
+@_cdecl("bk_session_open_control")
+public func _bkSessionOpenControl(_ p: OpaquePointer?, _ path: UnsafePointer<CChar>?) -> bk_status {
+    guard let box = sessionBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    guard let path, path.pointee != 0 else { return box.fail(BK_ERR_INVALID_ARGUMENT, "control socket path is NULL or empty") }
+    guard box.session.state == .idle, box.control == nil else {
+        return box.fail(BK_ERR_STATE, "the control socket can only be opened once, before start")
+    }
+    do {
+        let server = try ControlServer(path: String(cString: path))
+        box.control = server
+        box.routeEvents()
+        let session = box.session
+        do {
+            try server.start(session: session, version: ABIInfo.versionNumber + " (libbroadcastkit)") { [weak box] in
+                box?.eventTarget?.deliverStopRequested()
+            }
+        } catch {
+            server.close()
+            box.control = nil
+            return box.fail(BK_ERR_CONFIGURATION, "control socket: \(error)")
+        }
+        if let note = server.takeoverNote { session.onEvent?(.warning(note)) }
+        return BK_OK
+    } catch {
+        return box.fail(BK_ERR_CONFIGURATION, "control socket " + error.description)
+    }
 }
 
 @_cdecl("bk_session_prepare")
@@ -222,7 +286,10 @@ public func _bkSessionFinish(_ p: OpaquePointer?) -> bk_status {
     box.session.finish()
     var status = BK_OK
     if let failure = box.session.failure { status = box.fail(BK_ERR_STREAMING, failure.description) }
-    if box.session.state == .finished { box.finishStatus = status }
+    if box.session.state == .finished {
+        box.finishStatus = status
+        box.closeControl(status: status)
+    }
     return status
 }
 
@@ -239,6 +306,27 @@ public func _bkSessionSaveReplay(_ p: OpaquePointer?, _ path: UnsafePointer<CCha
     } catch {
         return box.fail(error)
     }
+}
+
+@_cdecl("bk_session_set_video_bitrate")
+public func _bkSessionSetVideoBitrate(_ p: OpaquePointer?, _ kbps: Int32) -> bk_status {
+    guard let box = sessionBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    let range = BroadcastLimits.videoBitrateKbps
+    guard range.contains(Int(kbps)) else {
+        return box.fail(BK_ERR_INVALID_ARGUMENT, "video bitrate \(kbps) kbps outside \(range.lowerBound)..\(range.upperBound)")
+    }
+    guard box.session.setVideoBitrate(kbps: Int(kbps)) else {
+        return box.fail(BK_ERR_STATE, "the session is not running or has no video")
+    }
+    return BK_OK
+}
+
+@_cdecl("bk_session_request_keyframe")
+public func _bkSessionRequestKeyframe(_ p: OpaquePointer?) -> bk_status {
+    guard let box = sessionBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    guard box.session.state == .running else { return box.fail(BK_ERR_STATE, "the session is not running") }
+    box.session.requestKeyframe()
+    return BK_OK
 }
 
 @_cdecl("bk_session_state")

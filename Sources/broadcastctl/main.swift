@@ -11,7 +11,9 @@ let usage = """
       keyframe                       ask the encoder for a keyframe
       set-bitrate KBPS               change the video bitrate
       stop                           stop the stream cleanly
-      subscribe                      print events (warnings, reconnects, saved clips) as they happen
+      subscribe                      print events (started, warnings, reconnects, bitrate, drops, saved clips, stopped)
+      version                        the protocol and build versions
+    Answers longer than 1 MiB without a newline end the connection (exit 2): no server makes this grow.
     Exit status: 0 answered ok, 1 answered with an error, 2 usage or connection error.
     """
 
@@ -51,7 +53,10 @@ guard bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIG
 }
 
 let subscribing = args[1] == "subscribe"
+/// The longest answer line kept: a stats object is a few KB; beyond this the peer is not a broadcast.
+let maxAnswerBytes = 1 << 20
 var pending: [UInt8] = []
+pending.reserveCapacity(64 << 10)
 var buffer = [UInt8](repeating: 0, count: 4096)
 var status: Int32 = 2
 var answered = false
@@ -60,7 +65,11 @@ while true {
     if n < 0 && errno == EINTR { continue }
     if n <= 0 { break }
     for b in buffer[0..<n] {
-        guard b == 0x0A else { pending.append(b); continue }
+        guard b == 0x0A else {
+            guard pending.count < maxAnswerBytes else { die("\(path): answer longer than \(maxAnswerBytes >> 20) MiB without a newline; closing") }
+            pending.append(b)
+            continue
+        }
         let text = String(decoding: pending, as: UTF8.self)
         pending.removeAll()
         let out = Array((text + "\n").utf8)

@@ -66,7 +66,8 @@ private func write(_ text: String, to path: String) {
         #expect(b.configuration.audio == AudioEncoderSettings(codec: .aac, bitrateKbps: 128))
         #expect(b.configuration.memoryBudgetBytes == 50 << 20)
         #expect(b.configuration.captureReserveBytes == 1000)
-        #expect(b.configuration.congestion.maxBytes == max(512 << 10, (2500 + 128) * 1000 / 8 * 4))
+        // The send queue is sized by the library from the bitrates (the CLI only maps values).
+        #expect(b.configuration.sendQueueBytes == CongestionPolicy.sendQueueBytes(videoKbps: 2500, audioKbps: 128))
     }
 
     @Test func keyPrecedenceArgvThenFileThenEnvironment() throws {

@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 from pathlib import Path
 
@@ -93,7 +94,7 @@ class CABITest(BroadcastTestCase):
     def test_install_layout_and_pc_file(self):
         p = self.installed.prefix
         for rel in ("lib/libbroadcastkit.so", "include/broadcastkit.h", "lib/pkgconfig/broadcastkit.pc",
-                    "bin/broadcast"):
+                    "bin/broadcast", "bin/broadcastctl"):
             self.assertTrue((p / rel).exists(), rel)
         libs = self.installed.pkg_config("--libs")
         self.assertIn("-lbroadcastkit", libs)
@@ -228,6 +229,186 @@ class ReadmeExamplesTest(BroadcastTestCase):
                                expect_audio_codec="aac")
 
 
+def keyframe_indexes(path: Path) -> tuple[int, list[int]]:
+    """(video packets, 1-based indexes of the keyframes) as PyAV reads them."""
+    import av
+    n, keys = 0, []
+    with av.open(str(path)) as c:
+        for p in c.demux(video=0):
+            if p.size:
+                n += 1
+                if p.is_keyframe:
+                    keys.append(n)
+    return n, keys
+
+
+class BackpressureAndControlsTest(BroadcastTestCase):
+    """Producers faster than real time (a transcoder, a file) push 300 720p frames in a loop: with
+    back-pressure "block" every frame is encoded; with "drop" (live sources) the busy encoder drops
+    most (the contrast shows the run really outpaces the encoder). The runtime controls act while
+    running: the bitrate target moves to 800 kbps, a keyframe requested after picture 201 is queued
+    lands within the 2 pending (keyframe interval 20 s, so no other), a bitrate outside the
+    library's range is refused."""
+
+    def assert_requested_keyframe(self, out: Path) -> None:
+        # Requested after picture 201 was queued: the next picture the encoder takes is an IDR, one of
+        # the (at most 2) still pending or the next one, so 199..201; no other keyframe in 10 s.
+        frames, keys = keyframe_indexes(out)
+        self.assertEqual(frames, 300)
+        self.assertEqual(len(keys), 2, keys)
+        self.assertEqual(keys[0], 1)
+        self.assertIn(keys[1], (199, 200, 201), keys)
+
+    def test_c_producer_faster_than_real_time(self):
+        exe = self.tmp / "block_push"
+        r = subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(exe),
+                            str(Path(__file__).parent / "embedding" / "block_push.c"), f"-I{HEADER.parent}",
+                            f"-L{BUILD_DIR}", "-lbroadcastkit", f"-Wl,-rpath,{BUILD_DIR}"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        runs = {}
+        for mode in ("drop", "block"):
+            out = self.tmp / f"{mode}.flv"
+            self.track_file(out)
+            r = subprocess.run([str(exe), mode, "300", str(out)], capture_output=True, text=True, timeout=120)
+            self._captured_texts += [r.stdout, r.stderr]
+            self.assertEqual(r.returncode, 0, r.stderr)
+            lines = r.stdout.strip().splitlines()
+            runs[mode] = (json.loads(lines[0]), json.loads(lines[1]), out)
+        drop, _, _ = runs["drop"]
+        self.assertGreater(drop["dropped"], 0, drop)
+        block, stats, out = runs["block"]
+        self.assertEqual((block["accepted"], block["dropped"]), (300, 0), block)
+        self.assertEqual(stats["drops"]["encoder_busy"], 0, stats)
+        self.assertEqual((block["set_bitrate"], block["set_bitrate_0"], block["request_keyframe"]), (0, -1, 0), block)
+        self.assertEqual(block["after_finish_keyframe"], -6, block)  # BK_ERR_STATE
+        self.assertEqual(stats["target_video_kbps"], 800, stats)
+        self.assert_requested_keyframe(out)
+
+    def test_python_producer_faster_than_real_time(self):
+        env = dict(os.environ, PYTHONPATH=str(PY_BINDING), BROADCASTKIT_LIBRARY=str(LIB))
+        runs = {}
+        for mode in ("drop", "block"):
+            out = self.tmp / f"py-{mode}.flv"
+            self.track_file(out)
+            r = subprocess.run([sys.executable, str(Path(__file__).parent / "embedding" / "py_block.py"), mode, "300",
+                                str(out)], env=env, capture_output=True, text=True, timeout=120)
+            self._captured_texts += [r.stdout, r.stderr]
+            self.assertEqual(r.returncode, 0, r.stderr)
+            runs[mode] = (json.loads(r.stdout.strip().splitlines()[-1]), out)
+        self.assertGreater(runs["drop"][0]["results"].get("encoder_busy", 0), 0, runs["drop"][0])
+        rep, out = runs["block"]
+        self.assertEqual(rep["results"], {"accepted": 300}, rep)
+        self.assertEqual(rep["report"]["target_after_set"], 800, rep)
+        self.assertTrue(rep["report"]["bad_bitrate"].startswith("ValueError"), rep)
+        self.assertEqual(rep["report"]["after_close"], "StateError", rep)
+        self.assert_requested_keyframe(out)
+
+
+def send_queue_line(plan: str) -> str:
+    return next(line.split(None, 3)[-1].strip() for line in plan.splitlines() if "send queues" in line)
+
+
+def gst_uint_property(inspect: str, name: str) -> tuple[int, int, int]:
+    """(min, max, default) of an unsigned property in gst-inspect-1.0's output."""
+    block = re.search(rf"\n  {re.escape(name)} .*?(?=\n  [a-z]|\n\n|\Z)", inspect, re.S).group(0)
+    m = re.search(r"Range: (\d+) - (\d+) Default: (\d+)", block)
+    return int(m.group(1)), int(m.group(2)), int(m.group(3))
+
+
+class OneSetOfRulesTest(BroadcastTestCase):
+    """The library owns every range and default (BroadcastLimits, exposed as bk_limits()); the C ABI,
+    Python, GStreamer and the CLI accept exactly that table, default to it, and size the send queue
+    the same way for the same bitrates."""
+
+    def test_every_front_end_maps_the_library_table(self):
+        exe = self.tmp / "limits_probe"
+        r = subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(exe),
+                            str(Path(__file__).parent / "embedding" / "limits_probe.c"), f"-I{HEADER.parent}",
+                            f"-L{BUILD_DIR}", "-lbroadcastkit", f"-Wl,-rpath,{BUILD_DIR}"],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = subprocess.run([str(exe), str(self.tmp / "c.flv")], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        probe = json.loads(r.stdout)
+        t = probe["table"]
+        presets = t["presets"].split(",")
+        # C ABI: each range's edges accepted (BK_OK), one step outside refused (BK_ERR_INVALID_ARGUMENT).
+        for name, results in probe["c"].items():
+            if name == "presets":
+                self.assertEqual(results, {**{p: 0 for p in presets}, "placebo": -1})
+            else:
+                self.assertEqual(results, [0, 0, -1, -1], name)
+
+        # Python: the same table through the binding; outside values are ValueErrors; defaults from it.
+        env = dict(os.environ, PYTHONPATH=str(PY_BINDING), BROADCASTKIT_LIBRARY=str(LIB))
+        r = subprocess.run([sys.executable, str(Path(__file__).parent / "embedding" / "py_limits.py"),
+                            str(self.tmp / "py.flv")], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        py = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertEqual(py["limits"]["presets"], presets)
+        for name in ("width", "height", "fps", "video_bitrate_kbps", "aac_bitrate_kbps", "opus_bitrate_kbps"):
+            self.assertEqual(py["limits"][name], t[name], name)
+        self.assertEqual(set(py["refused"].values()), {"InvalidValueError"}, py["refused"])
+        self.assertIn("width=641", py["refused"])
+        self.assertEqual(len(py["accepted"]), 14, py["accepted"])
+        self.assertIn(f"{t['width']['default']}x{t['height']['default']}@{t['fps']['default']}", py["default_repr"])
+
+        # GStreamer: property ranges and defaults read from the same table.
+        r = subprocess.run(["scripts/build-gst"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        env = dict(os.environ, GST_PLUGIN_PATH=str(BUILD_DIR / "gstreamer-1.0"), GST_REGISTRY=str(self.tmp / "reg.bin"))
+        inspect = subprocess.run(["gst-inspect-1.0", "broadcastsink"], env=env, capture_output=True, text=True,
+                                 timeout=60).stdout
+        for prop, name in (("video-bitrate", "video_bitrate_kbps"), ("keyframe-interval", "keyframe_interval_seconds"),
+                           ("replay-seconds", "replay_seconds")):
+            self.assertEqual(gst_uint_property(inspect, prop), (t[name]["min"], t[name]["max"], t[name]["default"]), prop)
+        for prop, name in (("width", "width"), ("height", "height"), ("fps", "fps")):  # 0 = the input's
+            self.assertEqual(gst_uint_property(inspect, prop), (0, t[name]["max"], 0), prop)
+        self.assertEqual(gst_uint_property(inspect, "audio-bitrate"),
+                         (0, max(t["aac_bitrate_kbps"]["max"], t["opus_bitrate_kbps"]["max"]), 0))  # 0 = the codec's
+        preset_block = re.search(r"\n  preset .*?(?=\n  [a-z])", inspect, re.S).group(0)
+        self.assertIn(f'Default: "{t["default_preset"]}"', preset_block)
+        self.assertIn("/".join(presets), preset_block)
+
+        # The CLI: one step outside each range refused (exit 2), the edges and every preset accepted,
+        # its defaults the table's; and the send queue sized by the library as for C and Python.
+        def cli(*args):
+            r = subprocess.run([str(BUILD_DIR / "broadcast"), *map(str, args)], capture_output=True, text=True,
+                               timeout=60)
+            self._captured_texts += [r.stdout, r.stderr]
+            return r
+        w, h = t["width"], t["height"]
+        for args in ((["--fps", t["fps"]["min"] - 1]), ["--fps", t["fps"]["max"] + 1],
+                     ["--video-bitrate", t["video_bitrate_kbps"]["min"] - 1],
+                     ["--video-bitrate", t["video_bitrate_kbps"]["max"] + 1],
+                     ["--audio-bitrate", t["aac_bitrate_kbps"]["min"] - 1],
+                     ["--audio-bitrate", t["aac_bitrate_kbps"]["max"] + 1],
+                     ["--audio-codec", "opus", "--audio-bitrate", t["opus_bitrate_kbps"]["max"] + 1],
+                     ["--res", f"{w['max'] + 2}x{h['min']}"], ["--res", f"{w['min']}x{h['max'] + 2}"],
+                     ["--preset", "placebo"]):
+            with self.subTest(args=args):
+                r = cli("--print-memory-plan", "--source", "test", *args)
+                self.assertEqual(r.returncode, 2, (args, r.stdout, r.stderr))
+        r = cli("--print-memory-plan", "--source", "test", "--res", "64x64", "--fps", t["fps"]["max"],
+                "--video-bitrate", t["video_bitrate_kbps"]["min"], "--audio-codec", "opus",
+                "--audio-bitrate", t["opus_bitrate_kbps"]["max"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for preset in presets:
+            r = subprocess.run([str(BUILD_DIR / "broadcast"), "--preset", preset, "--help"], capture_output=True,
+                               text=True, timeout=30)
+            self.assertEqual(r.returncode, 0, (preset, r.stderr))
+        r = cli("--print-memory-plan", "--source", "test")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"memory plan for {w['default']}x{h['default']}@{t['fps']['default']} x264 {t['default_preset']}, "
+                      f"{t['video_bitrate_kbps']['default']} kbps", r.stdout)
+        r = cli("--print-memory-plan", "--source", "test", "--res", "1280x720", "--video-bitrate", "2500",
+                "--audio-bitrate", "128")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(send_queue_line(probe["plan"]), send_queue_line(r.stdout))
+        self.assertEqual(send_queue_line(py["plan"]), send_queue_line(r.stdout))
+
+
 class PythonBindingTest(BroadcastTestCase):
     """bindings/python, used from the source tree (PYTHONPATH) against .build/release's library."""
 
@@ -300,3 +481,229 @@ class PythonBindingTest(BroadcastTestCase):
         self.assertIn("BroadcastKit", r.stdout)
         self.assertIn(str(target), subprocess.run([sys.executable, "-c", "import broadcastkit; print(broadcastkit.__file__)"],
                                                   env=env, capture_output=True, text=True, cwd=self.tmp).stdout)
+
+
+BROADCASTCTL = BUILD_DIR / "broadcastctl"
+
+
+def control_line(path: Path, line: str, timeout: float = 30) -> dict:
+    """One request on a control socket; the answer as a dict."""
+    import socket as _socket
+    with _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM) as s:
+        s.settimeout(timeout)
+        s.connect(str(path))
+        s.sendall(line.encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    return json.loads(data.decode())
+
+
+class ControlProtocolTest(BroadcastTestCase):
+    """The control socket as docs/control-protocol.md describes it, against the CLI and an embedder:
+    peer credentials, a slot kept for commands, duplicate keys, ids, version, events, stale sockets,
+    broadcastctl's bounded buffer, bk_session_open_control through Python's control=."""
+
+    def start_cli(self, sock: Path, *extra: str) -> subprocess.Popen:
+        proc = subprocess.Popen([str(BUILD_DIR / "broadcast"), "--no-publish", "--source", "test", "--res", "360p",
+                                 "--record", str(self.tmp / f"{sock.stem}.flv"), "--control", str(sock),
+                                 "--duration", "60", *extra], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        deadline = time.monotonic() + 15
+        while not sock.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertTrue(sock.exists(), proc.stderr.read().decode() if proc.poll() is not None else "no socket")
+        return proc
+
+    def finish_cli(self, proc: subprocess.Popen) -> tuple[int, str]:
+        _, err = proc.communicate(timeout=60)
+        text = err.decode(errors="replace")
+        self._captured_texts.append(text)
+        return proc.returncode, text
+
+    def test_other_uid_is_refused_even_when_the_socket_is_world_writable(self):
+        d = Path(tempfile.mkdtemp(prefix="bk-ctl-"))
+        self.addCleanup(shutil.rmtree, d, True)
+        d.chmod(0o755)
+        sock = d / "ctl.sock"
+        proc = self.start_cli(sock)
+        sock.chmod(0o666)
+        # Sends stop (the refusal may already have closed the connection), then reads the answer.
+        probe = ("import socket, sys\ns = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])\n"
+                 "try:\n    s.sendall(b'stop\\n')\nexcept OSError:\n    pass\nprint(s.makefile().readline().strip())")
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c",
+                            probe, str(sock)], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["ok"], False, r.stdout)
+        self.assertIn("permission denied", r.stdout)
+        time.sleep(1.0)
+        self.assertIsNone(proc.poll(), "another uid stopped the stream")
+        self.assertEqual(control_line(sock, "stop"), {"ok": True})   # the owner (root here) still can
+        rc, err = self.finish_cli(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+
+    def test_stop_gets_through_eight_idle_clients_and_seven_subscribers(self):
+        import socket as _socket
+        sock = self.tmp / "slots.sock"
+        proc = self.start_cli(sock)
+        held = []
+        for i in range(8):
+            s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            s.settimeout(10)
+            s.connect(str(sock))
+            if i < 7:
+                s.sendall(b"subscribe\n")
+                self.assertEqual(json.loads(s.makefile().readline()), {"ok": True, "subscribed": True})
+            held.append(s)
+        # An eighth subscriber would take the last slot: refused.
+        refused = control_line(sock, "subscribe")
+        self.assertFalse(refused["ok"])
+        self.assertIn("too many subscribers", refused["error"])
+        self.assertEqual(control_line(sock, "stop"), {"ok": True})
+        rc, err = self.finish_cli(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+        for s in held:
+            s.close()
+        # Eight idle clients, no subscriber: stop still gets through.
+        sock2 = self.tmp / "idle.sock"
+        proc = self.start_cli(sock2)
+        idle = []
+        for _ in range(8):
+            s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+            s.connect(str(sock2))
+            idle.append(s)
+        time.sleep(0.3)
+        self.assertEqual(control_line(sock2, "stop"), {"ok": True})
+        rc, err = self.finish_cli(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+        for s in idle:
+            s.close()
+
+    def test_requests_ids_version_duplicates_and_events(self):
+        import socket as _socket
+        sock = self.tmp / "proto.sock"
+        proc = self.start_cli(sock)
+        sub = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        sub.settimeout(20)
+        sub.connect(str(sock))
+        sub.sendall(b'{"cmd":"subscribe","id":"s1"}\n')
+        events = sub.makefile()
+        self.assertEqual(json.loads(events.readline()), {"id": "s1", "ok": True, "subscribed": True})
+        started = json.loads(events.readline())
+        self.assertEqual(started["event"], "started", started)
+        self.assertEqual(started["destinations"], [str(self.tmp / "proto.flv")])
+        # Duplicate keys: refused, never "the last one wins" (this used to stop the stream).
+        dup = control_line(sock, '{"cmd":"stats","cmd":"stop"}')
+        self.assertFalse(dup["ok"])
+        self.assertIn('duplicate key "cmd"', dup["error"])
+        time.sleep(0.5)
+        self.assertIsNone(proc.poll(), "a request with a duplicate key stopped the stream")
+        v = control_line(sock, '{"cmd":"version","id":42}')
+        self.assertEqual((v["id"], v["ok"], v["protocol"]), (42, True, 1), v)
+        self.assertIn("broadcast 0.1.0", v["version"])
+        self.assertEqual(list(v)[0], "id")
+        self.assertEqual(control_line(sock, '{"cmd":"frobnicate","id":"x"}')["id"], "x")
+        self.assertEqual(control_line(sock, '{"cmd":"stats","id":7}')["id"], 7)
+        r = subprocess.run([str(BROADCASTCTL), str(sock), "version"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(json.loads(r.stdout)["protocol"], 1)
+        self.assertEqual(control_line(sock, "set-bitrate 700"), {"ok": True, "kbps": 700})
+        changed = json.loads(events.readline())
+        self.assertEqual(changed["event"], "bitrate-changed", changed)
+        self.assertEqual(changed["kbps"], 700)
+        self.assertEqual(control_line(sock, "stop"), {"ok": True})
+        stopped = json.loads(events.readline())
+        self.assertEqual(stopped, {"event": "stopped", "exit_code": 0, "reason": "finished"})
+        rc, err = self.finish_cli(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+        sub.close()
+
+    def test_stale_socket_is_taken_over_a_live_one_refused(self):
+        import socket as _socket
+        sock = self.tmp / "stale.sock"
+        dead = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        dead.bind(str(sock))          # a socket file nobody listens on: a killed run's
+        dead.close()
+        self.assertTrue(sock.exists())
+        proc = self.start_cli(sock)
+        time.sleep(0.3)
+        self.assertEqual(control_line(sock, "stop"), {"ok": True})
+        rc, err = self.finish_cli(proc)
+        self.assertEqual(rc, 0, err[-2000:])
+        self.assertIn(f"note: --control {sock}: took over a stale control socket", err)
+        self.assertFalse(sock.exists())
+        live = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        live.bind(str(sock))
+        live.listen(1)
+        self.addCleanup(live.close)
+        r = subprocess.run([str(BUILD_DIR / "broadcast"), "--no-publish", "--source", "test", "--record",
+                            str(self.tmp / "live.flv"), "--control", str(sock), "--duration", "1"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn(f"--control {sock}: already in use by a running broadcast", r.stderr)
+        self.assertTrue(sock.exists(), "a live socket was removed")
+
+    def test_broadcastctl_buffer_is_bounded(self):
+        # A server that answers 300 MB without a newline: broadcastctl stops at 1 MiB, exit 2.
+        import socket as _socket
+        import threading
+        sock = self.tmp / "flood.sock"
+        server = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+        server.bind(str(sock))
+        server.listen(1)
+        self.addCleanup(server.close)
+        sent = [0]
+
+        def flood():
+            conn, _ = server.accept()
+            conn.recv(4096)
+            chunk = b"x" * (1 << 20)
+            try:
+                while sent[0] < 300 << 20:
+                    conn.sendall(chunk)
+                    sent[0] += len(chunk)
+            except OSError:
+                pass
+            conn.close()
+        t = threading.Thread(target=flood, daemon=True)
+        t.start()
+        r = subprocess.run(["/usr/bin/time", "-f", "maxrss_kb=%M", str(BROADCASTCTL), str(sock), "stats"],
+                           capture_output=True, text=True, timeout=120)
+        t.join(30)
+        self.assertEqual(r.returncode, 2, r.stderr[-500:])
+        self.assertIn("answer longer than 1 MiB without a newline", r.stderr)
+        maxrss_kb = int(re.search(r"maxrss_kb=(\d+)", r.stderr).group(1))
+        print(f"\n--- broadcastctl against a 300 MB answer: VmHWM {maxrss_kb / 1024:.1f} MiB, "
+              f"server sent {sent[0] >> 20} MiB ---", file=sys.stderr)
+        self.assertLess(maxrss_kb, 16 * 1024)
+
+    def test_embedder_control_socket_from_python(self):
+        sock = self.tmp / "py.sock"
+        env = dict(os.environ, PYTHONPATH=str(PY_BINDING), BROADCASTKIT_LIBRARY=str(LIB))
+        r = subprocess.run([sys.executable, str(Path(__file__).parent / "embedding" / "py_control.py"), str(sock),
+                            str(self.tmp / "py-control.flv"), str(BROADCASTCTL)], env=env, capture_output=True,
+                           text=True, timeout=120)
+        self._captured_texts += [r.stdout, r.stderr]
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        rep = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertEqual(rep["version"]["protocol"], 1, rep)
+        self.assertIn("libbroadcastkit", rep["version"]["version"])
+        self.assertEqual(rep["set_bitrate"], {"ok": True, "kbps": 900}, rep)
+        self.assertEqual(rep["target_after"], 900, rep)
+        self.assertEqual(rep["stop"], {"ok": True}, rep)
+        self.assertIn("stop-requested", rep["events"], rep)
+        kinds = [e["event"] for e in rep["subscriber"]]
+        self.assertEqual(kinds[0], "started", rep)
+        self.assertIn("bitrate-changed", kinds)
+        self.assertIn("dropped", kinds)
+        # Rate-limited: at most one dropped event per second of dropping.
+        self.assertLessEqual(kinds.count("dropped"), rep["seconds"] + 1, rep)
+        self.assertEqual(sum(e["count"] for e in rep["subscriber"] if e["event"] == "dropped"),
+                         max(e["total"] for e in rep["subscriber"] if e["event"] == "dropped"))
+        self.assertEqual(kinds[-1], "stopped", rep)
+        self.assertEqual(rep["subscriber"][-1]["exit_code"], 0)
+        self.assertFalse(rep["socket_left"], rep)

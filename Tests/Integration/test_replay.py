@@ -401,7 +401,8 @@ print(json.dumps(out))
         sub.settimeout(30)
         sub.connect(str(sock))
         sub.sendall(b"subscribe\n")
-        self.assertEqual(json.loads(sub.makefile().readline()), {"ok": True, "subscribed": True})
+        sub_lines = sub.makefile()
+        self.assertEqual(json.loads(sub_lines.readline()), {"ok": True, "subscribed": True})
         stats = control(sock, '{"cmd":"stats"}')
         last_line = None
         deadline = time.monotonic() + 5
@@ -421,7 +422,10 @@ print(json.dumps(out))
         answer = json.loads(r.stdout)
         self.assertTrue(answer["ok"] and answer["path"] == str(clip) and answer["bytes"] == clip.stat().st_size, answer)
         self.assertGreaterEqual(answer["duration_s"], 3 - 0.1)
-        event = json.loads(sub.makefile().readline())
+        # Other events (started, bitrate-changed: docs/control-protocol.md) come first; the save's is next.
+        event = json.loads(sub_lines.readline())
+        while event["event"] in ("started", "bitrate-changed", "dropped"):
+            event = json.loads(sub_lines.readline())
         self.assertEqual(event["event"], "replay-saved")
         self.assertEqual(event["path"], str(clip))
         self.assertClip(clip, 3)

@@ -1,24 +1,42 @@
 /* broadcastsink: a GStreamer sink element over libbroadcastkit's C ABI (broadcastkit.h).
  *
  *   gst-launch-1.0 videotestsrc is-live=true ! video/x-raw,format=BGRx,width=1280,height=720 ! \
- *       broadcastsink name=b location=rtmp://127.0.0.1:1935/live stream-key=$KEY \
+ *       broadcastsink name=b location=rtmp://127.0.0.1:1935/live stream-key-file=key.txt \
  *       audiotestsrc is-live=true ! b.app_audio
  *
- * Pads: "video" (always; BGRx/BGRA/RGBA/RGBx/NV12/I420), "app_audio" and "mic_audio" (always;
- * interleaved S16LE/F32LE, 1-2 channels, 44.1/48 kHz); unlinked pads are simply unused.
- * The session starts when the video caps arrive (or the first audio caps when video is not linked):
- * output size = width/height properties, else the input size. Buffer timestamps are mapped to the
- * pipeline clock (running time + base time: CLOCK_MONOTONIC with the default system clock), so the
- * lanes share one timeline. EOS on the video pad (or on every linked pad when video is unlinked)
- * finishes the stream (flush, send, close) and then posts EOS. Failures are element errors whose
- * text never contains the key; stream-key is write-only, so no tool or log can read it back.
- * gst-launch's own parser logs its command line (GST_DEBUG=*:5 and up) and ps shows it, so a key
- * typed as stream-key=... is exposed there: give it as stream-key-file=PATH or in $STREAM_KEY. */
+ * A GstBaseSink: its "sink" pad takes video (BGRx/BGRA/RGBA/RGBx/NV12/I420) and gives the element
+ * GStreamer's sink semantics: it prerolls (the state change to PAUSED completes on the first video
+ * buffer, which is encoded only in PLAYING), consumes nothing in PAUSED, honours `sync`, `qos`,
+ * `max-lateness` and posts EOS after the stream is finished. The audio pads "app_audio" and
+ * "mic_audio" (always; interleaved S16LE/F32LE, 1-2 channels, 44.1/48 kHz; unlinked pads are
+ * unused) are held back the same way: their buffers wait while the element is not PLAYING, and
+ * with sync=true for their running time on the pipeline clock.
+ *
+ * Back-pressure (`backpressure`, default auto): live input (a camera, a screen, is-live=true)
+ * drops a frame the encoder has no room for, counted, with a QoS message and a rate-limited
+ * WARNING; non-live input (a file, videotestsrc) is held back (the library's block mode), so every
+ * buffer is encoded. Liveness comes from the upstream latency query when the session starts.
+ *
+ * The session starts when the video caps arrive (or the first audio caps when video is not
+ * linked): output size = width/height properties, else the input size. Buffer timestamps are
+ * mapped to the pipeline clock (running time + base time: CLOCK_MONOTONIC with the default system
+ * clock), so the lanes share one timeline. EOS on the video pad (or on every linked audio pad when
+ * video is unlinked) finishes the stream (flush, send, close) and then posts EOS. Failures are
+ * element errors whose text never contains the key; stream-key is write-only, so no tool or log
+ * can read it back. gst-launch's own parser logs its command line (GST_DEBUG=*:5 and up) and ps
+ * shows it, so a key typed as stream-key=... is exposed there: give it as stream-key-file=PATH or
+ * in $STREAM_KEY.
+ *
+ * While PLAYING: `video-bitrate` can be changed, `stats` reads the session's counters, the action
+ * signals "save-replay" (with replay-seconds > 0) and "request-keyframe" act on the session, and a
+ * force-key-unit event (downstream, through the video pad, or upstream, sent to the element)
+ * makes the next picture a keyframe. */
 #ifdef HAVE_CONFIG_H
 #include "config.h"
 #endif
 #include <broadcastkit.h>
 #include <gst/audio/audio.h>
+#include <gst/base/gstbasesink.h>
 #include <gst/gst.h>
 #include <gst/video/video.h>
 #include <stdlib.h>
@@ -26,62 +44,97 @@
 
 #define PACKAGE "broadcastkit"
 #define PACKAGE_VERSION "0.1.0"
+/* GStreamer's name for GPL-2.0-or-later, the project's licence (LICENSE). */
 #define GST_LICENSE "GPL"
-#define GST_PACKAGE_NAME "BroadcastKit"
-#define GST_PACKAGE_ORIGIN "https://github.com/"
+#define GST_PACKAGE_NAME "broadcast (BroadcastKit)"
+/* The project publishes no URL: the origin names the project instead of inventing one. */
+#define GST_PACKAGE_ORIGIN "the broadcast project (BroadcastKit)"
 
 GST_DEBUG_CATEGORY_STATIC(bk_sink_debug);
 #define GST_CAT_DEFAULT bk_sink_debug
 
 #define GST_TYPE_BROADCAST_SINK (gst_broadcast_sink_get_type())
-G_DECLARE_FINAL_TYPE(GstBroadcastSink, gst_broadcast_sink, GST, BROADCAST_SINK, GstElement)
+G_DECLARE_FINAL_TYPE(GstBroadcastSink, gst_broadcast_sink, GST, BROADCAST_SINK, GstBaseSink)
 
 enum { LANE_VIDEO = 0, LANE_APP = 1, LANE_MIC = 2, LANES = 3 };
+typedef enum { BACKPRESSURE_AUTO = 0, BACKPRESSURE_DROP = 1, BACKPRESSURE_BLOCK = 2 } Backpressure;
+
+/* Seconds between two WARNING messages about drops (each QoS message is posted). */
+#define DROP_WARNING_INTERVAL_NS (5 * GST_SECOND)
 
 struct _GstBroadcastSink {
-    GstElement parent;
-    GstPad *pads[LANES];
-    GstSegment segments[LANES];
+    GstBaseSink parent;
+    GstPad *pads[LANES]; /* pads[LANE_VIDEO] is the base sink's pad */
+    GstSegment segments[LANES]; /* audio lanes; video uses the base sink's */
     GstVideoInfo vinfo;
     gboolean vinfo_set;
     GstAudioInfo ainfo[LANES];
     gboolean ainfo_set[LANES];
     gboolean eos[LANES];
 
-    GMutex lock; /* session lifecycle, eos flags, clock ids */
+    GMutex lock; /* session lifecycle, flags, clock ids */
+    GCond cond;  /* playing / flushing / stopping changed */
     bk_session *session;
-    gboolean finished, failed;
+    gboolean finished, failed, playing, stopping, block;
+    gboolean flushing[LANES];
     GstClockID clock_ids[LANES];
-    gboolean flushing;
+    guint64 processed[LANES], dropped[LANES];
+    gint64 last_warning_ns;
 
     /* properties */
-    gchar *location, *stream_key, *stream_key_file, *record, *memory_budget, *preset, *audio_codec;
-    guint video_bitrate, audio_bitrate, width, height, fps, keyframe_interval;
-    gboolean sync;
+    gchar *location, *stream_key, *stream_key_file, *record, *memory_budget, *preset, *audio_codec, *replay_dir;
+    guint video_bitrate, audio_bitrate, width, height, fps, keyframe_interval, replay_seconds;
+    Backpressure backpressure;
 };
 
 enum {
-    PROP_0, PROP_LOCATION, PROP_STREAM_KEY, PROP_STREAM_KEY_FILE, PROP_RECORD, PROP_MEMORY_BUDGET, PROP_VIDEO_BITRATE, PROP_PRESET,
-    PROP_WIDTH, PROP_HEIGHT, PROP_FPS, PROP_KEYFRAME_INTERVAL, PROP_AUDIO_CODEC, PROP_AUDIO_BITRATE, PROP_SYNC
+    PROP_0, PROP_LOCATION, PROP_STREAM_KEY, PROP_STREAM_KEY_FILE, PROP_RECORD, PROP_MEMORY_BUDGET, PROP_VIDEO_BITRATE,
+    PROP_PRESET, PROP_WIDTH, PROP_HEIGHT, PROP_FPS, PROP_KEYFRAME_INTERVAL, PROP_AUDIO_CODEC, PROP_AUDIO_BITRATE,
+    PROP_BACKPRESSURE, PROP_REPLAY_SECONDS, PROP_REPLAY_DIR, PROP_STATS
 };
 
 #define VIDEO_CAPS GST_VIDEO_CAPS_MAKE("{ BGRx, BGRA, RGBA, RGBx, NV12, I420 }")
 #define AUDIO_CAPS "audio/x-raw, format=(string){ S16LE, F32LE }, layout=(string)interleaved, " \
                    "rate=(int){ 48000, 44100 }, channels=(int)[ 1, 2 ]"
 
-static GstStaticPadTemplate video_template = GST_STATIC_PAD_TEMPLATE("video", GST_PAD_SINK, GST_PAD_ALWAYS,
+static GstStaticPadTemplate video_template = GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
                                                                      GST_STATIC_CAPS(VIDEO_CAPS));
 static GstStaticPadTemplate app_template = GST_STATIC_PAD_TEMPLATE("app_audio", GST_PAD_SINK, GST_PAD_ALWAYS,
                                                                    GST_STATIC_CAPS(AUDIO_CAPS));
 static GstStaticPadTemplate mic_template = GST_STATIC_PAD_TEMPLATE("mic_audio", GST_PAD_SINK, GST_PAD_ALWAYS,
                                                                    GST_STATIC_CAPS(AUDIO_CAPS));
 
-G_DEFINE_TYPE(GstBroadcastSink, gst_broadcast_sink, GST_TYPE_ELEMENT)
+G_DEFINE_TYPE(GstBroadcastSink, gst_broadcast_sink, GST_TYPE_BASE_SINK)
+
+static GType backpressure_get_type(void) {
+    static GType type = 0;
+    static const GEnumValue values[] = {
+        { BACKPRESSURE_AUTO, "Drop for live input, block for non-live input", "auto" },
+        { BACKPRESSURE_DROP, "Drop (and count) what the encoder has no room for", "drop" },
+        { BACKPRESSURE_BLOCK, "Hold the stream back until the encoder has room", "block" },
+        { 0, NULL, NULL },
+    };
+    if (g_once_init_enter(&type)) g_once_init_leave(&type, g_enum_register_static("GstBroadcastSinkBackpressure", values));
+    return type;
+}
+
+static gboolean block_mode(GstBroadcastSink *self, gboolean live) {
+    return self->backpressure == BACKPRESSURE_BLOCK || (self->backpressure == BACKPRESSURE_AUTO && !live);
+}
 
 static int lane_of(GstBroadcastSink *self, GstPad *pad) {
     for (int i = 0; i < LANES; i++)
         if (self->pads[i] == pad) return i;
     return LANE_VIDEO;
+}
+
+/* Whether the stream into `pad` is live (the upstream latency query). */
+static gboolean upstream_is_live(GstPad *pad) {
+    GstQuery *q = gst_query_new_latency();
+    gboolean live = FALSE;
+    if (gst_pad_peer_query(pad, q)) gst_query_parse_latency(q, &live, NULL, NULL);
+    gst_query_unref(q);
+    return live;
 }
 
 static void wipe_key(GstBroadcastSink *self) {
@@ -170,14 +223,19 @@ static void on_event(const bk_event *e, void *user) {
 }
 
 /* Called with the lock held. Builds the configuration from the properties and starts. */
-static gboolean start_session(GstBroadcastSink *self, int in_width, int in_height, int in_fps) {
+static gboolean start_session(GstBroadcastSink *self, int in_width, int in_height, int in_fps, gboolean live) {
     if (self->session || self->failed) return self->session != NULL;
     bk_config *cfg = bk_config_new();
-    int w = self->width ? (int)self->width : (in_width > 0 ? in_width : 1280);
-    int h = self->height ? (int)self->height : (in_height > 0 ? in_height : 720);
-    int fps = self->fps ? (int)self->fps : (in_fps > 0 ? in_fps : 30);
+    int w = self->width ? (int)self->width : (in_width > 0 ? in_width : bk_limits()->width.default_value);
+    int h = self->height ? (int)self->height : (in_height > 0 ? in_height : bk_limits()->height.default_value);
+    int fps = self->fps ? (int)self->fps : (in_fps > 0 ? MIN(in_fps, bk_limits()->fps.max) : bk_limits()->fps.default_value);
     gint64 budget = 0;
     const char *what = NULL;
+    /* audio-bitrate 0: the library's default for the codec. */
+    const bk_limit_table *limits = bk_limits();
+    gboolean opus = g_strcmp0(self->audio_codec, "opus") == 0;
+    int audio_kbps = self->audio_bitrate ? (int)self->audio_bitrate
+                     : (opus ? limits->opus_bitrate_kbps : limits->aac_bitrate_kbps).default_value;
     gboolean ok = FALSE;
     const gchar *key_error = NULL;
     gchar *key = self->location ? resolve_key(self, &key_error) : NULL;
@@ -188,14 +246,17 @@ static gboolean start_session(GstBroadcastSink *self, int in_width, int in_heigh
     if (bk_config_set_video(cfg, (w + 1) & ~1, (h + 1) & ~1, fps, (int)self->video_bitrate) != BK_OK) what = "video";
     else if (self->preset && bk_config_set_preset(cfg, self->preset) != BK_OK) what = "preset";
     else if (bk_config_set_keyframe_interval(cfg, (int)self->keyframe_interval) != BK_OK) what = "keyframe-interval";
-    else if (bk_config_set_audio(cfg, g_strcmp0(self->audio_codec, "opus") == 0 ? BK_AUDIO_OPUS
-                                 : g_strcmp0(self->audio_codec, "none") == 0 ? BK_AUDIO_NONE : BK_AUDIO_AAC,
-                                 (int)self->audio_bitrate) != BK_OK) what = "audio";
+    else if (bk_config_set_audio(cfg, opus ? BK_AUDIO_OPUS : g_strcmp0(self->audio_codec, "none") == 0 ? BK_AUDIO_NONE
+                                 : BK_AUDIO_AAC, audio_kbps) != BK_OK) what = "audio";
     else if (!parse_size(self->memory_budget, &budget) || bk_config_set_memory_budget(cfg, budget) != BK_OK) {
         GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("memory-budget '%s' unreadable (e.g. 50M, 512K, auto)",
                                                      self->memory_budget ? self->memory_budget : ""), (NULL));
         goto out;
-    } else if (self->location && bk_config_add_rtmp(cfg, self->location, key ? key : "") != BK_OK) what = "location";
+    }
+    else if (bk_config_set_replay(cfg, (int)self->replay_seconds, self->replay_dir) != BK_OK) what = "replay-seconds";
+    else if (bk_config_set_backpressure(cfg, block_mode(self, live) ? BK_BACKPRESSURE_BLOCK : BK_BACKPRESSURE_DROP) != BK_OK)
+        what = "backpressure";
+    else if (self->location && bk_config_add_rtmp(cfg, self->location, key ? key : "") != BK_OK) what = "location";
     else if (self->record && bk_config_add_file(cfg, self->record) != BK_OK) what = "record";
     if (what) {
         GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s: %s", what, bk_config_last_error(cfg)), (NULL));
@@ -231,6 +292,9 @@ static gboolean start_session(GstBroadcastSink *self, int in_width, int in_heigh
         goto out;
     }
     self->session = s;
+    self->block = block_mode(self, live);
+    GST_INFO_OBJECT(self, "session started (%s input: back-pressure %s)", live ? "live" : "non-live",
+                    self->block ? "block" : "drop");
     ok = TRUE;
 out:
     wipe_copy(key);
@@ -239,8 +303,13 @@ out:
     return ok;
 }
 
+
 /* The session, started if needed; NULL when it cannot run (the error was posted). */
 static bk_session *running_session(GstBroadcastSink *self, int lane) {
+    g_mutex_lock(&self->lock);
+    gboolean need = !self->session && !self->finished && !self->failed;
+    g_mutex_unlock(&self->lock);
+    gboolean live = need && upstream_is_live(self->pads[lane]);
     g_mutex_lock(&self->lock);
     bk_session *s = NULL;
     if (!self->finished && !self->failed) {
@@ -250,9 +319,9 @@ static bk_session *running_session(GstBroadcastSink *self, int lane) {
                 start_session(self, GST_VIDEO_INFO_WIDTH(&self->vinfo), GST_VIDEO_INFO_HEIGHT(&self->vinfo),
                               GST_VIDEO_INFO_FPS_D(&self->vinfo) > 0
                                   ? (GST_VIDEO_INFO_FPS_N(&self->vinfo) + GST_VIDEO_INFO_FPS_D(&self->vinfo) / 2)
-                                        / GST_VIDEO_INFO_FPS_D(&self->vinfo) : 0);
+                                        / GST_VIDEO_INFO_FPS_D(&self->vinfo) : 0, live);
             else if (lane != LANE_VIDEO && !video_linked)
-                start_session(self, 0, 0, 0);
+                start_session(self, 0, 0, 0, live);
         }
         s = self->session;
     }
@@ -260,57 +329,45 @@ static bk_session *running_session(GstBroadcastSink *self, int lane) {
     return s;
 }
 
-/* Buffer time on the pipeline clock (ns), so every lane shares one timeline; waits for it when
- * sync is on. Returns FALSE when flushing. */
-static gboolean buffer_time(GstBroadcastSink *self, int lane, GstBuffer *buf, gint64 *pts_ns) {
-    GstClockTime ts = GST_BUFFER_PTS(buf);
-    if (!GST_CLOCK_TIME_IS_VALID(ts)) { *pts_ns = bk_now_ns(); return TRUE; }
-    GstClockTime rt = gst_segment_to_running_time(&self->segments[lane], GST_FORMAT_TIME, ts);
-    if (!GST_CLOCK_TIME_IS_VALID(rt)) { *pts_ns = bk_now_ns(); return TRUE; }
-    GstClockTime base = GST_ELEMENT_CAST(self)->base_time;
-    *pts_ns = (gint64)(rt + base);
-    GstClock *clock = gst_element_get_clock(GST_ELEMENT_CAST(self));
-    if (!clock) return TRUE;
-    gboolean go = TRUE;
-    if (self->sync) {
-        g_mutex_lock(&self->lock);
-        if (self->flushing) go = FALSE;
-        GstClockID id = go ? gst_clock_new_single_shot_id(clock, rt + base) : NULL;
-        self->clock_ids[lane] = id;
-        g_mutex_unlock(&self->lock);
-        if (id) {
-            GstClockReturn r = gst_clock_id_wait(id, NULL);
-            g_mutex_lock(&self->lock);
-            self->clock_ids[lane] = NULL;
-            if (r == GST_CLOCK_UNSCHEDULED || self->flushing) go = FALSE;
-            g_mutex_unlock(&self->lock);
-            gst_clock_id_unref(id);
-        }
-    }
-    gst_object_unref(clock);
-    return go;
-}
-
-static void unschedule_all(GstBroadcastSink *self) {
+/* A drop is counted by the library; GStreamer users also get a QoS message for each and a
+ * WARNING at most every DROP_WARNING_INTERVAL_NS. */
+static void note_result(GstBroadcastSink *self, int lane, bk_process_result r, GstBuffer *buf, GstClockTime rt) {
     g_mutex_lock(&self->lock);
-    for (int i = 0; i < LANES; i++)
-        if (self->clock_ids[i]) gst_clock_id_unschedule(self->clock_ids[i]);
+    self->processed[lane]++;
+    if (r <= 0) { g_mutex_unlock(&self->lock); return; }
+    guint64 dropped = ++self->dropped[lane], processed = self->processed[lane];
+    gint64 now = bk_now_ns();
+    gboolean warn = self->last_warning_ns == 0 || now - self->last_warning_ns >= (gint64)DROP_WARNING_INTERVAL_NS;
+    if (warn) self->last_warning_ns = now;
+    gboolean block = self->block;
     g_mutex_unlock(&self->lock);
+    const char *reason = bk_drop_reason_name(r);
+    GST_DEBUG_OBJECT(self, "%s buffer dropped: %s", lane == LANE_VIDEO ? "video" : "audio", reason);
+    GstMessage *m = gst_message_new_qos(GST_OBJECT_CAST(self), !block, rt, GST_CLOCK_TIME_NONE, GST_BUFFER_PTS(buf),
+                                        GST_BUFFER_DURATION(buf));
+    gst_message_set_qos_stats(m, GST_FORMAT_BUFFERS, processed - dropped, dropped);
+    gst_element_post_message(GST_ELEMENT_CAST(self), m);
+    if (warn)
+        GST_ELEMENT_WARNING(self, STREAM, FAILED,
+                            ("%s buffers dropped: %s (%" G_GUINT64_FORMAT " of %" G_GUINT64_FORMAT " on this pad so far)",
+                             lane == LANE_VIDEO ? "video" : "audio", reason, dropped, processed),
+                            ("see the element's stats property for every drop counter"));
 }
 
-static GstFlowReturn chain_video(GstPad *pad, GstObject *parent, GstBuffer *buf) {
-    GstBroadcastSink *self = GST_BROADCAST_SINK(parent);
-    (void)pad;
+static GstClockTime running_time(const GstSegment *seg, GstBuffer *buf) {
+    GstClockTime ts = GST_BUFFER_PTS(buf);
+    return GST_CLOCK_TIME_IS_VALID(ts) ? gst_segment_to_running_time(seg, GST_FORMAT_TIME, ts) : GST_CLOCK_TIME_NONE;
+}
+
+static GstFlowReturn render(GstBaseSink *bs, GstBuffer *buf) {
+    GstBroadcastSink *self = GST_BROADCAST_SINK(bs);
     bk_session *s = running_session(self, LANE_VIDEO);
-    if (!s) {
-        gst_buffer_unref(buf);
-        return self->failed ? GST_FLOW_ERROR : GST_FLOW_EOS;
-    }
-    gint64 pts;
-    if (!buffer_time(self, LANE_VIDEO, buf, &pts)) { gst_buffer_unref(buf); return GST_FLOW_FLUSHING; }
+    if (!s) return self->failed ? GST_FLOW_ERROR : GST_FLOW_EOS;
+    GstClockTime rt = running_time(&bs->segment, buf);
+    gint64 pts = GST_CLOCK_TIME_IS_VALID(rt) ? (gint64)(rt + gst_element_get_base_time(GST_ELEMENT_CAST(self)))
+                                              : bk_now_ns();
     GstVideoFrame frame;
     if (!gst_video_frame_map(&frame, &self->vinfo, buf, GST_MAP_READ)) {
-        gst_buffer_unref(buf);
         GST_ELEMENT_ERROR(self, STREAM, FAILED, ("could not map a video buffer"), (NULL));
         return GST_FLOW_ERROR;
     }
@@ -336,24 +393,73 @@ static GstFlowReturn chain_video(GstPad *pad, GstObject *parent, GstBuffer *buf)
                            : (gint64)frame.map[i].size;
     }
     f.pts_ns = pts;
+    /* In block mode this waits for the encoder (the library's back-pressure), holding the stream back. */
     bk_process_result r = bk_session_process_video(s, &f);
     gst_video_frame_unmap(&frame);
-    gst_buffer_unref(buf);
-    if (r > 0) GST_LOG_OBJECT(self, "video buffer dropped: %s", bk_drop_reason_name(r));
+    if (r == BK_NOT_RUNNING) return self->failed ? GST_FLOW_ERROR : GST_FLOW_EOS;
+    note_result(self, LANE_VIDEO, r, buf, rt);
     return GST_FLOW_OK;
+}
+
+static gboolean set_caps(GstBaseSink *bs, GstCaps *caps) {
+    GstBroadcastSink *self = GST_BROADCAST_SINK(bs);
+    if (!gst_video_info_from_caps(&self->vinfo, caps)) return FALSE;
+    self->vinfo_set = TRUE;
+    running_session(self, LANE_VIDEO); /* connect now, before the first buffer */
+    return TRUE;
+}
+
+/* Audio pads hold their buffer while the element is not PLAYING (a sink consumes nothing in
+ * PAUSED) and, with sync, until its running time on the clock. FALSE when flushing or stopping;
+ * *pts_ns is the buffer's time on the pipeline clock. */
+static gboolean audio_wait(GstBroadcastSink *self, int lane, GstBuffer *buf, gint64 *pts_ns, GstClockTime *rt_out) {
+    GstClockTime rt = running_time(&self->segments[lane], buf);
+    *rt_out = rt;
+    gboolean sync = gst_base_sink_get_sync(GST_BASE_SINK_CAST(self));
+    g_mutex_lock(&self->lock);
+    for (;;) {
+        while (!self->playing && !self->flushing[lane] && !self->stopping && !self->finished)
+            g_cond_wait(&self->cond, &self->lock);
+        if (self->flushing[lane] || self->stopping) { g_mutex_unlock(&self->lock); return FALSE; }
+        GstClockTime base = gst_element_get_base_time(GST_ELEMENT_CAST(self));
+        *pts_ns = GST_CLOCK_TIME_IS_VALID(rt) ? (gint64)(rt + base) : bk_now_ns();
+        if (self->finished) break;
+        GstClock *clock = sync && GST_CLOCK_TIME_IS_VALID(rt) ? gst_element_get_clock(GST_ELEMENT_CAST(self)) : NULL;
+        if (!clock) break;
+        GstClockID id = gst_clock_new_single_shot_id(clock, rt + base);
+        gst_object_unref(clock);
+        self->clock_ids[lane] = id;
+        g_mutex_unlock(&self->lock);
+        GstClockReturn r = gst_clock_id_wait(id, NULL);
+        g_mutex_lock(&self->lock);
+        self->clock_ids[lane] = NULL;
+        gst_clock_id_unref(id);
+        if (r != GST_CLOCK_UNSCHEDULED) break;
+        /* Unscheduled by PLAYING->PAUSED (or a flush): wait for PLAYING again, with its new base time. */
+    }
+    g_mutex_unlock(&self->lock);
+    return TRUE;
+}
+
+/* Called with the lock held. */
+static void unschedule_audio(GstBroadcastSink *self) {
+    for (int i = LANE_APP; i < LANES; i++)
+        if (self->clock_ids[i]) gst_clock_id_unschedule(self->clock_ids[i]);
+    g_cond_broadcast(&self->cond);
 }
 
 static GstFlowReturn chain_audio(GstPad *pad, GstObject *parent, GstBuffer *buf) {
     GstBroadcastSink *self = GST_BROADCAST_SINK(parent);
     int lane = lane_of(self, pad);
+    gint64 pts = 0;
+    GstClockTime rt;
+    if (!audio_wait(self, lane, buf, &pts, &rt)) { gst_buffer_unref(buf); return GST_FLOW_FLUSHING; }
     bk_session *s = running_session(self, lane);
     if (!s || !self->ainfo_set[lane]) {
         gst_buffer_unref(buf);
         if (self->failed) return GST_FLOW_ERROR;
-        return self->finished ? GST_FLOW_EOS : GST_FLOW_OK; /* before the video caps: not yet live */
+        return self->finished ? GST_FLOW_EOS : GST_FLOW_OK; /* no video caps yet: not live */
     }
-    gint64 pts;
-    if (!buffer_time(self, lane, buf, &pts)) { gst_buffer_unref(buf); return GST_FLOW_FLUSHING; }
     GstMapInfo map;
     if (!gst_buffer_map(buf, &map, GST_MAP_READ)) {
         gst_buffer_unref(buf);
@@ -362,6 +468,7 @@ static GstFlowReturn chain_audio(GstPad *pad, GstObject *parent, GstBuffer *buf)
     GstAudioInfo *ai = &self->ainfo[lane];
     int bpf = GST_AUDIO_INFO_BPF(ai), rate = GST_AUDIO_INFO_RATE(ai);
     gsize frames = bpf > 0 ? map.size / (gsize)bpf : 0, done = 0;
+    bk_process_result worst = BK_ACCEPTED;
     while (done < frames) { /* the library takes at most 22050 frames per call */
         gsize n = MIN(frames - done, (gsize)22050);
         bk_audio_buffer a = {
@@ -371,10 +478,11 @@ static GstFlowReturn chain_audio(GstPad *pad, GstObject *parent, GstBuffer *buf)
             .pts_ns = pts + (gint64)gst_util_uint64_scale_int(done, GST_SECOND, rate),
         };
         bk_process_result r = bk_session_process_audio(s, lane == LANE_MIC ? BK_LANE_MIC_AUDIO : BK_LANE_APP_AUDIO, &a);
-        if (r > 0) GST_LOG_OBJECT(self, "audio buffer dropped: %s", bk_drop_reason_name(r));
+        if (r > 0 && worst == BK_ACCEPTED) worst = r;
         done += n;
     }
     gst_buffer_unmap(buf, &map);
+    note_result(self, lane, worst, buf, rt);
     gst_buffer_unref(buf);
     return GST_FLOW_OK;
 }
@@ -383,6 +491,7 @@ static void finish_stream(GstBroadcastSink *self, gboolean post_eos) {
     g_mutex_lock(&self->lock);
     gboolean was = self->finished;
     self->finished = TRUE;
+    g_cond_broadcast(&self->cond);
     bk_session *s = self->session;
     g_mutex_unlock(&self->lock);
     if (was) return;
@@ -399,19 +508,52 @@ static void finish_stream(GstBroadcastSink *self, gboolean post_eos) {
     if (post_eos) gst_element_post_message(GST_ELEMENT_CAST(self), gst_message_new_eos(GST_OBJECT_CAST(self)));
 }
 
-static gboolean sink_event(GstPad *pad, GstObject *parent, GstEvent *event) {
+static gboolean request_keyframe(GstBroadcastSink *self) {
+    g_mutex_lock(&self->lock);
+    gboolean ok = self->session && !self->finished && bk_session_request_keyframe(self->session) == BK_OK;
+    g_mutex_unlock(&self->lock);
+    GST_DEBUG_OBJECT(self, "keyframe requested: %s", ok ? "yes" : "not running");
+    return ok;
+}
+
+/* Events on the video pad, in stream order (the base sink has prerolled and synced them). */
+static gboolean video_event(GstBaseSink *bs, GstEvent *event) {
+    GstBroadcastSink *self = GST_BROADCAST_SINK(bs);
+    if (gst_video_event_is_force_key_unit(event)) {
+        request_keyframe(self);
+        gst_event_unref(event);
+        return TRUE;
+    }
+    /* The stream is finished (flushed, sent, closed) before the base sink posts EOS. */
+    if (GST_EVENT_TYPE(event) == GST_EVENT_EOS) finish_stream(self, FALSE);
+    return GST_BASE_SINK_CLASS(gst_broadcast_sink_parent_class)->event(bs, event);
+}
+
+/* Events sent to the element: an upstream force-key-unit is ours (we are the encoder). */
+static gboolean send_event(GstElement *element, GstEvent *event) {
+    if (gst_video_event_is_force_key_unit(event)) {
+        request_keyframe(GST_BROADCAST_SINK(element));
+        gst_event_unref(event);
+        return TRUE;
+    }
+    return GST_ELEMENT_CLASS(gst_broadcast_sink_parent_class)->send_event(element, event);
+}
+
+static gboolean audio_event(GstPad *pad, GstObject *parent, GstEvent *event) {
     GstBroadcastSink *self = GST_BROADCAST_SINK(parent);
     int lane = lane_of(self, pad);
+    if (gst_video_event_is_force_key_unit(event)) {
+        request_keyframe(self);
+        gst_event_unref(event);
+        return TRUE;
+    }
     switch (GST_EVENT_TYPE(event)) {
     case GST_EVENT_CAPS: {
         GstCaps *caps;
         gst_event_parse_caps(event, &caps);
-        gboolean ok;
-        if (lane == LANE_VIDEO) ok = self->vinfo_set = gst_video_info_from_caps(&self->vinfo, caps);
-        else ok = self->ainfo_set[lane] = gst_audio_info_from_caps(&self->ainfo[lane], caps);
+        gboolean ok = self->ainfo_set[lane] = gst_audio_info_from_caps(&self->ainfo[lane], caps);
         gst_event_unref(event);
-        if (ok && (lane == LANE_VIDEO || !gst_pad_is_linked(self->pads[LANE_VIDEO])))
-            running_session(self, lane); /* connect now, before the first buffer */
+        if (ok && !gst_pad_is_linked(self->pads[LANE_VIDEO])) running_session(self, lane); /* connect now */
         return ok;
     }
     case GST_EVENT_SEGMENT: {
@@ -423,14 +565,14 @@ static gboolean sink_event(GstPad *pad, GstObject *parent, GstEvent *event) {
     }
     case GST_EVENT_FLUSH_START:
         g_mutex_lock(&self->lock);
-        self->flushing = TRUE;
+        self->flushing[lane] = TRUE;
+        unschedule_audio(self);
         g_mutex_unlock(&self->lock);
-        unschedule_all(self);
         gst_event_unref(event);
         return TRUE;
     case GST_EVENT_FLUSH_STOP:
         g_mutex_lock(&self->lock);
-        self->flushing = FALSE;
+        self->flushing[lane] = FALSE;
         g_mutex_unlock(&self->lock);
         gst_segment_init(&self->segments[lane], GST_FORMAT_TIME);
         gst_event_unref(event);
@@ -440,11 +582,11 @@ static gboolean sink_event(GstPad *pad, GstObject *parent, GstEvent *event) {
         g_mutex_lock(&self->lock);
         self->eos[lane] = TRUE;
         gboolean all = TRUE;
-        for (int i = 0; i < LANES; i++)
+        for (int i = LANE_APP; i < LANES; i++)
             if (gst_pad_is_linked(self->pads[i]) && !self->eos[i]) all = FALSE;
         g_mutex_unlock(&self->lock);
-        /* Video sets the stream's length: its EOS ends the stream even if audio would go on. */
-        if (lane == LANE_VIDEO || all) finish_stream(self, TRUE);
+        /* Video sets the stream's length; without video, the last audio EOS ends it. */
+        if (all && !gst_pad_is_linked(self->pads[LANE_VIDEO])) finish_stream(self, TRUE);
         return TRUE;
     }
     default:
@@ -457,15 +599,34 @@ static GstStateChangeReturn change_state(GstElement *element, GstStateChange tra
     switch (transition) {
     case GST_STATE_CHANGE_READY_TO_PAUSED:
         g_mutex_lock(&self->lock);
-        self->finished = self->failed = self->flushing = FALSE;
-        for (int i = 0; i < LANES; i++) { self->eos[i] = FALSE; gst_segment_init(&self->segments[i], GST_FORMAT_TIME); }
+        self->finished = self->failed = self->stopping = self->playing = FALSE;
+        self->last_warning_ns = 0;
+        for (int i = 0; i < LANES; i++) {
+            self->eos[i] = self->flushing[i] = FALSE;
+            self->processed[i] = self->dropped[i] = 0;
+            gst_segment_init(&self->segments[i], GST_FORMAT_TIME);
+        }
+        g_mutex_unlock(&self->lock);
+        /* Audio-only: there is no video buffer to preroll on. */
+        gst_base_sink_set_async_enabled(GST_BASE_SINK_CAST(self), gst_pad_is_linked(self->pads[LANE_VIDEO]));
+        break;
+    case GST_STATE_CHANGE_PAUSED_TO_PLAYING:
+        g_mutex_lock(&self->lock);
+        self->playing = TRUE;
+        g_cond_broadcast(&self->cond);
+        g_mutex_unlock(&self->lock);
+        break;
+    case GST_STATE_CHANGE_PLAYING_TO_PAUSED:
+        g_mutex_lock(&self->lock);
+        self->playing = FALSE;
+        unschedule_audio(self);
         g_mutex_unlock(&self->lock);
         break;
     case GST_STATE_CHANGE_PAUSED_TO_READY:
         g_mutex_lock(&self->lock);
-        self->flushing = TRUE;
+        self->stopping = TRUE;
+        unschedule_audio(self);
         g_mutex_unlock(&self->lock);
-        unschedule_all(self);
         break;
     default:
         break;
@@ -481,9 +642,60 @@ static GstStateChangeReturn change_state(GstElement *element, GstStateChange tra
         g_mutex_unlock(&self->lock);
         bk_session_free(s);
     }
-    /* A live sink has nothing to preroll. */
-    if (transition == GST_STATE_CHANGE_READY_TO_PAUSED && ret == GST_STATE_CHANGE_SUCCESS) ret = GST_STATE_CHANGE_NO_PREROLL;
     return ret;
+}
+
+/* The stats property: the session's counters as a GstStructure ("status" only before it starts). */
+static GstStructure *stats_structure(GstBroadcastSink *self) {
+    GstStructure *st = gst_structure_new_empty("broadcastsink-stats");
+    g_mutex_lock(&self->lock);
+    bk_stats b;
+    memset(&b, 0, sizeof b);
+    b.struct_size = sizeof b;
+    gboolean have = self->session && bk_session_get_stats(self->session, &b) == BK_OK;
+    const char *status = self->session ? bk_session_status(self->session) : "idle";
+    g_mutex_unlock(&self->lock);
+    gst_structure_set(st, "status", G_TYPE_STRING, status, NULL);
+    if (!have) return st;
+    gst_structure_set(st, "video-frames-in", G_TYPE_INT64, b.video_frames_in,
+                      "video-frames-encoded", G_TYPE_INT64, b.video_frames_encoded,
+                      "video-frames-sent", G_TYPE_INT64, b.video_frames_sent,
+                      "audio-frames-sent", G_TYPE_INT64, b.audio_frames_sent,
+                      "bytes-sent", G_TYPE_INT64, b.bytes_sent,
+                      "total-drops", G_TYPE_INT64, b.total_drops,
+                      "queue-bytes", G_TYPE_INT64, b.queue_bytes,
+                      "queue-ms", G_TYPE_INT64, b.queue_ms,
+                      "target-video-kbps", G_TYPE_INT64, b.target_video_kbps,
+                      "reconnects", G_TYPE_INT64, b.reconnects,
+                      "rss-bytes", G_TYPE_INT64, b.rss_bytes,
+                      "peak-rss-bytes", G_TYPE_INT64, b.peak_rss_bytes, NULL);
+    for (int i = 0; i < BK_DROP_REASON_COUNT; i++) {
+        gchar *name = g_strdup_printf("drops-%s", bk_drop_reason_name(i + 1));
+        g_strdelimit(name, "_", '-');
+        gst_structure_set(st, name, G_TYPE_INT64, b.drops[i], NULL);
+        g_free(name);
+    }
+    return st;
+}
+
+/* The "save-replay" action signal: the clip's path, or NULL with a WARNING message saying why. */
+static gchar *save_replay(GstBroadcastSink *self, const gchar *path, gdouble seconds) {
+    g_mutex_lock(&self->lock);
+    bk_session *s = self->finished ? NULL : self->session;
+    g_mutex_unlock(&self->lock);
+    if (!s) {
+        GST_ELEMENT_WARNING(self, RESOURCE, WRITE, ("save-replay: the stream is not running"), (NULL));
+        return NULL;
+    }
+    char *saved = NULL;
+    /* Blocks this (the caller's) thread until the clip is written; the stream goes on. */
+    if (bk_session_save_replay(s, path && *path ? path : NULL, seconds, &saved) != BK_OK) {
+        GST_ELEMENT_WARNING(self, RESOURCE, WRITE, ("save-replay: %s", bk_session_last_error(s)), (NULL));
+        return NULL;
+    }
+    gchar *out = g_strdup(saved);
+    bk_string_free(saved);
+    return out;
 }
 
 static void set_property(GObject *object, guint id, const GValue *value, GParamSpec *pspec) {
@@ -496,13 +708,24 @@ static void set_property(GObject *object, guint id, const GValue *value, GParamS
     case PROP_MEMORY_BUDGET: g_free(self->memory_budget); self->memory_budget = g_value_dup_string(value); break;
     case PROP_PRESET: g_free(self->preset); self->preset = g_value_dup_string(value); break;
     case PROP_AUDIO_CODEC: g_free(self->audio_codec); self->audio_codec = g_value_dup_string(value); break;
-    case PROP_VIDEO_BITRATE: self->video_bitrate = g_value_get_uint(value); break;
+    case PROP_REPLAY_DIR: g_free(self->replay_dir); self->replay_dir = g_value_dup_string(value); break;
+    case PROP_VIDEO_BITRATE: {
+        guint kbps = g_value_get_uint(value);
+        g_mutex_lock(&self->lock);
+        self->video_bitrate = kbps;
+        bk_session *s = self->finished ? NULL : self->session;
+        if (s && bk_session_set_video_bitrate(s, (int)kbps) != BK_OK)
+            GST_WARNING_OBJECT(self, "video-bitrate %u: %s", kbps, bk_session_last_error(s));
+        g_mutex_unlock(&self->lock);
+        break;
+    }
     case PROP_AUDIO_BITRATE: self->audio_bitrate = g_value_get_uint(value); break;
     case PROP_WIDTH: self->width = g_value_get_uint(value); break;
     case PROP_HEIGHT: self->height = g_value_get_uint(value); break;
     case PROP_FPS: self->fps = g_value_get_uint(value); break;
     case PROP_KEYFRAME_INTERVAL: self->keyframe_interval = g_value_get_uint(value); break;
-    case PROP_SYNC: self->sync = g_value_get_boolean(value); break;
+    case PROP_REPLAY_SECONDS: self->replay_seconds = g_value_get_uint(value); break;
+    case PROP_BACKPRESSURE: self->backpressure = (Backpressure)g_value_get_enum(value); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); break;
     }
 }
@@ -516,13 +739,16 @@ static void get_property(GObject *object, guint id, GValue *value, GParamSpec *p
     case PROP_MEMORY_BUDGET: g_value_set_string(value, self->memory_budget); break;
     case PROP_PRESET: g_value_set_string(value, self->preset); break;
     case PROP_AUDIO_CODEC: g_value_set_string(value, self->audio_codec); break;
+    case PROP_REPLAY_DIR: g_value_set_string(value, self->replay_dir); break;
     case PROP_VIDEO_BITRATE: g_value_set_uint(value, self->video_bitrate); break;
     case PROP_AUDIO_BITRATE: g_value_set_uint(value, self->audio_bitrate); break;
     case PROP_WIDTH: g_value_set_uint(value, self->width); break;
     case PROP_HEIGHT: g_value_set_uint(value, self->height); break;
     case PROP_FPS: g_value_set_uint(value, self->fps); break;
     case PROP_KEYFRAME_INTERVAL: g_value_set_uint(value, self->keyframe_interval); break;
-    case PROP_SYNC: g_value_set_boolean(value, self->sync); break;
+    case PROP_REPLAY_SECONDS: g_value_set_uint(value, self->replay_seconds); break;
+    case PROP_BACKPRESSURE: g_value_set_enum(value, self->backpressure); break;
+    case PROP_STATS: g_value_take_boxed(value, stats_structure(self)); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); break; /* stream-key is write-only */
     }
 }
@@ -537,7 +763,9 @@ static void finalize(GObject *object) {
     g_free(self->memory_budget);
     g_free(self->preset);
     g_free(self->audio_codec);
+    g_free(self->replay_dir);
     g_mutex_clear(&self->lock);
+    g_cond_clear(&self->cond);
     G_OBJECT_CLASS(gst_broadcast_sink_parent_class)->finalize(object);
 }
 
@@ -546,12 +774,21 @@ static void constructed(GObject *object);
 static void gst_broadcast_sink_class_init(GstBroadcastSinkClass *klass) {
     GObjectClass *oc = G_OBJECT_CLASS(klass);
     GstElementClass *ec = GST_ELEMENT_CLASS(klass);
+    GstBaseSinkClass *bc = GST_BASE_SINK_CLASS(klass);
     oc->set_property = set_property;
     oc->get_property = get_property;
     oc->finalize = finalize;
     oc->constructed = constructed;
     ec->change_state = change_state;
+    ec->send_event = send_event;
+    bc->render = render;
+    bc->set_caps = set_caps;
+    bc->event = video_event;
     const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY;
+    /* Ranges and defaults are the library's (bk_limits()): this element maps values, it restates no rule.
+     * Blurbs that quote the table are built here, so they are not static strings. */
+    const bk_limit_table *L = bk_limits();
+    const GParamFlags rw_dyn = G_PARAM_READWRITE | G_PARAM_STATIC_NAME | G_PARAM_STATIC_NICK | GST_PARAM_MUTABLE_READY;
     g_object_class_install_property(oc, PROP_LOCATION, g_param_spec_string("location", "Location",
         "RTMP(S) ingest base URL without the key, e.g. rtmp://host/live", NULL, rw));
     g_object_class_install_property(oc, PROP_STREAM_KEY, g_param_spec_string("stream-key", "Stream key",
@@ -562,63 +799,108 @@ static void gst_broadcast_sink_class_init(GstBroadcastSinkClass *klass) {
         "Read the stream key from the first line of this file when stream-key is not set (else $STREAM_KEY)",
         NULL, rw));
     g_object_class_install_property(oc, PROP_RECORD, g_param_spec_string("record", "Record",
-        "Also (or only) write the FLV to this file", NULL, rw));
+        "Also (or only) record to this file: fragmented MP4 when the name ends in .mp4, else FLV", NULL, rw));
+    gchar *default_budget = g_strdup_printf("%" G_GINT64_FORMAT "M", L->default_memory_budget_bytes >> 20);
     g_object_class_install_property(oc, PROP_MEMORY_BUDGET, g_param_spec_string("memory-budget", "Memory budget",
         "Hard memory budget of the process: bytes or 50M/512K/1G, 0 = no check, auto = 50M or the memory "
-        "cgroup's limit less headroom; a plan that cannot fit is an error that prints the plan", "50M", rw));
+        "cgroup's limit less headroom; a plan that cannot fit is an error that prints the plan", default_budget, rw));
     g_object_class_install_property(oc, PROP_VIDEO_BITRATE, g_param_spec_uint("video-bitrate", "Video bitrate",
-        "x264 target bitrate in kbps", 1, 200000, 2500, rw));
-    g_object_class_install_property(oc, PROP_PRESET, g_param_spec_string("preset", "x264 preset",
-        "ultrafast, superfast, veryfast, faster, fast or medium", "veryfast", rw));
+        "x264 target bitrate in kbps; changeable while PLAYING (the adaptive bitrate may still lower it)",
+        (guint)L->video_bitrate_kbps.min, (guint)L->video_bitrate_kbps.max, (guint)L->video_bitrate_kbps.default_value,
+        G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING));
+    g_free(default_budget);
+    gchar *presets = g_strdup_printf("x264 preset, lightest first: %s", L->presets);
+    g_strdelimit(presets, ",", '/');
+    g_object_class_install_property(oc, PROP_PRESET, g_param_spec_string("preset", "x264 preset", presets,
+        L->default_preset, rw_dyn));
+    g_free(presets);
     g_object_class_install_property(oc, PROP_WIDTH, g_param_spec_uint("width", "Width",
-        "Output width (0 = the input's); input of any size is scaled and letter/pillarboxed", 0, 8192, 0, rw));
+        "Output width (0 = the input's); input of any size is scaled and letter/pillarboxed", 0, (guint)L->width.max, 0, rw));
     g_object_class_install_property(oc, PROP_HEIGHT, g_param_spec_uint("height", "Height",
-        "Output height (0 = the input's)", 0, 8192, 0, rw));
+        "Output height (0 = the input's)", 0, (guint)L->height.max, 0, rw));
     g_object_class_install_property(oc, PROP_FPS, g_param_spec_uint("fps", "Frame rate",
-        "Output frame rate (0 = the input's, else 30)", 0, 240, 0, rw));
+        "Output frame rate (0 = the input's, else the library's default)", 0, (guint)L->fps.max, 0, rw));
     g_object_class_install_property(oc, PROP_KEYFRAME_INTERVAL, g_param_spec_uint("keyframe-interval",
-        "Keyframe interval", "Seconds between keyframes", 1, 20, 2, rw));
+        "Keyframe interval", "Seconds between keyframes", (guint)L->keyframe_interval_seconds.min,
+        (guint)L->keyframe_interval_seconds.max, (guint)L->keyframe_interval_seconds.default_value, rw));
     g_object_class_install_property(oc, PROP_AUDIO_CODEC, g_param_spec_string("audio-codec", "Audio codec",
         "aac (legacy FLV, every ingest), opus (Enhanced RTMP v2) or none", "aac", rw));
-    g_object_class_install_property(oc, PROP_AUDIO_BITRATE, g_param_spec_uint("audio-bitrate", "Audio bitrate",
-        "Audio bitrate in kbps", 16, 510, 128, rw));
-    g_object_class_install_property(oc, PROP_SYNC, g_param_spec_boolean("sync", "Sync",
-        "Hand buffers over at their running time on the pipeline clock (off: as fast as they come)", TRUE, rw));
-    gst_element_class_set_static_metadata(ec, "Live broadcast sink (RTMP/FLV)", "Sink/Network",
-        "Encodes video (x264) and app/mic audio (AAC or Opus) and publishes FLV over RTMP and/or to a file, "
-        "within a hard memory budget (libbroadcastkit)", "broadcast project");
+    gchar *audio = g_strdup_printf("Audio bitrate in kbps: AAC %d..%d (default %d), Opus %d..%d (default %d); "
+                                   "0 = the codec's default", L->aac_bitrate_kbps.min, L->aac_bitrate_kbps.max,
+                                   L->aac_bitrate_kbps.default_value, L->opus_bitrate_kbps.min, L->opus_bitrate_kbps.max,
+                                   L->opus_bitrate_kbps.default_value);
+    g_object_class_install_property(oc, PROP_AUDIO_BITRATE, g_param_spec_uint("audio-bitrate", "Audio bitrate", audio,
+        0, (guint)MAX(L->aac_bitrate_kbps.max, L->opus_bitrate_kbps.max), 0, rw_dyn));
+    g_free(audio);
+    g_object_class_install_property(oc, PROP_BACKPRESSURE, g_param_spec_enum("backpressure", "Back-pressure",
+        "When the encoder has no room: drop the buffer (counted, QoS message, WARNING) or block the stream "
+        "until it has; auto drops for live input and blocks for non-live input, so every buffer of a file is encoded",
+        backpressure_get_type(), BACKPRESSURE_AUTO, rw));
+    g_object_class_install_property(oc, PROP_REPLAY_SECONDS, g_param_spec_uint("replay-seconds", "Replay seconds",
+        "Keep the last N seconds of the encoded stream for the save-replay signal (0 = off), inside the memory budget",
+        (guint)L->replay_seconds.min, (guint)L->replay_seconds.max, (guint)L->replay_seconds.default_value, rw));
+    g_object_class_install_property(oc, PROP_REPLAY_DIR, g_param_spec_string("replay-dir", "Replay directory",
+        "Where save-replay writes clips given no path (NULL: the current directory)", NULL, rw));
+    g_object_class_install_property(oc, PROP_STATS, g_param_spec_boxed("stats", "Statistics",
+        "The session's counters: frames in/encoded/sent, bytes sent, drops by reason, queue, bitrate, RSS",
+        GST_TYPE_STRUCTURE, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS));
+    /* save-replay (path, seconds) -> the clip's path, or NULL (a WARNING message says why): the last
+     * `seconds` (<= 0: all the replay buffer holds) as MP4 at `path` (NULL or "": a timestamped
+     * name in replay-dir). Blocks the emitting thread until written; the stream goes on. */
+    g_signal_new_class_handler("save-replay", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
+                               G_CALLBACK(save_replay), NULL, NULL, NULL, G_TYPE_STRING, 2, G_TYPE_STRING, G_TYPE_DOUBLE);
+    /* request-keyframe () -> FALSE when not running: the next picture is a keyframe. */
+    g_signal_new_class_handler("request-keyframe", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
+                               G_CALLBACK(request_keyframe), NULL, NULL, NULL, G_TYPE_BOOLEAN, 0);
+    gst_element_class_set_static_metadata(ec, "Live broadcast sink (RTMP/FLV/MP4)", "Sink/Network",
+        "Encodes video (x264) and app/mic audio (AAC or Opus) and publishes FLV over RTMP and/or records "
+        "FLV or MP4, within a hard memory budget (libbroadcastkit)", "The broadcast project");
     gst_element_class_add_static_pad_template(ec, &video_template);
     gst_element_class_add_static_pad_template(ec, &app_template);
     gst_element_class_add_static_pad_template(ec, &mic_template);
 }
 
 static void gst_broadcast_sink_init(GstBroadcastSink *self) {
-    GstStaticPadTemplate *t[LANES] = { &video_template, &app_template, &mic_template };
-    for (int i = 0; i < LANES; i++) {
+    self->pads[LANE_VIDEO] = GST_BASE_SINK_PAD(self);
+    GstStaticPadTemplate *t[LANES] = { NULL, &app_template, &mic_template };
+    for (int i = LANE_APP; i < LANES; i++) {
         self->pads[i] = gst_pad_new_from_static_template(t[i], t[i]->name_template);
-        gst_pad_set_chain_function(self->pads[i], i == LANE_VIDEO ? chain_video : chain_audio);
-        gst_pad_set_event_function(self->pads[i], sink_event);
+        gst_pad_set_chain_function(self->pads[i], chain_audio);
+        gst_pad_set_event_function(self->pads[i], audio_event);
         gst_element_add_pad(GST_ELEMENT(self), self->pads[i]);
-        gst_segment_init(&self->segments[i], GST_FORMAT_TIME);
     }
+    for (int i = 0; i < LANES; i++) gst_segment_init(&self->segments[i], GST_FORMAT_TIME);
     g_mutex_init(&self->lock);
-    self->memory_budget = g_strdup("50M");
-    self->preset = g_strdup("veryfast");
+    g_cond_init(&self->cond);
+    const bk_limit_table *L = bk_limits();
+    self->memory_budget = g_strdup_printf("%" G_GINT64_FORMAT "M", L->default_memory_budget_bytes >> 20);
+    self->preset = g_strdup(L->default_preset);
     self->audio_codec = g_strdup("aac");
-    self->video_bitrate = 2500;
-    self->audio_bitrate = 128;
-    self->keyframe_interval = 2;
-    self->sync = TRUE;
-    GST_OBJECT_FLAG_SET(self, GST_ELEMENT_FLAG_SINK);
+    self->video_bitrate = (guint)L->video_bitrate_kbps.default_value;
+    self->audio_bitrate = 0; /* the codec's default */
+    self->keyframe_interval = (guint)L->keyframe_interval_seconds.default_value;
+    self->replay_seconds = (guint)L->replay_seconds.default_value;
+    self->backpressure = BACKPRESSURE_AUTO;
 }
 
-/* The first instance in a process is named "broadcastsink" (not "broadcastsink0"), so that
- * gst-launch's `... ! broadcastsink.app_audio` finds it without name=; later ones get the usual
- * numbered names, and name= always wins (it is set after construction). */
+/* Whether `name` is GStreamer's default for an unnamed element ("broadcastsink" + a number). */
+static gboolean is_default_name(const gchar *name) {
+    const gchar *prefix = "broadcastsink";
+    if (!name || !g_str_has_prefix(name, prefix) || !name[strlen(prefix)]) return !name;
+    for (const gchar *c = name + strlen(prefix); *c; c++)
+        if (!g_ascii_isdigit(*c)) return FALSE;
+    return TRUE;
+}
+
+/* The first instance in a process that is given no name is named "broadcastsink" (not
+ * "broadcastsink0"), so that gst-launch's `... ! broadcastsink.app_audio` finds it without name=.
+ * A name given at construction (gst-launch's parser sets name= as a construct property, before
+ * this runs) is kept. */
 static void constructed(GObject *object) {
-    static gint instances;
+    static gint unnamed;
     G_OBJECT_CLASS(gst_broadcast_sink_parent_class)->constructed(object);
-    if (g_atomic_int_add(&instances, 1) == 0) gst_object_set_name(GST_OBJECT(object), "broadcastsink");
+    if (is_default_name(GST_OBJECT_NAME(object)) && g_atomic_int_add(&unnamed, 1) == 0)
+        gst_object_set_name(GST_OBJECT(object), "broadcastsink");
 }
 
 static gboolean plugin_init(GstPlugin *plugin) {

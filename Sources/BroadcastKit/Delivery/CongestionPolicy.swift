@@ -14,4 +14,16 @@ public struct CongestionPolicy: Sendable, Equatable {
     }
 
     public static let `default` = CongestionPolicy()
+
+    /// `maxBytes` value that asks the session to size the cap from the configured bitrates.
+    public static let sizedByBitrate = 0
+
+    /// OBS's thresholds with the byte cap sized by the session (`BroadcastConfiguration`'s default).
+    public static let bitrateSized = CongestionPolicy(maxBytes: sizedByBitrate)
+
+    /// About 4 s of media at these rates, at least 512 KB: the drop policy acts at 0.7-0.9 s, so the
+    /// cap only bounds a burst (the send queue's plan line, the same for every front end).
+    public static func sendQueueBytes(videoKbps: Int, audioKbps: Int) -> Int {
+        max(512 << 10, (videoKbps + audioKbps) * 1000 / 8 * 4)
+    }
 }

@@ -59,7 +59,9 @@ package final class AudioLane: @unchecked Sendable {
     /// sample becomes 0 (silence) and is counted in `audioNonFiniteSamples`. Otherwise the mixer's
     /// clip turns NaN into a full-scale +1 sample (and infinities into ±1), and the 44.1 kHz
     /// resampler's filter spreads one NaN over its whole span: a burst of full-scale clicks.
-    func process(_ buf: AudioBuffer, timelineNs: (Int64) -> Int64) -> ProcessResult {
+    /// With `waitUntilNs` (block back-pressure) a full ring is waited for until that
+    /// CLOCK_MONOTONIC deadline before the buffer is dropped.
+    func process(_ buf: AudioBuffer, waitUntilNs: Int64? = nil, timelineNs: (Int64) -> Int64) -> ProcessResult {
         if buf.validate() != nil {
             stats.countDrop(.malformed)
             return .dropped(.malformed)
@@ -81,7 +83,17 @@ package final class AudioLane: @unchecked Sendable {
             stats.countDrop(.malformed)
             return .dropped(.malformed)
         }
-        guard !entries.isFull, let offset = ring.allocate(buf.frameCount * 2) else {
+        var room: Int? = entries.isFull ? nil : ring.allocate(buf.frameCount * 2)
+        while room == nil, let deadline = waitUntilNs, !stopping, MediaTime.now() < deadline {
+            cond.wait(untilNs: deadline)
+            room = entries.isFull ? nil : ring.allocate(buf.frameCount * 2)
+        }
+        // finish() began while this call waited: the ring is never read again.
+        if stopping {
+            cond.unlock()
+            return .notRunning
+        }
+        guard let offset = room else {
             cond.unlock()
             stats.countDrop(.audioLaneFull)
             return .dropped(.audioLaneFull)
@@ -145,6 +157,7 @@ package final class AudioLane: @unchecked Sendable {
             cond.withLock {
                 ring.freeOldest(offset: e.offset, count: e.frames * 2)
                 entries.removeFirst()
+                cond.broadcast() // a producer blocked on a full ring (block back-pressure) may go on
             }
         }
     }

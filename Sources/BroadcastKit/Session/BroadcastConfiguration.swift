@@ -29,6 +29,8 @@ public struct BroadcastConfiguration: Sendable {
     public var hasVideo: Bool
     public var hasAudio: Bool
     public var destinations: [DestinationSettings]
+    /// The send queue's drop thresholds and byte cap (`.bitrateSized`, the default, sizes the cap
+    /// from the bitrates: see `sendQueueBytes`).
     public var congestion: CongestionPolicy
     /// Pending video frames before `encoder_busy` drops (the issue's limit is 2).
     public var maxPendingVideoFrames: Int
@@ -60,10 +62,13 @@ public struct BroadcastConfiguration: Sendable {
     /// Announce Enhanced RTMP v2 support (`capsEx`) in RTMP connect and honour the server's
     /// reconnect requests; false sends a plain connect for servers that refuse unknown fields.
     public var enhancedRTMPConnect: Bool = true
+    /// What `process` does when a lane is full: drop at once (live sources, the default) or
+    /// wait for room (producers faster than real time).
+    public var backpressure: Backpressure = .drop
 
     public init(video: VideoEncoderSettings = .default, audio: AudioEncoderSettings = .default,
                 hasVideo: Bool = true, hasAudio: Bool = true, destinations: [DestinationSettings] = [],
-                congestion: CongestionPolicy = .default, maxPendingVideoFrames: Int = 2,
+                congestion: CongestionPolicy = .bitrateSized, maxPendingVideoFrames: Int = 2,
                 memoryBudgetBytes: Int = 50 << 20, adaptiveBitrate: Bool = true,
                 connectTimeoutSeconds: Int = 5, encoderName: String = "broadcast (BroadcastKit)") {
         self.video = video
@@ -80,4 +85,39 @@ public struct BroadcastConfiguration: Sendable {
     }
 
     public static let `default` = BroadcastConfiguration()
+
+    /// Checks every value against `BroadcastLimits`; `prepare()` and `start()` call it. The message
+    /// names the value and its range.
+    public func validate() throws(BroadcastError) {
+        typealias L = BroadcastLimits
+        func require(_ ok: Bool, _ message: @autoclosure () -> String) throws(BroadcastError) {
+            if !ok { throw .configuration(message()) }
+        }
+        if hasVideo {
+            let v = video
+            try require(L.width.contains(v.width) && L.height.contains(v.height) && v.width % 2 == 0 && v.height % 2 == 0,
+                        "video size \(v.width)x\(v.height): width and height must be even, \(L.text(L.width)) x \(L.text(L.height))")
+            try require(L.fps.contains(v.fps), "fps \(v.fps) outside \(L.text(L.fps))")
+            try require(L.videoBitrateKbps.contains(v.bitrateKbps),
+                        "video bitrate \(v.bitrateKbps) kbps outside \(L.text(L.videoBitrateKbps))")
+            try require(L.keyframeIntervalSeconds.contains(v.keyframeIntervalSeconds),
+                        "keyframe interval \(v.keyframeIntervalSeconds) s outside \(L.text(L.keyframeIntervalSeconds))")
+            try require(X264Preset(rawValue: v.preset) != nil, "unknown x264 preset '\(v.preset)' (\(X264Preset.names))")
+        }
+        if hasAudio {
+            let range = L.audioBitrateKbps(audio.codec)
+            try require(range.contains(audio.bitrateKbps),
+                        "\(audio.codec == .aac ? "AAC" : "Opus") bitrate \(audio.bitrateKbps) kbps outside \(L.text(range))")
+        }
+        try require(L.replaySeconds.contains(replay.seconds),
+                    "replay seconds \(replay.seconds) outside \(L.text(L.replaySeconds)) (0 = off)")
+    }
+
+    /// The send queue's hard byte cap for this configuration: `congestion.maxBytes`, or when that
+    /// is `CongestionPolicy.sizedByBitrate`, about 4 s of media at the configured rates.
+    package var sendQueueBytes: Int {
+        if congestion.maxBytes != CongestionPolicy.sizedByBitrate { return congestion.maxBytes }
+        return CongestionPolicy.sendQueueBytes(videoKbps: hasVideo ? video.bitrateKbps : 0,
+                                               audioKbps: hasAudio ? audio.bitrateKbps : 0)
+    }
 }

@@ -57,6 +57,7 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
     public func prepare() throws(BroadcastError) -> MemoryPlan {
         if let p = pipeline { return p.plan }
         guard state == .idle else { throw .configuration("session already started") }
+        try configuration.validate()
         let p = try PipelineAssembler.assemble(configuration, stats: stats)
         pipeline = p
         return p.plan
@@ -120,18 +121,20 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         onEvent?(.started(p.destinations.names))
     }
 
-    /// Hands one sample buffer to its lane. Never blocks on the network; returns at once with
-    /// `.accepted` or a counted drop.
+    /// Hands one sample buffer to its lane. Never blocks on the network. With
+    /// `configuration.backpressure == .drop` it returns at once with `.accepted` or a counted
+    /// drop; with `.block` a full lane is waited for (up to the timeout, then the drop is counted).
     @discardableResult
     public func process(_ buffer: SampleBuffer, type: SampleBufferType) -> ProcessResult {
         guard state == .running, let p = pipeline else { return .notRunning }
         switch (buffer, type) {
         case (.video(let frame), .video):
             guard let lane = p.videoLane else { break }
+            if let deadline = configuration.backpressure.deadlineNs { _ = lane.waitForFreeSlot(deadlineNs: deadline) }
             return lane.process(frame) { clock.timelineMs($0) }
         case (.audio(let buf), .appAudio), (.audio(let buf), .micAudio):
             guard let lane = p.audioLane(type) else { break }
-            return lane.process(buf) { clock.timelineNs($0) }
+            return lane.process(buf, waitUntilNs: configuration.backpressure.deadlineNs) { clock.timelineNs($0) }
         default:
             break
         }
@@ -215,11 +218,15 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
     }
 
     /// Asks the encoder for a keyframe on the next picture (the control socket's `keyframe`).
-    package func requestKeyframe() { pipeline?.videoLane?.requestKeyframe() }
+    /// Safe from any thread; does nothing before `start()` or without video.
+    public func requestKeyframe() { pipeline?.videoLane?.requestKeyframe() }
 
     /// Sets the x264 target and VBV maximum to `kbps` (the control socket's `set-bitrate`);
-    /// the bitrate controller may still lower it when the link backs up. False without video.
-    package func setVideoBitrate(kbps: Int) -> Bool {
+    /// the bitrate controller may still lower it when the link backs up. Safe from any thread.
+    /// False when not running, without video, or outside `BroadcastLimits.videoBitrateKbps`.
+    @discardableResult
+    public func setVideoBitrate(kbps: Int) -> Bool {
+        guard BroadcastLimits.videoBitrateKbps.contains(kbps) else { return false }
         guard state == .running, let enc = pipeline?.videoEncoder else { return false }
         enc.requestBitrate(kbps: kbps)
         stats.update { $0.targetVideoKbps = kbps }

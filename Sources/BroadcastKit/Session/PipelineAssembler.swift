@@ -112,10 +112,12 @@ package enum PipelineAssembler {
             }
         }
         let ordered = sinks.filter { $0.isNetworkPublisher } + sinks.filter { !$0.isNetworkPublisher }
+        var policy = cfg.congestion
+        policy.maxBytes = cfg.sendQueueBytes
         return ordered.enumerated().map { i, sink in
             // Each destination gets its own queue and congestion state: a slow one drops in its own
             // queue and never holds the others back.
-            Destination(sink: sink, policy: cfg.congestion, isPrimary: i == 0, stats: stats,
+            Destination(sink: sink, policy: policy, isPrimary: i == 0, stats: stats,
                         reconnect: sink.isNetworkPublisher ? cfg.reconnect : .never)
         }
     }

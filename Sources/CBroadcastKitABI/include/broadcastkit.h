@@ -15,7 +15,7 @@
  *     bk_video_frame f = { .width = 1280, .height = 720, .format = BK_PIXEL_BGRX,
  *                          .planes = { pixels }, .strides = { 1280 * 4 },
  *                          .plane_sizes = { 1280 * 720 * 4 }, .pts_ns = now_ns };
- *     bk_session_process_video(s, &f);          // BK_ACCEPTED or a counted drop; never blocks
+ *     bk_session_process_video(s, &f);          // BK_ACCEPTED or a counted drop (see backpressure)
  *     ...
  *     bk_session_finish(s);
  *     bk_session_free(s);
@@ -165,6 +165,35 @@ void bk_process_tuning_apply(void);
 int64_t bk_now_ns(void);
 
 /* ---------------------------------------------------------------------------------------------- */
+/* Limits                                                                                         */
+
+/** An accepted range and the library's default. */
+typedef struct bk_range {
+    int32_t min;
+    int32_t max;
+    int32_t default_value;
+} bk_range;
+
+/** What a configuration accepts, and the defaults of bk_config_new(): the library's one set of
+ *  rules (the CLI, this ABI, the Python binding and the GStreamer element all map to it). */
+typedef struct bk_limit_table {
+    bk_range width;                     /**< even */
+    bk_range height;                    /**< even */
+    bk_range fps;
+    bk_range video_bitrate_kbps;        /**< also bk_session_set_video_bitrate's range */
+    bk_range keyframe_interval_seconds;
+    bk_range aac_bitrate_kbps;
+    bk_range opus_bitrate_kbps;
+    bk_range replay_seconds;            /**< 0 = off */
+    const char *presets;                /**< the x264 presets, comma-separated, lightest first */
+    const char *default_preset;
+    int64_t default_memory_budget_bytes;
+} bk_limit_table;
+
+/** The table (static; never free it). */
+const bk_limit_table *bk_limits(void);
+
+/* ---------------------------------------------------------------------------------------------- */
 /* Configuration                                                                                  */
 
 typedef struct bk_config bk_config;
@@ -179,18 +208,20 @@ void bk_config_free(bk_config *cfg);
 /** The message of the last failed call on cfg, or "" (owned by cfg; never free it). */
 const char *bk_config_last_error(const bk_config *cfg);
 
-/** Output size (even, 16..8192; input of any size is scaled and letter/pillarboxed), frame rate
- *  (1..240) and x264 target bitrate in kbps (>0; also the VBV max rate). */
+/** Output size (even; input of any size is scaled and letter/pillarboxed), frame rate and x264
+ *  target bitrate in kbps (also the VBV max rate); ranges in bk_limits(). Every setter checks its
+ *  values against bk_limits() and fails with BK_ERR_INVALID_ARGUMENT, changing nothing. */
 bk_status bk_config_set_video(bk_config *cfg, int width, int height, int fps, int bitrate_kbps);
 
-/** x264 preset: ultrafast, superfast, veryfast (default), faster, fast, medium. */
+/** x264 preset: one of bk_limits()->presets (ultrafast, superfast, veryfast (default), faster,
+ *  fast, medium). */
 bk_status bk_config_set_preset(bk_config *cfg, const char *preset);
 
 /** Keyframe interval in seconds (default 2; ingests ask for 2). */
 bk_status bk_config_set_keyframe_interval(bk_config *cfg, int seconds);
 
-/** Audio codec and bitrate in kbps (AAC 32..320, Opus 16..510); BK_AUDIO_NONE: no audio track
- *  (bitrate ignored). */
+/** Audio codec and bitrate in kbps (bk_limits()->aac_bitrate_kbps / opus_bitrate_kbps); BK_AUDIO_NONE:
+ *  no audio track (bitrate ignored). */
 bk_status bk_config_set_audio(bk_config *cfg, bk_audio_codec codec, int bitrate_kbps);
 
 /** Adds a network destination. RTMP(S): url is the ingest base, rtmp://host[:port]/app; stream_key is
@@ -200,7 +231,8 @@ bk_status bk_config_set_audio(bk_config *cfg, bk_audio_codec codec, int bitrate_
  *  network destination is the primary one (its failure fails the session). */
 bk_status bk_config_add_rtmp(bk_config *cfg, const char *url, const char *stream_key);
 
-/** Adds an FLV file destination (created or truncated at start). */
+/** Adds a file destination (created or truncated at start): fragmented MP4 when the path ends in
+ *  .mp4, else FLV. */
 bk_status bk_config_add_file(bk_config *cfg, const char *path);
 
 /** Removes every destination (wiping keys). */
@@ -217,13 +249,26 @@ bk_status bk_config_set_memory_budget(bk_config *cfg, int64_t bytes);
  *  delay in seconds (x1.5 per attempt with jitter, capped at 30 s). */
 bk_status bk_config_set_reconnect(bk_config *cfg, int attempts, double first_delay_seconds);
 
-/** Keep the last `seconds` (1..3600; 0 = off, the default) of encoded video and audio in a replay
+/** Keep the last `seconds` (bk_limits()->replay_seconds; 0 = off, the default) of encoded video and audio in a replay
  *  ring planned inside the memory budget (its own line in the plan). Clips saved without a path
  *  go to `directory` (NULL: the current directory) as replay-YYYYMMDD-HHMMSS.mp4 (UTC). */
 bk_status bk_config_set_replay(bk_config *cfg, int seconds, const char *directory);
 
 /** Adapt the x264 bitrate to the measured send rate when the queue backs up (default on). */
 bk_status bk_config_set_adaptive_bitrate(bk_config *cfg, int enabled);
+
+/** What a process call does when its lane is full (the video lane's 2 pending frames, an audio
+ *  lane's ~1 s ring). */
+typedef enum bk_backpressure {
+    /** Return at once with a counted drop (BK_DROPPED_ENCODER_BUSY, BK_DROPPED_AUDIO_LANE_FULL):
+     *  for live sources (a camera, a screen), whose late frame is worth less than the next. Default. */
+    BK_BACKPRESSURE_DROP = 0,
+    /** Wait for room (up to 5 s, then the same counted drop): for producers faster than real time
+     *  (a transcoder, a file) that want every buffer encoded. The waiting thread is the caller's. */
+    BK_BACKPRESSURE_BLOCK = 1
+} bk_backpressure;
+
+bk_status bk_config_set_backpressure(bk_config *cfg, bk_backpressure mode);
 
 /** Memory held by the caller's capture buffers, reserved in the plan (default 0). */
 bk_status bk_config_set_capture_reserve(bk_config *cfg, int64_t bytes);
@@ -250,7 +295,10 @@ typedef enum bk_event_type {
     BK_EVENT_RECONNECTING = 2, /**< attempt, delay_seconds */
     BK_EVENT_RECONNECTED = 3,  /**< reconnects: total so far */
     BK_EVENT_FAILED = 4,       /**< message: why; a primary failure ends the stream */
-    BK_EVENT_FINISHED = 5
+    BK_EVENT_FINISHED = 5,
+    /** A client sent `stop` on the control socket (bk_session_open_control): finish when you see
+     *  fit (not from the callback: see THREADS). */
+    BK_EVENT_STOP_REQUESTED = 6
 } bk_event_type;
 
 typedef struct bk_event {
@@ -267,6 +315,14 @@ typedef void (*bk_event_callback)(const bk_event *event, void *user_data);
 
 /** Sets (or with NULL clears) the event callback. Only before bk_session_start(). */
 bk_status bk_session_set_event_callback(bk_session *session, bk_event_callback callback, void *user_data);
+
+/** Opens a control socket at `path` for this session: the protocol of `broadcast --control`
+ *  (docs/control-protocol.md: stats, keyframe, set-bitrate, save-replay, version, subscribe; `stop`
+ *  arrives as BK_EVENT_STOP_REQUESTED). Mode 0600, only this uid and root may connect; a stale
+ *  socket (nobody listening) is taken over with a BK_EVENT_WARNING, a live one refused. Only before
+ *  bk_session_start(); closed and removed by bk_session_finish() (after a `stopped` event) or
+ *  bk_session_free(). BK_ERR_CONFIGURATION with the reason, BK_ERR_STATE. */
+bk_status bk_session_open_control(bk_session *session, const char *path);
 
 /** Opens the encoders and allocates every pool and queue; connects nothing. Optional: start
  *  prepares when needed. Fails with BK_ERR_CONFIGURATION. */
@@ -304,11 +360,12 @@ typedef struct bk_audio_buffer {
     int64_t pts_ns;      /**< capture time of the first sample */
 } bk_audio_buffer;
 
-/** Converts the frame into the encoder's pool and returns at once (never blocks on the network).
- *  Malformed frames, backwards timestamps and a busy encoder are counted drops (> 0). */
+/** Converts the frame into the encoder's pool (never blocks on the network). Malformed frames,
+ *  backwards timestamps and a busy encoder are counted drops (> 0); with BK_BACKPRESSURE_BLOCK a
+ *  busy encoder is waited for first. */
 bk_process_result bk_session_process_video(bk_session *session, const bk_video_frame *frame);
 
-/** Copies the samples into the lane's ring and returns at once. */
+/** Copies the samples into the lane's ring (with BK_BACKPRESSURE_BLOCK, waiting for room). */
 bk_process_result bk_session_process_audio(bk_session *session, bk_audio_lane lane, const bk_audio_buffer *audio);
 
 /** Stops accepting buffers, encodes what is pending, sends what is queued (up to 1.5 s) and closes
@@ -324,6 +381,14 @@ bk_status bk_session_finish(bk_session *session);
  *  BK_ERR_CONFIGURATION (no replay ring, not running, nothing buffered, a save in progress),
  *  BK_ERR_STREAMING (the write failed: the partial file is removed, the stream is unaffected). */
 bk_status bk_session_save_replay(bk_session *session, const char *path, double seconds, char **saved_path);
+
+/** Sets the x264 target bitrate (and VBV maximum) while running; the adaptive bitrate may still
+ *  lower it when the link backs up. Any thread. BK_ERR_INVALID_ARGUMENT outside the library's
+ *  video bitrate range, BK_ERR_STATE when not running or without video. */
+bk_status bk_session_set_video_bitrate(bk_session *session, int kbps);
+
+/** Makes the next encoded picture a keyframe (IDR). Any thread. BK_ERR_STATE when not running. */
+bk_status bk_session_request_keyframe(bk_session *session);
 
 bk_state bk_session_state(const bk_session *session);
 

@@ -2,9 +2,11 @@
 
 A ctypes binding over libbroadcastkit.so (the C ABI of BroadcastKit, broadcastkit.h)."""
 
-from .session import (BroadcastError, ConfigurationError, ConnectError, Event, FrameError, MemoryBudgetError,
-                      Session, StateError, StreamingError, apply_process_tuning, library, now_ns, version)
+from .session import (BroadcastError, ConfigurationError, ConnectError, Event, FrameError, InvalidValueError,
+                      MemoryBudgetError, Session, StateError, StreamingError, apply_process_tuning, library, limits,
+                      now_ns, version)
 
-__all__ = ["Session", "Event", "BroadcastError", "ConfigurationError", "MemoryBudgetError", "ConnectError",
-           "StreamingError", "StateError", "FrameError", "apply_process_tuning", "library", "now_ns", "version"]
+__all__ = ["Session", "Event", "BroadcastError", "ConfigurationError", "InvalidValueError", "MemoryBudgetError",
+           "ConnectError", "StreamingError", "StateError", "FrameError", "apply_process_tuning", "library", "limits",
+           "now_ns", "version"]
 __version__ = "0.1.0"

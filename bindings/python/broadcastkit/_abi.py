@@ -33,7 +33,9 @@ SAMPLE_S16, SAMPLE_F32 = 0, 1
 LANES = {"app": 1, "mic": 2}
 AUDIO_CODECS = {None: -1, "none": -1, "aac": 0, "opus": 1}
 MEMORY_BUDGET_AUTO = -1
-EVENT_TYPES = {0: "started", 1: "warning", 2: "reconnecting", 3: "reconnected", 4: "failed", 5: "finished"}
+BACKPRESSURE = {"drop": 0, "block": 1}
+EVENT_TYPES = {0: "started", 1: "warning", 2: "reconnecting", 3: "reconnected", 4: "failed", 5: "finished",
+               6: "stop-requested"}
 STATES = {0: "idle", 1: "running", 2: "finishing", 3: "finished", 4: "failed"}
 
 
@@ -70,6 +72,19 @@ class Stats(ctypes.Structure):
 assert ctypes.sizeof(VideoFrame) == 96 and ctypes.sizeof(AudioBuffer) == 40
 assert ctypes.sizeof(Event) == 40 and ctypes.sizeof(Stats) == 224
 
+class Range(ctypes.Structure):
+    _fields_ = [("min", ctypes.c_int32), ("max", ctypes.c_int32), ("default", ctypes.c_int32)]
+
+
+class LimitTable(ctypes.Structure):
+    """bk_limit_table: the library's ranges and defaults (broadcastkit.h)."""
+    _fields_ = [(name, Range) for name in ("width", "height", "fps", "video_bitrate_kbps",
+                                           "keyframe_interval_seconds", "aac_bitrate_kbps", "opus_bitrate_kbps",
+                                           "replay_seconds")] + [
+        ("presets", ctypes.c_char_p), ("default_preset", ctypes.c_char_p),
+        ("default_memory_budget_bytes", ctypes.c_int64)]
+
+
 EVENT_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.POINTER(Event), ctypes.c_void_p)
 
 
@@ -105,6 +120,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "bk_version": (c.c_char_p, []), "bk_abi_version": (c.c_int, []),
         "bk_string_free": (None, [P]), "bk_process_tuning_apply": (None, []), "bk_now_ns": (c.c_int64, []),
         "bk_drop_reason_name": (c.c_char_p, [c.c_int]),
+        "bk_limits": (c.POINTER(LimitTable), []),
         "bk_config_new": (P, []), "bk_config_free": (None, [P]), "bk_config_last_error": (c.c_char_p, [P]),
         "bk_config_set_video": (c.c_int, [P, c.c_int, c.c_int, c.c_int, c.c_int]),
         "bk_config_set_preset": (c.c_int, [P, c.c_char_p]),
@@ -118,10 +134,12 @@ def _declare(lib: ctypes.CDLL) -> None:
         "bk_config_set_adaptive_bitrate": (c.c_int, [P, c.c_int]),
         "bk_config_set_capture_reserve": (c.c_int, [P, c.c_int64]),
         "bk_config_set_replay": (c.c_int, [P, c.c_int, c.c_char_p]),
+        "bk_config_set_backpressure": (c.c_int, [P, c.c_int]),
         "bk_session_new": (P, [P]), "bk_session_free": (None, [P]),
         "bk_session_last_error": (c.c_char_p, [P]),
         "bk_session_set_event_callback": (c.c_int, [P, EVENT_CALLBACK, P]),
         "bk_session_prepare": (c.c_int, [P]),
+        "bk_session_open_control": (c.c_int, [P, c.c_char_p]),
         # Returned as a raw pointer so it can be handed back to bk_string_free.
         "bk_session_memory_plan": (P, [P]),
         "bk_session_start": (c.c_int, [P]),
@@ -129,6 +147,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "bk_session_process_audio": (c.c_int, [P, c.c_int, c.POINTER(AudioBuffer)]),
         "bk_session_finish": (c.c_int, [P]),
         "bk_session_save_replay": (c.c_int, [P, c.c_char_p, c.c_double, c.POINTER(P)]),
+        "bk_session_set_video_bitrate": (c.c_int, [P, c.c_int]),
+        "bk_session_request_keyframe": (c.c_int, [P]),
         "bk_session_state": (c.c_int, [P]), "bk_session_status": (c.c_char_p, [P]),
         "bk_session_get_stats": (c.c_int, [P, c.POINTER(Stats)]),
         "bk_session_stats_json": (P, [P]),

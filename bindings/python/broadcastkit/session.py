@@ -37,6 +37,18 @@ def now_ns() -> int:
     return library().bk_now_ns()
 
 
+def limits() -> dict:
+    """The library's ranges and defaults (bk_limits()): {"width": {"min", "max", "default"}, ...,
+    "presets": [...], "default_preset", "default_memory_budget_bytes"}. Session maps to these."""
+    t = library().bk_limits().contents
+    out: dict = {name: {"min": getattr(t, name).min, "max": getattr(t, name).max, "default": getattr(t, name).default}
+                 for name, _ in _abi.LimitTable._fields_[:8]}
+    out["presets"] = t.presets.decode().split(",")
+    out["default_preset"] = t.default_preset.decode()
+    out["default_memory_budget_bytes"] = t.default_memory_budget_bytes
+    return out
+
+
 def apply_process_tuning() -> None:
     """Two malloc arenas and no transparent huge pages for this process (what the CLI does)."""
     library().bk_process_tuning_apply()
@@ -52,6 +64,10 @@ class BroadcastError(Exception):
 
 class ConfigurationError(BroadcastError):
     pass
+
+
+class InvalidValueError(ConfigurationError, ValueError):
+    """A value outside the library's range (see limits()), e.g. an odd width: also a ValueError."""
 
 
 class MemoryBudgetError(BroadcastError):
@@ -122,23 +138,43 @@ class Session:
             print(s.stats()["video_frames_sent"])
 
     Entering starts the stream (connects); leaving finishes it (flush, send what is queued, close).
+    A value left as None is the library's default, and every value is checked against the library's
+    ranges (limits()): one outside raises InvalidValueError, a ValueError.
+    backpressure="drop" (live sources) returns a drop reason when a lane is full; "block" (a file, a
+    transcoder: producers faster than real time) waits for room, so every buffer is encoded.
+    control=PATH opens the control socket of `broadcast --control` for this session
+    (docs/control-protocol.md); a client's `stop` arrives as an Event of type "stop-requested".
     The key is handed to the library at once (which keeps its own copy) and is not kept by this
     object. send_video/send_audio may be called from different threads for different lanes; they
     release the GIL while the library converts or copies the buffer.
     """
 
     def __init__(self, url: Optional[str] = None, key: Optional[str] = None, *, record: Optional[str] = None,
-                 width: int = 1280, height: int = 720, fps: int = 30, video_bitrate: int = 2500,
-                 preset: str = "veryfast", keyframe_interval: int = 2, audio_codec: Optional[str] = "aac",
-                 audio_bitrate: int = 128, memory_budget: Union[int, str] = 50 << 20,
+                 width: Optional[int] = None, height: Optional[int] = None, fps: Optional[int] = None,
+                 video_bitrate: Optional[int] = None, preset: Optional[str] = None,
+                 keyframe_interval: Optional[int] = None, audio_codec: Optional[str] = "aac",
+                 audio_bitrate: Optional[int] = None, memory_budget: Union[int, str, None] = None,
                  reconnect_attempts: int = 20, reconnect_delay: float = 2.0, adaptive_bitrate: bool = True,
-                 replay_seconds: int = 0, replay_dir: Optional[str] = None,
-                 on_event: Optional[Callable[[Event], None]] = None):
+                 replay_seconds: int = 0, replay_dir: Optional[str] = None, backpressure: str = "drop",
+                 control: Optional[str] = None, on_event: Optional[Callable[[Event], None]] = None):
         lib = library()
         self._lib = lib
         self._session = None
         self._callback = None
         self._final_stats: Optional[dict] = None
+        t = lib.bk_limits().contents
+
+        def default(value, field):
+            return getattr(t, field).default if value is None else value
+
+        width, height, fps = default(width, "width"), default(height, "height"), default(fps, "fps")
+        video_bitrate = default(video_bitrate, "video_bitrate_kbps")
+        keyframe_interval = default(keyframe_interval, "keyframe_interval_seconds")
+        preset = t.default_preset.decode() if preset is None else preset
+        if audio_bitrate is None:
+            audio_bitrate = (t.opus_bitrate_kbps if audio_codec == "opus" else t.aac_bitrate_kbps).default
+        if memory_budget is None:
+            memory_budget = t.default_memory_budget_bytes
         self._describe = f"{width}x{height}@{fps}"
         self._destinations: list[str] = []
         cfg = lib.bk_config_new()
@@ -146,20 +182,32 @@ class Session:
             raise MemoryError("bk_config_new")
         try:
             def check(status: int) -> None:
+                if status == _abi.ERR_INVALID_ARGUMENT:
+                    raise InvalidValueError(lib.bk_config_last_error(cfg).decode(errors="replace"), status)
                 if status != _abi.OK:
                     raise _error(status, lib.bk_config_last_error(cfg).decode(errors="replace"))
+
+            for name, value in (("width", width), ("height", height), ("fps", fps), ("video_bitrate", video_bitrate),
+                                ("keyframe_interval", keyframe_interval), ("audio_bitrate", audio_bitrate),
+                                ("replay_seconds", replay_seconds)):
+                if not isinstance(value, int) or isinstance(value, bool):
+                    raise InvalidValueError(f"{name} {value!r}: expected an integer", _abi.ERR_INVALID_ARGUMENT)
 
             check(lib.bk_config_set_video(cfg, width, height, fps, video_bitrate))
             check(lib.bk_config_set_preset(cfg, preset.encode()))
             check(lib.bk_config_set_keyframe_interval(cfg, keyframe_interval))
             if audio_codec not in _abi.AUDIO_CODECS:
-                raise ConfigurationError(f"audio codec {audio_codec!r}: expected 'aac', 'opus' or None",
-                                         _abi.ERR_INVALID_ARGUMENT)
+                raise InvalidValueError(f"audio codec {audio_codec!r}: expected 'aac', 'opus' or None",
+                                        _abi.ERR_INVALID_ARGUMENT)
             check(lib.bk_config_set_audio(cfg, _abi.AUDIO_CODECS[audio_codec], audio_bitrate))
             budget = _abi.MEMORY_BUDGET_AUTO if memory_budget == "auto" else _bytes(memory_budget)
             check(lib.bk_config_set_memory_budget(cfg, budget))
             check(lib.bk_config_set_reconnect(cfg, reconnect_attempts, float(reconnect_delay)))
             check(lib.bk_config_set_adaptive_bitrate(cfg, 1 if adaptive_bitrate else 0))
+            if backpressure not in _abi.BACKPRESSURE:
+                raise InvalidValueError(f"backpressure {backpressure!r}: expected 'drop' (live sources) or 'block' "
+                                 "(producers faster than real time)", _abi.ERR_INVALID_ARGUMENT)
+            check(lib.bk_config_set_backpressure(cfg, _abi.BACKPRESSURE[backpressure]))
             if replay_seconds:
                 check(lib.bk_config_set_replay(cfg, replay_seconds, str(replay_dir).encode() if replay_dir else None))
             if url is not None:
@@ -181,6 +229,9 @@ class Session:
             lib.bk_config_free(cfg)  # wipes the config's copy of the key
         if on_event is not None:
             self._set_event_callback(on_event)
+        if control is not None:
+            # After the callback, so a stale socket's takeover note reaches on_event as a warning.
+            self._check(lib.bk_session_open_control(self._session, str(control).encode()))
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -323,6 +374,20 @@ class Session:
         b.pts_ns = self._lib.bk_now_ns() if pts_ns is None else int(pts_ns)
         r = self._lib.bk_session_process_audio(self._handle(), _abi.LANES[lane], ctypes.byref(b))
         return self._result(r)
+
+    # -- runtime controls --------------------------------------------------------------------
+
+    def set_video_bitrate(self, kbps: int) -> None:
+        """Sets the x264 target bitrate while running (the adaptive bitrate may still lower it).
+        ValueError outside the library's range; StateError when not running."""
+        status = self._lib.bk_session_set_video_bitrate(self._handle(), int(kbps))
+        if status == _abi.ERR_INVALID_ARGUMENT:
+            raise ValueError(self._lib.bk_session_last_error(self._session).decode(errors="replace"))
+        self._check(status)
+
+    def request_keyframe(self) -> None:
+        """Makes the next encoded picture a keyframe. StateError when not running."""
+        self._check(self._lib.bk_session_request_keyframe(self._handle()))
 
     # -- stats -------------------------------------------------------------------------------
 

@@ -1,0 +1,36 @@
+/// The ranges and defaults every front end accepts (CLI, C ABI, GStreamer, Python), owned here so
+/// that front ends map values and never restate a rule: the C ABI exposes this table as
+/// `bk_limits()`, which the Python binding and the GStreamer element read.
+/// `BroadcastConfiguration.validate()` checks a configuration against it.
+public enum BroadcastLimits {
+    /// Output width in pixels (even; input of any size is scaled and boxed).
+    public static let width: ClosedRange<Int> = 16...3840
+    /// Output height in pixels (even).
+    public static let height: ClosedRange<Int> = 16...2160
+    /// Output frame rate.
+    public static let fps: ClosedRange<Int> = 1...120
+    /// x264 target bitrate (also the VBV maximum), kbps.
+    public static let videoBitrateKbps: ClosedRange<Int> = 100...50_000
+    /// Seconds between keyframes.
+    public static let keyframeIntervalSeconds: ClosedRange<Int> = 1...20
+    /// AAC-LC bitrate, kbps (vo-aacenc at 48 kHz stereo).
+    public static let aacBitrateKbps: ClosedRange<Int> = 16...320
+    /// Opus bitrate, kbps (RFC 6716: up to 510 kbit/s).
+    public static let opusBitrateKbps: ClosedRange<Int> = 16...510
+    /// Replay ring length in seconds (0 turns it off).
+    public static let replaySeconds: ClosedRange<Int> = 0...3600
+
+    /// The audio bitrate range of `codec`.
+    public static func audioBitrateKbps(_ codec: AudioCodec) -> ClosedRange<Int> {
+        codec == .aac ? aacBitrateKbps : opusBitrateKbps
+    }
+
+    /// The default audio bitrate of `codec`: 128 kbps AAC, 96 kbps Opus (transparent for stereo).
+    public static func defaultAudioBitrateKbps(_ codec: AudioCodec) -> Int { codec == .aac ? 128 : 96 }
+
+    /// The default x264 preset.
+    public static let defaultPreset = X264Preset.veryfast
+
+    /// "lo...hi", as messages show a range (Swift's notation, as the CLI's usage errors do).
+    public static func text(_ r: ClosedRange<Int>) -> String { "\(r.lowerBound)...\(r.upperBound)" }
+}
