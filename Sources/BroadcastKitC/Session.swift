@@ -158,7 +158,7 @@ public func _bkSessionOpenControl(_ p: OpaquePointer?, _ path: UnsafePointer<CCh
         box.routeEvents()
         let session = box.session
         do {
-            try server.start(session: session, version: ABIInfo.versionNumber + " (libbroadcastkit)") { [weak box] in
+            try server.start(session: session, version: BuildVersion.description + " (libbroadcastkit)") { [weak box] in
                 box?.eventTarget?.deliverStopRequested()
             }
         } catch {
