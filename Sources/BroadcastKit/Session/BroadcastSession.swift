@@ -48,7 +48,7 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
     public func prepare() throws(BroadcastError) -> MemoryPlan {
         if let p = pipeline { return p.plan }
         guard state == .idle else { throw .configuration("session already started") }
-        let p = try PipelineAssembler.assemble(configuration, stats: stats)
+        let p = try PipelineAssembler.assemble(configuration, stats: stats, clock: clock)
         pipeline = p
         return p.plan
     }
