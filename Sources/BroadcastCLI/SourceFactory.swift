@@ -12,6 +12,9 @@ public enum SourceFactory {
         public var hasAudio: Bool
         /// A notice for the user (e.g. the fallback to the test source).
         public var note: String?
+        /// One line per audio lane that sends silence because it has no device (shown even
+        /// with --quiet: the stream's audio is not what the user may expect).
+        public var silentLanes: [String] = []
 
         public init(sources: [CaptureSource], hasVideo: Bool, hasAudio: Bool, note: String?) {
             self.sources = sources
@@ -34,9 +37,12 @@ public enum SourceFactory {
             // say so and use the test source.
             if PipeWireCapture.portalAvailable() {
                 let p = pipeWireOptions(o)
-                let sources = try PipeWireCapture.makePortalSources(p)
-                return Made(sources: sources, hasVideo: true, hasAudio: p.appAudio || p.mic,
-                            note: "capturing the screen through the desktop portal")
+                var silent: [String] = []
+                let sources = try PipeWireCapture.makePortalSources(p, silentLanes: &silent)
+                var made = Made(sources: sources, hasVideo: true, hasAudio: p.appAudio || p.mic,
+                                note: "capturing the screen through the desktop portal")
+                made.silentLanes = silent
+                return made
             }
             return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: true,
                         note: "no desktop screen-capture portal available; using the test source (--source test)")
@@ -48,8 +54,12 @@ public enum SourceFactory {
             // --source screen without --screen-node asks the portal (the user picks a screen);
             // without a portal on the session bus it falls back to the first Video/Source node.
             let viaPortal = o.source == .screen && o.screenNode == nil && PipeWireCapture.portalAvailable()
-            let sources = viaPortal ? try PipeWireCapture.makePortalSources(p) : try PipeWireCapture.makeSources(p)
-            return Made(sources: sources, hasVideo: true, hasAudio: p.appAudio || p.mic, note: nil)
+            var silent: [String] = []
+            let sources = viaPortal ? try PipeWireCapture.makePortalSources(p, silentLanes: &silent)
+                : try PipeWireCapture.makeSources(p, silentLanes: &silent)
+            var made = Made(sources: sources, hasVideo: true, hasAudio: p.appAudio || p.mic, note: nil)
+            made.silentLanes = silent
+            return made
         case .y4m(let path):
             return try y4mSources(path: path, o)
         }

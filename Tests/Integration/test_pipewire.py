@@ -11,6 +11,11 @@
   desktop streams at --res 1080p; a producer insisting on 8 buffers costs no more than 2;
 - errors: no daemon (exit 2, says what is missing and how to fix it), a missing node (exit 2,
   lists the nodes that exist), --list-sources;
+- a damage-driven screen (pw-test-screen --damage: caps framerate=0/1, a frame only on change,
+  as mutter's ScreenCast): a still screen for 20 s at 30 fps records >= 570 frames with keyframes
+  <= 2.5 s apart (PyAV), the stats count 1 captured and the rest repeated; and with
+  --no-app-audio --no-mic the stream is video-only (no audio stream, FLV header without the
+  audio flag); pictures that change at given times all reach the recording, in order;
 - a node that goes away mid-stream (the screen producer exits, or the app-audio sink is
   destroyed): the run ends with exit 4 and one line naming the node, no crash, no key leak, and
   what was captured decodes.
@@ -274,6 +279,68 @@ class PipeWireCaptureTest(BroadcastTestCase):
         self.addCleanup(destroy)
         self.assertNodeLossEndsTheRun(["--source", "screen-node", "--screen-node", "pw-test-screen",
                                        "--app-audio", name, "--mic", "test-mic"], destroy, "audio", name, env)
+
+    def damage_producer(self, damage: str) -> str:
+        """Starts a damage-driven pw-test-screen (frames only when the picture changes) and
+        returns its node name once PipeWire lists it."""
+        name = f"pw-test-screen-damage-{os.getpid()}-{len(damage)}"
+        env = {**os.environ, **self.pw_env}
+        log = self.tmp / f"producer-{name}.log"
+        with open(log, "w") as out:
+            producer = subprocess.Popen([str(PRODUCER), "--name", name, "--damage", damage,
+                                         "--count-file", str(self.tmp / f"{name}.count")],
+                                        env=env, stdout=out, stderr=out)
+        self.addCleanup(lambda: (producer.poll() is None and producer.terminate(), producer.wait(10)))
+        self.wait_node(name, env)
+        return name
+
+    def test_still_damage_driven_screen_streams_a_constant_frame_rate(self) -> None:
+        name = self.damage_producer("never")
+        rec = self.tmp / "still.flv"
+        stats = self.track_file(self.tmp / "still-stats.jsonl")
+        seconds = 20
+        r = self.run_broadcast(["--no-publish", "--record", str(rec), "--source", "screen-node",
+                                "--screen-node", name, "--no-app-audio", "--no-mic", "--res", "720p",
+                                "--fps", "30", "--duration", str(seconds),
+                                "--stats-json", str(stats)], env=self.pw_env, timeout=seconds + 60)
+        self.assertEqual(r.returncode, 0, r.describe())
+        produced = read_produced(self.tmp / f"{name}.count")
+        import av
+        with av.open(str(rec)) as c:
+            self.assertEqual(len(c.streams.audio), 0, "a video-only run has no audio stream")
+            vs = c.streams.video[0]
+            packets = [p for p in c.demux(vs) if p.pts is not None]
+        times = sorted(float(p.pts * p.time_base) for p in packets)
+        keys = sorted(float(p.pts * p.time_base) for p in packets if p.is_keyframe)
+        key_gaps = [b - a for a, b in zip(keys, keys[1:])] + ([times[-1] - keys[-1]] if keys else [])
+        last = [json.loads(x) for x in stats.read_text().splitlines() if x.strip()][-1]
+        print(f"\nstill damage-driven screen: produced {produced}, recorded {len(times)} frames in "
+              f"{times[-1] - times[0]:.2f} s, keyframes {len(keys)}, largest keyframe gap "
+              f"{max(key_gaps):.2f} s, captured {last['video_frames_in']}, repeated "
+              f"{last.get('video_frames_repeated')}", file=sys.stderr)
+        self.assertEqual(produced, 1, "the producer must send one frame for a still screen")
+        self.assertGreaterEqual(len(times), 570, f"{len(times)} frames in {seconds} s")
+        self.assertLessEqual(max(key_gaps), 2.5, keys)
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        self.assertLessEqual(max(gaps), 0.07, "the grid has no holes")
+        self.assertEqual(last["video_frames_in"], 1, last)
+        self.assertGreaterEqual(last["video_frames_repeated"], 565, last)
+        # FLV header: video flag only (0x01), no audio flag (0x04).
+        self.assertEqual(rec.read_bytes()[4], 0x01)
+
+    def test_damage_driven_changes_all_reach_the_recording(self) -> None:
+        name = self.damage_producer("2,2.5,5")
+        report, r = self.capture(name, seconds=8)
+        produced = read_produced(self.tmp / f"{name}.count")
+        print(f"\ndamage-driven changes: produced {produced}, recorded {report['video_frames']} frames, "
+              f"counters {report['first_counter']}..{report['last_counter']}, out of order "
+              f"{report['out_of_order']}, tones {report['tones']}", file=sys.stderr)
+        self.assertEqual(produced, 4)
+        self.assertEqual(report["out_of_order"], 0)
+        self.assertEqual((report["first_counter"], report["last_counter"]), (0, 3), report)
+        self.assertEqual(report["coverage"], 1.0, "every change reached the recording")
+        self.assertGreaterEqual(report["video_frames"], 0.95 * 30 * 8, report)
+        self.assertGreater(report["tones"]["1000"], 100, report["tones"])
 
     def test_missing_node_lists_the_ones_that_exist(self) -> None:
         r = self.run_broadcast(["--source", "screen-node", "--screen-node", "no-such-screen", "--no-publish",

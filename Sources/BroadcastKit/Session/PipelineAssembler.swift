@@ -31,6 +31,7 @@ package enum PipelineAssembler {
             let writer = AudioTagWriter(encoder: aenc, interleaver: interleaver)
             let m = AudioMixer(frameSize: aenc.frameSize) { samples, position in writer.encode(samples, position: position) }
             m.flushPaddingFrames = writer.delaySamples
+            m.timeline = clock
             audioLanes = [AudioLane(lane: .appAudio, mixer: m, stats: stats), AudioLane(lane: .micAudio, mixer: m, stats: stats)]
             for lane in audioLanes { try lane.prepareResampler() }
             mixer = m
