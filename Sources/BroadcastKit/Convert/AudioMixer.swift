@@ -10,7 +10,7 @@
 /// The track plays even when no source ever delivers (no audio device at all, a lane whose
 /// device is missing): once the session timeline (`timeline`) has run `noSourceGraceNs` with
 /// no audio from any source, silence is mixed out in step with the wall clock from the
-/// timeline's start, the same way it continues through a pause of every source.
+/// timeline's start (a late start of every source is so filled too), the same way it continues through a pause of every source.
 package final class AudioMixer: @unchecked Sendable {
     package static let sourceCount = 2
     package let frameSize: Int
@@ -42,9 +42,12 @@ package final class AudioMixer: @unchecked Sendable {
     package let maxSilenceFrames: Int64 = 480_000
     /// The session timeline, for silence when no source has delivered at all (nil: none then).
     package var timeline: StreamClock?
-    /// How long the timeline runs with no audio before silence is mixed out from its start:
-    /// a device's first buffer normally comes well within it, and then nothing is discarded.
-    package let noSourceGraceNs: Int64 = 1_000_000_000
+    /// How long the timeline runs with no audio before silence is mixed out from its start.
+    /// Short: the silence from the start must reach the interleaver before the first video
+    /// tags have waited out its 150 ms window, or it would be clamped. A device that starts
+    /// later is mixed from where its first buffer lands (the silence stays two frames behind
+    /// the wall clock, so a buffer of up to that length is not late).
+    package let noSourceGraceNs: Int64 = 100_000_000
     /// True once silence was mixed out because no source had delivered.
     package private(set) var noSourceSilence = false
 

@@ -189,7 +189,7 @@ final class MixCollector: @unchecked Sendable {
         let origin: Int64 = 7_000_000_000
         _ = clock.timelineNs(origin)          // the first video frame starts the timeline
         var t = origin
-        while t < origin + 900_000_000 { m.poll(nowNs: t); t += 20_000_000 }
+        while t < origin + 90_000_000 { m.poll(nowNs: t); t += 20_000_000 }
         #expect(c.positions.isEmpty, "a device gets the grace period to deliver its first buffer")
         while t <= origin + 10_000_000_000 { m.poll(nowNs: t); t += 20_000_000 }
         // 10 s of timeline: silence up to two frames behind the wall clock, from position 0.
