@@ -31,7 +31,7 @@ public enum SourceFactory {
     public static func make(_ o: CommandLineOptions) throws -> Made {
         switch o.source {
         case .test:
-            return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: true, note: nil)
+            return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: testHasAudio(o), note: nil)
         case .auto:
             // The screen through the desktop portal when the session offers one; otherwise
             // say so and use the test source.
@@ -44,7 +44,7 @@ public enum SourceFactory {
                 made.silentLanes = silent
                 return made
             }
-            return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: true,
+            return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: testHasAudio(o),
                         note: "no desktop screen-capture portal available; using the test source (--source test)")
         case .screen, .screenNode:
             let p = pipeWireOptions(o)
@@ -78,8 +78,14 @@ public enum SourceFactory {
         return p
     }
 
+    /// The test source's lanes follow --no-app-audio and --no-mic as capture does: with both,
+    /// the stream is video-only (no audio track at all, rather than an empty one).
+    static func testHasAudio(_ o: CommandLineOptions) -> Bool { !o.noAppAudio || !o.noMic }
+
     static func testSource(_ o: CommandLineOptions) throws -> CaptureSource {
         var t = TestSourceSettings()
+        t.appAudio = !o.noAppAudio
+        t.micAudio = !o.noMic
         t.width = o.resolution.width
         t.height = o.resolution.height
         t.fps = o.fps
