@@ -489,6 +489,59 @@ class PipeWireNoAudioDeviceTest(BroadcastTestCase):
         last = [json.loads(x) for x in stats.read_text().splitlines() if x.strip()][-1]
         self.assertEqual(last["late_tags_clamped"], 0, last)
 
+    def test_default_sink_that_goes_away_leaves_silence(self) -> None:
+        """The only sink (the default) is unplugged mid-run: the run goes on, the app audio
+        lane is silence from then on, and one line says so."""
+        name = f"only-sink-{os.getpid()}"
+        env = {**os.environ, **self.pw_env}
+        props = (f"{{ factory.name=support.null-audio-sink node.name={name} media.class=Audio/Sink "
+                 "object.linger=true audio.position=[ FL FR ] }")
+        made = subprocess.run(["pw-cli", "create-node", "adapter", props], env=env, capture_output=True, text=True)
+        self.assertEqual(made.returncode, 0, made.stderr)
+        node = PipeWireCaptureTest.wait_node(self, name, env)
+        tone = subprocess.Popen(["gst-launch-1.0", "-q", "audiotestsrc", "is-live=true", "wave=sine", "freq=440",
+                                 "volume=0.3", "!", "audio/x-raw,format=F32LE,rate=48000,channels=2", "!",
+                                 "pipewiresink", f"target-object={name}"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def unplug():
+            if tone.poll() is None:
+                tone.terminate()
+                tone.wait(10)
+            subprocess.run(["pw-cli", "destroy", str(node)], env=env, capture_output=True, timeout=10)
+        self.addCleanup(unplug)
+        timer = threading.Timer(4.0, unplug)
+        timer.start()
+        self.addCleanup(timer.cancel)
+        rec = self.tmp / "unplugged.flv"
+        seconds = 10
+        r = self.run_broadcast(["--no-publish", "--record", str(rec), "--source", "screen-node",
+                                "--screen-node", "pw-test-screen", "--no-mic", "--res", "480p",
+                                "--duration", str(seconds)], env=self.pw_env, timeout=seconds + 60)
+        timer.join()
+        self.assertEqual(r.returncode, 0, r.describe())
+        silent = [line for line in r.stderr_lines() if "is silence" in line]
+        self.assertEqual(silent, ["broadcast: app audio is silence: the default sink went away; "
+                                  "capture follows the next default"], r.describe())
+        import av
+        import numpy as np
+        vt, chunks = [], []
+        with av.open(str(rec)) as c:
+            for frame in c.decode(c.streams.video[0], c.streams.audio[0]):
+                if isinstance(frame, av.VideoFrame):
+                    vt.append(float(frame.time))
+                else:
+                    chunks.append((float(frame.time), frame.samples, float(np.abs(frame.to_ndarray()).max())))
+        video_span = max(vt) - min(vt) + 1 / 30
+        audio_s = sum(n for _, n, _ in chunks) / 48000
+        before = max(p for t, _, p in chunks if 1.0 <= t < 3.5)
+        after = max(p for t, _, p in chunks if t >= 5.5)
+        print(f"\ndefault sink unplugged at 4 s: audio {audio_s:.2f} s over {video_span:.2f} s of video, "
+              f"peak before {before:.3f}, after {after:.5f}", file=sys.stderr)
+        self.assertGreaterEqual(audio_s, 0.95 * video_span)
+        self.assertGreater(before, 0.1, "the tone was captured before the unplug")
+        self.assertLess(after, 1e-3, "silence after it")
+
 
 class PipeWireNoDaemonTest(BroadcastTestCase):
     def test_no_daemon_says_what_is_missing(self) -> None:
