@@ -61,6 +61,7 @@ struct screen {
     int damage;              /* --damage: a frame only on change (framerate=0/1, max-framerate=fps) */
     double damages[MAX_DAMAGES]; /* seconds after the first frame at which the picture changes */
     int n_damages, next_damage;
+    int repaint;             /* damage mode: a frame is due (a consumer started streaming) */
 };
 
 static const uint32_t phase_colors[] = { 0x00302060, 0x00206030, 0x00602030, 0x00404040 }; /* xRGB words */
@@ -149,7 +150,7 @@ static void on_process(void *data)
     struct pw_buffer *b = pw_stream_dequeue_buffer(s->stream);
     if (b == NULL) {
         s->no_buffer++;
-        if (s->damage && s->next_damage > 0) s->next_damage--; /* retry the change next tick */
+        if (s->damage) s->repaint = 1; /* retry the picture next tick */
         return;
     }
     struct spa_buffer *buf = b->buffer;
@@ -191,13 +192,14 @@ static void on_timer(void *data, uint64_t expirations)
     maybe_resize(s, now);
     if (s->damage) {
         /* Damage-driven: the first frame once negotiated, then one per scheduled change. */
-        int due = s->produced == 0;
+        int due = s->produced == 0 || s->repaint;
         double t = s->first_frame_ns ? (double)(now - s->first_frame_ns) / 1e9 : 0;
         if (!due && s->next_damage < s->n_damages && t >= s->damages[s->next_damage]) {
             s->next_damage++;
             due = 1;
         }
         if (!due) return;
+        s->repaint = 0;
     }
     if (pw_stream_is_driving(s->stream)) pw_stream_trigger_process(s->stream);
 }
@@ -253,6 +255,8 @@ static void on_state_changed(void *data, enum pw_stream_state old, enum pw_strea
     struct timespec interval = { 0, 1000000000L / s->fps };
     struct timespec off = { 0, 0 };
     struct pw_loop *l = pw_main_loop_get_loop(s->loop);
+    /* Like mutter, a damage-driven screen sends the current picture to each new consumer. */
+    if (state == PW_STREAM_STATE_STREAMING && s->produced > 0) s->repaint = 1;
     if (state == PW_STREAM_STATE_STREAMING) pw_loop_update_timer(l, s->timer, &interval, &interval, false);
     else pw_loop_update_timer(l, s->timer, &off, &off, false);
 }
