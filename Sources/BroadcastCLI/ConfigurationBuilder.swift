@@ -53,6 +53,7 @@ public struct ConfigurationBuilder {
             throw ConfigurationError(.usage, "\(error)")
         }
         if let note = made.note, !o.quiet { notices.append(note) }
+        notices += made.silentLanes
 
         var config = BroadcastConfiguration.default
         config.video = video

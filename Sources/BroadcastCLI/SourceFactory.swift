@@ -12,6 +12,9 @@ public enum SourceFactory {
         public var hasAudio: Bool
         /// A notice for the user (e.g. the fallback to the test source).
         public var note: String?
+        /// One line per audio lane that sends silence because it has no device (shown even
+        /// with --quiet: the stream's audio is not what the user may expect).
+        public var silentLanes: [String] = []
 
         public init(sources: [CaptureSource], hasVideo: Bool, hasAudio: Bool, note: String?) {
             self.sources = sources
@@ -28,17 +31,20 @@ public enum SourceFactory {
     public static func make(_ o: CommandLineOptions) throws -> Made {
         switch o.source {
         case .test:
-            return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: true, note: nil)
+            return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: testHasAudio(o), note: nil)
         case .auto:
             // The screen through the desktop portal when the session offers one; otherwise
             // say so and use the test source.
             if PipeWireCapture.portalAvailable() {
                 let p = pipeWireOptions(o)
-                let sources = try PipeWireCapture.makePortalSources(p)
-                return Made(sources: sources, hasVideo: true, hasAudio: p.appAudio || p.mic,
-                            note: "capturing the screen through the desktop portal")
+                var silent: [String] = []
+                let sources = try PipeWireCapture.makePortalSources(p, silentLanes: &silent)
+                var made = Made(sources: sources, hasVideo: true, hasAudio: p.appAudio || p.mic,
+                                note: "capturing the screen through the desktop portal")
+                made.silentLanes = silent
+                return made
             }
-            return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: true,
+            return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: testHasAudio(o),
                         note: "no desktop screen-capture portal available; using the test source (--source test)")
         case .screen, .screenNode:
             let p = pipeWireOptions(o)
@@ -48,8 +54,12 @@ public enum SourceFactory {
             // --source screen without --screen-node asks the portal (the user picks a screen);
             // without a portal on the session bus it falls back to the first Video/Source node.
             let viaPortal = o.source == .screen && o.screenNode == nil && PipeWireCapture.portalAvailable()
-            let sources = viaPortal ? try PipeWireCapture.makePortalSources(p) : try PipeWireCapture.makeSources(p)
-            return Made(sources: sources, hasVideo: true, hasAudio: p.appAudio || p.mic, note: nil)
+            var silent: [String] = []
+            let sources = viaPortal ? try PipeWireCapture.makePortalSources(p, silentLanes: &silent)
+                : try PipeWireCapture.makeSources(p, silentLanes: &silent)
+            var made = Made(sources: sources, hasVideo: true, hasAudio: p.appAudio || p.mic, note: nil)
+            made.silentLanes = silent
+            return made
         case .y4m(let path):
             return try y4mSources(path: path, o)
         }
@@ -68,8 +78,14 @@ public enum SourceFactory {
         return p
     }
 
+    /// The test source's lanes follow --no-app-audio and --no-mic as capture does: with both,
+    /// the stream is video-only (no audio track at all, rather than an empty one).
+    static func testHasAudio(_ o: CommandLineOptions) -> Bool { !o.noAppAudio || !o.noMic }
+
     static func testSource(_ o: CommandLineOptions) throws -> CaptureSource {
         var t = TestSourceSettings()
+        t.appAudio = !o.noAppAudio
+        t.micAudio = !o.noMic
         t.width = o.resolution.width
         t.height = o.resolution.height
         t.fps = o.fps

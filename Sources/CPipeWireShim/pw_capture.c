@@ -322,10 +322,16 @@ static void on_param_changed(void *data, uint32_t id, const struct spa_pod *para
 static void on_state_changed(void *data, enum pw_stream_state old, enum pw_stream_state state, const char *error)
 {
     struct bk_pw_capture *c = data;
-    (void)old;
     if (state == PW_STREAM_STATE_STREAMING) {
         c->streamed = 1;
         emit_event(c, BK_PW_EVENT_STREAMING, "streaming");
+    } else if (state == PW_STREAM_STATE_PAUSED && old == PW_STREAM_STATE_STREAMING && c->streamed &&
+               c->config.kind != BK_PW_CAPTURE_VIDEO && c->target == NULL && c->config.target_id == PW_ID_ANY) {
+        /* Audio on the default device, unlinked: the device went away (unplugged). The session
+         * manager links the stream to the next default (policy "follow"); until then the lane
+         * is silent and the session's mixer fills it. Not an error. */
+        emit_event(c, BK_PW_EVENT_NO_DEVICE, c->config.kind == BK_PW_CAPTURE_SINK_MONITOR
+                   ? "the default sink went away" : "the default source went away");
     } else if (state == PW_STREAM_STATE_ERROR || (state == PW_STREAM_STATE_UNCONNECTED && c->streamed)) {
         /* Mid-stream, an error or a disconnect we did not ask for (bk_pw_capture_close stops the
          * loop first, so it sees no callback) means the node we captured is gone: the session

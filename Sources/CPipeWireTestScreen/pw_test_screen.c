@@ -5,6 +5,9 @@
  * Each size phase has its own background colour, and a centred grey square (side = h/2)
  * lets a checker see whether scaling kept the aspect ratio.
  * It can change size on a schedule (--resize-at S:WxH,...), renegotiating the format.
+ * --damage makes it damage-driven like mutter's ScreenCast: caps framerate=0/1 with
+ * max-framerate=FPS/1, and a frame only when the picture changes (the first frame, then at the
+ * given times), so a still screen sends one frame.
  */
 #include "CPipeWireTestScreen.h"
 #include <pipewire/pipewire.h>
@@ -21,6 +24,7 @@
 #include <spa/pod/builder.h>
 
 #define MAX_RESIZES 16
+#define MAX_DAMAGES 64
 
 static int64_t monotonic_ns(void)
 {
@@ -54,6 +58,10 @@ struct screen {
     const char *count_file;
     int buffers;             /* 0: a range (4, 2..8); N: exactly N buffers (--buffers) */
     int scalable;            /* --scalable: offer any size 16x16..req (default req), as a compositor that scales */
+    int damage;              /* --damage: a frame only on change (framerate=0/1, max-framerate=fps) */
+    double damages[MAX_DAMAGES]; /* seconds after the first frame at which the picture changes */
+    int n_damages, next_damage;
+    int repaint;             /* damage mode: a frame is due (a consumer started streaming) */
 };
 
 static const uint32_t phase_colors[] = { 0x00302060, 0x00206030, 0x00602030, 0x00404040 }; /* xRGB words */
@@ -69,6 +77,15 @@ static const struct spa_pod *build_format(struct screen *s, struct spa_pod_build
             SPA_FORMAT_VIDEO_size, SPA_POD_CHOICE_RANGE_Rectangle(&SPA_RECTANGLE(s->req_w, s->req_h),
                 &SPA_RECTANGLE(16, 16), &SPA_RECTANGLE(s->req_w, s->req_h)),
             SPA_FORMAT_VIDEO_framerate, SPA_POD_Fraction(&SPA_FRACTION(s->fps, 1)));
+    if (s->damage) /* as mutter: variable rate, frames on damage only */
+        return spa_pod_builder_add_object(b,
+            SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
+            SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_video),
+            SPA_FORMAT_mediaSubtype, SPA_POD_Id(SPA_MEDIA_SUBTYPE_raw),
+            SPA_FORMAT_VIDEO_format, SPA_POD_Id(SPA_VIDEO_FORMAT_BGRx),
+            SPA_FORMAT_VIDEO_size, SPA_POD_Rectangle(&SPA_RECTANGLE(s->req_w, s->req_h)),
+            SPA_FORMAT_VIDEO_framerate, SPA_POD_Fraction(&SPA_FRACTION(0, 1)),
+            SPA_FORMAT_VIDEO_maxFramerate, SPA_POD_Fraction(&SPA_FRACTION(s->fps, 1)));
     return spa_pod_builder_add_object(b,
         SPA_TYPE_OBJECT_Format, SPA_PARAM_EnumFormat,
         SPA_FORMAT_mediaType, SPA_POD_Id(SPA_MEDIA_TYPE_video),
@@ -131,7 +148,11 @@ static void on_process(void *data)
 {
     struct screen *s = data;
     struct pw_buffer *b = pw_stream_dequeue_buffer(s->stream);
-    if (b == NULL) { s->no_buffer++; return; }
+    if (b == NULL) {
+        s->no_buffer++;
+        if (s->damage) s->repaint = 1; /* retry the picture next tick */
+        return;
+    }
     struct spa_buffer *buf = b->buffer;
     struct spa_data *d = &buf->datas[0];
     int64_t now = monotonic_ns();
@@ -167,7 +188,19 @@ static void on_timer(void *data, uint64_t expirations)
 {
     struct screen *s = data;
     (void)expirations;
-    maybe_resize(s, monotonic_ns());
+    int64_t now = monotonic_ns();
+    maybe_resize(s, now);
+    if (s->damage) {
+        /* Damage-driven: the first frame once negotiated, then one per scheduled change. */
+        int due = s->produced == 0 || s->repaint;
+        double t = s->first_frame_ns ? (double)(now - s->first_frame_ns) / 1e9 : 0;
+        if (!due && s->next_damage < s->n_damages && t >= s->damages[s->next_damage]) {
+            s->next_damage++;
+            due = 1;
+        }
+        if (!due) return;
+        s->repaint = 0;
+    }
     if (pw_stream_is_driving(s->stream)) pw_stream_trigger_process(s->stream);
 }
 
@@ -222,6 +255,8 @@ static void on_state_changed(void *data, enum pw_stream_state old, enum pw_strea
     struct timespec interval = { 0, 1000000000L / s->fps };
     struct timespec off = { 0, 0 };
     struct pw_loop *l = pw_main_loop_get_loop(s->loop);
+    /* Like mutter, a damage-driven screen sends the current picture to each new consumer. */
+    if (state == PW_STREAM_STATE_STREAMING && s->produced > 0) s->repaint = 1;
     if (state == PW_STREAM_STATE_STREAMING) pw_loop_update_timer(l, s->timer, &interval, &interval, false);
     else pw_loop_update_timer(l, s->timer, &off, &off, false);
 }
@@ -261,17 +296,38 @@ static int parse_schedule(struct screen *s, const char *text)
     return 0;
 }
 
+/* "never" or "" (one frame, then a still screen), or seconds "2.5,7,7.1". */
+static int parse_damage(struct screen *s, const char *text)
+{
+    s->damage = 1;
+    if (!strcmp(text, "never") || !*text) return 0;
+    char *copy = strdup(text), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *end = NULL;
+        double at = strtod(tok, &end);
+        if (end == tok || *end || at < 0 || s->n_damages >= MAX_DAMAGES ||
+            (s->n_damages > 0 && at < s->damages[s->n_damages - 1])) { free(copy); return -1; }
+        s->damages[s->n_damages++] = at;
+    }
+    free(copy);
+    return 0;
+}
+
 static void usage(FILE *f)
 {
     fprintf(f,
         "usage: pw-test-screen [--name NODE] [--size WxH] [--fps N] [--resize-at S:WxH,...]\n"
         "                      [--count-file PATH] [--duration S] [--buffers N] [--scalable]\n"
+        "                      [--damage never|S,S,...]\n"
         "A synthetic PipeWire screen (Video/Source, BGRx driver node) with a frame counter burned in:\n"
         "24 blocks of 16x16 px from (16,16), MSB first, white = 1. Defaults: pw-test-screen, 1280x720, 30 fps.\n"
         "--resize-at changes size S seconds after the first frame, e.g. 3:1920x1080,6:800x600.\n"
         "--size up to 8192x8192 (e.g. 2560x1440, 3840x2160).\n"
         "--scalable offers every size up to --size (a compositor that scales), default --size.\n"
         "--buffers N insists on exactly N buffers (default: 4, accepting 2..8).\n"
+        "--damage sends frames only when the picture changes, as mutter does (caps framerate=0/1,\n"
+        "  max-framerate=FPS/1): the first frame, then one at each time S (seconds after the first\n"
+        "  frame, ascending); 'never' is a still screen (one frame).\n"
         "--count-file gets '<frames produced> <missed ticks> <WxH>' every second and at exit.\n");
 }
 
@@ -294,6 +350,7 @@ int bk_pw_test_screen_main(int argc, char **argv)
         else if (!strcmp(a, "--count-file") && v) { s.count_file = v; i++; }
         else if (!strcmp(a, "--duration") && v) { s.duration = atof(v); i++; }
         else if (!strcmp(a, "--scalable")) s.scalable = 1;
+        else if (!strcmp(a, "--damage") && v) { if (parse_damage(&s, v) < 0) goto bad; i++; }
         else if (!strcmp(a, "--buffers") && v) { s.buffers = atoi(v); if (s.buffers < 1 || s.buffers > 64) goto bad; i++; }
         else goto bad;
     }
@@ -331,7 +388,8 @@ int bk_pw_test_screen_main(int argc, char **argv)
         fprintf(stderr, "pw-test-screen: cannot connect the stream\n");
         return 1;
     }
-    fprintf(stderr, "pw-test-screen: node '%s' %dx%d@%d BGRx\n", name, s.req_w, s.req_h, s.fps);
+    fprintf(stderr, "pw-test-screen: node '%s' %dx%d@%d BGRx%s\n", name, s.req_w, s.req_h, s.fps,
+            s.damage ? " damage-driven (framerate 0/1)" : "");
     pw_main_loop_run(s.loop);
     write_count(&s);
     fprintf(stderr, "pw-test-screen: produced %llu frames (%llu ticks without a free buffer)\n",

@@ -5,8 +5,9 @@ The test source stops delivering video, app audio and mic audio at 10 s and resu
 audio skew, 15 ms capture jitter, mic 700 ms late). scripts/avsync on nginx's recording
 must pair every flash with its beep, including the first one after the resume, within
 35 ms; the media time must advance by the gap (the stream continues in wall-clock time
-rather than closing the gap) with the audio continuous through it; and no tag may have been
-clamped.
+rather than closing the gap) with the audio continuous through it and the video too (the
+last picture repeated at the frame rate, counted as video_frames_repeated); and no tag may
+have been clamped.
 
 About 1 minute. SKIP_LONG_TESTS=1 skips it. BROADCAST_PAUSE_S=N runs the same checks with an
 N-second pause instead (e.g. 300 for the 5-minute case, run by hand: about 6 minutes).
@@ -100,13 +101,13 @@ class PauseResumeTest(BroadcastTestCase):
             if st["kind"] == "audio":
                 self.assertEqual(st["gaps"], 0, st)
 
-        # Wall-clock continuity: the last video frame before the pause and the first after
-        # it are the pause (plus one frame) apart in media time.
+        # Wall-clock continuity: the video continues through the pause at the frame rate (the
+        # last picture before it repeated), so media time advances by the pause with no hole.
         vt = video_times(rec)
         jumps = [(b - a, a) for a, b in zip(vt, vt[1:])]
         big = max(jumps)
-        self.assertAlmostEqual(big[0], GAP_S + 1 / 30, delta=0.1, msg=f"largest jump {big}")
-        self.assertAlmostEqual(big[1], GAP_AT - 1 / 30, delta=0.1, msg=f"largest jump {big}")
+        self.assertLessEqual(big[0], 0.1, msg=f"largest jump {big}")
+        self.assertGreaterEqual(last["video_frames_repeated"], 0.95 * 30 * GAP_S, last)
         self.assertAlmostEqual(vt[-1], SECONDS, delta=0.5)
 
         self.assertEqual(last["late_tags_clamped"], 0, last)

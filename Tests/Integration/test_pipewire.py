@@ -11,6 +11,13 @@
   desktop streams at --res 1080p; a producer insisting on 8 buffers costs no more than 2;
 - errors: no daemon (exit 2, says what is missing and how to fix it), a missing node (exit 2,
   lists the nodes that exist), --list-sources;
+- a damage-driven screen (pw-test-screen --damage: caps framerate=0/1, a frame only on change,
+  as mutter's ScreenCast): a still screen for 20 s at 30 fps records >= 570 frames with keyframes
+  <= 2.5 s apart (PyAV), the stats count 1 captured and the rest repeated; and with
+  --no-app-audio --no-mic the stream is video-only (no audio stream, FLV header without the
+  audio flag); pictures that change at given times all reach the recording, in order;
+- the default sink changes mid-run (a headset plugged in: a new null sink made the default with
+  wpctl): the app audio follows it, as OBS's "Default" device does;
 - a node that goes away mid-stream (the screen producer exits, or the app-audio sink is
   destroyed): the run ends with exit 4 and one line naming the node, no crash, no key leak, and
   what was captured decodes.
@@ -277,6 +284,135 @@ class PipeWireCaptureTest(BroadcastTestCase):
         self.assertNodeLossEndsTheRun(["--source", "screen-node", "--screen-node", "pw-test-screen",
                                        "--app-audio", name, "--mic", "test-mic"], destroy, "audio", name, env)
 
+    def damage_producer(self, damage: str) -> str:
+        """Starts a damage-driven pw-test-screen (frames only when the picture changes) and
+        returns its node name once PipeWire lists it."""
+        name = f"pw-test-screen-damage-{os.getpid()}-{len(damage)}"
+        env = {**os.environ, **self.pw_env}
+        log = self.tmp / f"producer-{name}.log"
+        with open(log, "w") as out:
+            producer = subprocess.Popen([str(PRODUCER), "--name", name, "--damage", damage,
+                                         "--count-file", str(self.tmp / f"{name}.count")],
+                                        env=env, stdout=out, stderr=out)
+        self.addCleanup(lambda: (producer.poll() is None and producer.terminate(), producer.wait(10)))
+        self.wait_node(name, env)
+        return name
+
+    def test_still_damage_driven_screen_streams_a_constant_frame_rate(self) -> None:
+        name = self.damage_producer("never")
+        rec = self.tmp / "still.flv"
+        stats = self.track_file(self.tmp / "still-stats.jsonl")
+        seconds = 20
+        r = self.run_broadcast(["--no-publish", "--record", str(rec), "--source", "screen-node",
+                                "--screen-node", name, "--no-app-audio", "--no-mic", "--res", "720p",
+                                "--fps", "30", "--duration", str(seconds),
+                                "--stats-json", str(stats)], env=self.pw_env, timeout=seconds + 60)
+        self.assertEqual(r.returncode, 0, r.describe())
+        produced = read_produced(self.tmp / f"{name}.count")
+        import av
+        with av.open(str(rec)) as c:
+            self.assertEqual(len(c.streams.audio), 0, "a video-only run has no audio stream")
+            vs = c.streams.video[0]
+            packets = [p for p in c.demux(vs) if p.pts is not None]
+        times = sorted(float(p.pts * p.time_base) for p in packets)
+        keys = sorted(float(p.pts * p.time_base) for p in packets if p.is_keyframe)
+        key_gaps = [b - a for a, b in zip(keys, keys[1:])] + ([times[-1] - keys[-1]] if keys else [])
+        last = [json.loads(x) for x in stats.read_text().splitlines() if x.strip()][-1]
+        print(f"\nstill damage-driven screen: produced {produced}, recorded {len(times)} frames in "
+              f"{times[-1] - times[0]:.2f} s, keyframes {len(keys)}, largest keyframe gap "
+              f"{max(key_gaps):.2f} s, captured {last['video_frames_in']}, repeated "
+              f"{last.get('video_frames_repeated')}", file=sys.stderr)
+        self.assertEqual(produced, 1, "the producer must send one frame for a still screen")
+        self.assertGreaterEqual(len(times), 570, f"{len(times)} frames in {seconds} s")
+        self.assertLessEqual(max(key_gaps), 2.5, keys)
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        self.assertLessEqual(max(gaps), 0.07, "the grid has no holes")
+        self.assertEqual(last["video_frames_in"], 1, last)
+        self.assertGreaterEqual(last["video_frames_repeated"], 565, last)
+        # FLV header: video flag only (0x01), no audio flag (0x04).
+        self.assertEqual(rec.read_bytes()[4], 0x01)
+
+    def test_damage_driven_changes_all_reach_the_recording(self) -> None:
+        name = self.damage_producer("2,2.5,5")
+        report, r = self.capture(name, seconds=8)
+        produced = read_produced(self.tmp / f"{name}.count")
+        print(f"\ndamage-driven changes: produced {produced}, recorded {report['video_frames']} frames, "
+              f"counters {report['first_counter']}..{report['last_counter']}, out of order "
+              f"{report['out_of_order']}, tones {report['tones']}", file=sys.stderr)
+        self.assertEqual(produced, 4)
+        self.assertEqual(report["out_of_order"], 0)
+        self.assertEqual((report["first_counter"], report["last_counter"]), (0, 3), report)
+        self.assertEqual(report["coverage"], 1.0, "every change reached the recording")
+        self.assertGreaterEqual(report["video_frames"], 0.95 * 30 * 8, report)
+        self.assertGreater(report["tones"]["1000"], 100, report["tones"])
+
+    def test_app_audio_follows_the_default_sink(self) -> None:
+        name = f"headset-{os.getpid()}"
+        env = {**os.environ, **self.pw_env}
+        props = (f"{{ factory.name=support.null-audio-sink node.name={name} media.class=Audio/Sink "
+                 "object.linger=true audio.position=[ FL FR ] }")
+        default_before = subprocess.run(["wpctl", "inspect", "@DEFAULT_AUDIO_SINK@"], env=env, capture_output=True,
+                                        text=True).stdout
+        self.assertIn('node.name = "app-sink"', default_before, "app-sink is the default sink at the start")
+        state = {}
+
+        def plug_in():
+            made = subprocess.run(["pw-cli", "create-node", "adapter", props], env=env, capture_output=True, text=True)
+            state["made"] = made.returncode
+            node = self.wait_node(name, env)
+            state["node"] = node
+            tone = subprocess.Popen(["gst-launch-1.0", "-q", "audiotestsrc", "is-live=true", "wave=sine", "freq=440",
+                                     "volume=0.3", "!", "audio/x-raw,format=F32LE,rate=48000,channels=2", "!",
+                                     "pipewiresink", f"target-object={name}"], env=env,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            state["tone"] = tone
+            state["set"] = subprocess.run(["wpctl", "set-default", str(node)], env=env, capture_output=True,
+                                          text=True).returncode
+
+        def unplug():
+            if "tone" in state:
+                state["tone"].terminate()
+                state["tone"].wait(10)
+            if "node" in state:
+                subprocess.run(["wpctl", "clear-default", "@DEFAULT_AUDIO_SINK@"], env=env, capture_output=True)
+                subprocess.run(["pw-metadata", "0", "default.configured.audio.sink", "{ \"name\": \"app-sink\" }",
+                                "Spa:String:JSON"], env=env, capture_output=True)
+                subprocess.run(["pw-cli", "destroy", str(state["node"])], env=env, capture_output=True, timeout=10)
+        self.addCleanup(unplug)
+        timer = threading.Timer(4.0, plug_in)
+        timer.start()
+        self.addCleanup(timer.cancel)
+        rec = self.tmp / "follow.flv"
+        seconds = 10
+        r = self.run_broadcast(["--no-publish", "--record", str(rec), "--source", "screen-node",
+                                "--screen-node", "pw-test-screen", "--no-mic", "--res", "480p",
+                                "--duration", str(seconds)], env=self.pw_env, timeout=seconds + 60)
+        timer.join()
+        self.assertEqual(r.returncode, 0, r.describe())
+        self.assertEqual((state.get("made"), state.get("set")), (0, 0), state)
+        import av
+        import numpy as np
+        chunks: list[tuple[float, np.ndarray]] = []
+        with av.open(str(rec)) as c:
+            for frame in c.decode(c.streams.audio[0]):
+                chunks.append((float(frame.time), frame.to_ndarray().astype(np.float64).mean(axis=0)))
+
+        def shares(t0: float, t1: float) -> dict:
+            """Each tone's share of the audio's energy between t0 and t1 (s)."""
+            x = np.concatenate([a for t, a in chunks if t0 <= t < t1])
+            power = np.abs(np.fft.rfft(x * np.hanning(x.size))) ** 2
+            freqs = np.fft.rfftfreq(x.size, 1 / 48000)
+            return {f: round(float(power[(freqs > f - 10) & (freqs < f + 10)].sum() / power.sum()), 3)
+                    for f in (1000, 440)}
+        early, late = shares(0.5, 3.0), shares(seconds - 4.0, seconds - 0.3)
+        # WirePlumber moves the tone that played into app-sink to the new default too (as a
+        # desktop moves playing apps to a headset): after the switch both tones are there,
+        # and only the new sink has the 440 Hz one.
+        print(f"\ndefault sink switch at 4 s: energy shares before {early}, after {late}", file=sys.stderr)
+        self.assertGreater(early[1000], 0.9, early)
+        self.assertLess(early[440], 0.01, early)
+        self.assertGreater(late[440], 0.3, f"the capture did not move to the new default sink: {late}")
+
     def test_missing_node_lists_the_ones_that_exist(self) -> None:
         r = self.run_broadcast(["--source", "screen-node", "--screen-node", "no-such-screen", "--no-publish",
                                 "--record", str(self.tmp / "x.flv"), "--duration", "2"], env=self.pw_env)
@@ -290,6 +426,123 @@ class PipeWireCaptureTest(BroadcastTestCase):
         self.assertEqual(r.returncode, 0, r.describe())
         for name in ("pw-test-screen", "app-sink", "test-mic", "Video sources", "Audio sources"):
             self.assertIn(name, r.stdout)
+
+
+class PipeWireNoAudioDeviceTest(BroadcastTestCase):
+    """A desktop with no audio devices (a headless session, a server, a container): a private
+    PipeWire with no sink and no source, and a still damage-driven screen (as mutter's)."""
+    state: Path
+    pw_env: dict
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.state = Path(tempfile.mkdtemp(prefix="bcast-pipewire-noaudio-"))
+        r = subprocess.run([str(PIPEWIRE_UP), "--state", str(cls.state), "--no-audio", "--screen-args", "--damage never"],
+                           capture_output=True, text=True, timeout=600, env={**os.environ, "PW_TEST_SCREEN": str(PRODUCER)})
+        if r.returncode != 0:
+            subprocess.run([str(PIPEWIRE_DOWN), "--state", str(cls.state)], check=False)
+            raise RuntimeError(f"scripts/pipewire-up failed: {r.stderr}")
+        cls.pw_env = {}
+        for line in r.stdout.splitlines():
+            if line.startswith("export ") and "=" in line:
+                k, v = line[len("export "):].split("=", 1)
+                cls.pw_env[k] = v
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        subprocess.run([str(PIPEWIRE_DOWN), "--state", str(cls.state)], check=False, timeout=60)
+        if not os.environ.get("KEEP_TEST_DIRS"):
+            subprocess.run(["rm", "-rf", str(cls.state)], check=False)
+
+    def test_no_audio_device_streams_silence_and_says_so(self) -> None:
+        listing = self.run_broadcast(["--list-sources"], env=self.pw_env)
+        self.assertIn("Audio sources (--mic NODE):\n  (none)", listing.stdout, listing.stdout)
+        rec = self.tmp / "noaudio.flv"
+        stats = self.track_file(self.tmp / "noaudio-stats.jsonl")
+        seconds = 12
+        r = self.run_broadcast(["--no-publish", "--record", str(rec), "--source", "screen-node",
+                                "--screen-node", "pw-test-screen", "--res", "720p", "--fps", "30",
+                                "--duration", str(seconds), "--stats-json", str(stats)],
+                               env=self.pw_env, timeout=seconds + 60)
+        self.assertEqual(r.returncode, 0, r.describe())
+        silent = [line for line in r.stderr_lines() if "is silence" in line]
+        self.assertEqual(len(silent), 2, r.describe())
+        self.assertIn("app audio is silence: PipeWire has no audio output", silent[0])
+        self.assertIn("mic is silence: PipeWire has no microphone", silent[1])
+        import av
+        with av.open(str(rec)) as c:
+            self.assertEqual(len(c.streams.audio), 1, "the audio track is there")
+            vt, at, samples, peak = [], [], 0, 0.0
+            for frame in c.decode(c.streams.video[0], c.streams.audio[0]):
+                if isinstance(frame, av.VideoFrame):
+                    vt.append(float(frame.time))
+                else:
+                    at.append(float(frame.time))
+                    samples += frame.samples
+                    peak = max(peak, float(abs(frame.to_ndarray()).max()))
+        video_span = max(vt) - min(vt) + 1 / 30
+        audio_s = samples / 48000
+        print(f"\nno audio device: video {len(vt)} frames over {video_span:.2f} s, audio {audio_s:.2f} s "
+              f"from {min(at):.2f} to {max(at):.2f} s, peak {peak}", file=sys.stderr)
+        self.assertGreaterEqual(len(vt), 0.95 * 30 * seconds)
+        self.assertGreaterEqual(audio_s, 0.95 * video_span, "audio plays for >= 95% of the video's span")
+        self.assertLess(peak, 1e-3, "the audio is silence")
+        self.assertLessEqual(min(at), 0.2, "the audio starts with the video")
+        last = [json.loads(x) for x in stats.read_text().splitlines() if x.strip()][-1]
+        self.assertEqual(last["late_tags_clamped"], 0, last)
+
+    def test_default_sink_that_goes_away_leaves_silence(self) -> None:
+        """The only sink (the default) is unplugged mid-run: the run goes on, the app audio
+        lane is silence from then on, and one line says so."""
+        name = f"only-sink-{os.getpid()}"
+        env = {**os.environ, **self.pw_env}
+        props = (f"{{ factory.name=support.null-audio-sink node.name={name} media.class=Audio/Sink "
+                 "object.linger=true audio.position=[ FL FR ] }")
+        made = subprocess.run(["pw-cli", "create-node", "adapter", props], env=env, capture_output=True, text=True)
+        self.assertEqual(made.returncode, 0, made.stderr)
+        node = PipeWireCaptureTest.wait_node(self, name, env)
+        tone = subprocess.Popen(["gst-launch-1.0", "-q", "audiotestsrc", "is-live=true", "wave=sine", "freq=440",
+                                 "volume=0.3", "!", "audio/x-raw,format=F32LE,rate=48000,channels=2", "!",
+                                 "pipewiresink", f"target-object={name}"], env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+        def unplug():
+            if tone.poll() is None:
+                tone.terminate()
+                tone.wait(10)
+            subprocess.run(["pw-cli", "destroy", str(node)], env=env, capture_output=True, timeout=10)
+        self.addCleanup(unplug)
+        timer = threading.Timer(4.0, unplug)
+        timer.start()
+        self.addCleanup(timer.cancel)
+        rec = self.tmp / "unplugged.flv"
+        seconds = 10
+        r = self.run_broadcast(["--no-publish", "--record", str(rec), "--source", "screen-node",
+                                "--screen-node", "pw-test-screen", "--no-mic", "--res", "480p",
+                                "--duration", str(seconds)], env=self.pw_env, timeout=seconds + 60)
+        timer.join()
+        self.assertEqual(r.returncode, 0, r.describe())
+        silent = [line for line in r.stderr_lines() if "is silence" in line]
+        self.assertEqual(silent, ["broadcast: app audio is silence: the default sink went away; "
+                                  "capture follows the next default"], r.describe())
+        import av
+        import numpy as np
+        vt, chunks = [], []
+        with av.open(str(rec)) as c:
+            for frame in c.decode(c.streams.video[0], c.streams.audio[0]):
+                if isinstance(frame, av.VideoFrame):
+                    vt.append(float(frame.time))
+                else:
+                    chunks.append((float(frame.time), frame.samples, float(np.abs(frame.to_ndarray()).max())))
+        video_span = max(vt) - min(vt) + 1 / 30
+        audio_s = sum(n for _, n, _ in chunks) / 48000
+        before = max(p for t, _, p in chunks if 1.0 <= t < 3.5)
+        after = max(p for t, _, p in chunks if t >= 5.5)
+        print(f"\ndefault sink unplugged at 4 s: audio {audio_s:.2f} s over {video_span:.2f} s of video, "
+              f"peak before {before:.3f}, after {after:.5f}", file=sys.stderr)
+        self.assertGreaterEqual(audio_s, 0.95 * video_span)
+        self.assertGreater(before, 0.1, "the tone was captured before the unplug")
+        self.assertLess(after, 1e-3, "silence after it")
 
 
 class PipeWireNoDaemonTest(BroadcastTestCase):

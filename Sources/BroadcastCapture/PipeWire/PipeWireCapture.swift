@@ -9,6 +9,15 @@ public enum PipeWireCapture {
     /// Checks the daemon and the named nodes, then returns the sources (not started):
     /// screen (if `options.screen`), app audio, mic, in that order.
     public static func makeSources(_ options: PipeWireOptions) throws(CaptureError) -> [CaptureSource] {
+        var silent: [String] = []
+        return try makeSources(options, silentLanes: &silent)
+    }
+
+    /// `makeSources`, and one line for each audio lane asked for that has no device to capture
+    /// (no default sink or source in the graph): that lane sends silence, so the audio track
+    /// still plays (the session's mixer fills it in real time).
+    public static func makeSources(_ options: PipeWireOptions,
+                                   silentLanes: inout [String]) throws(CaptureError) -> [CaptureSource] {
         let nodes = try PipeWireNodes.list()
         var sources: [CaptureSource] = []
         if options.screen {
@@ -39,6 +48,8 @@ public enum PipeWireCapture {
                 sources.append(PipeWireAudioSource(role: .appAudio, nodeName: nil, channels: 2,
                                                    sampleRate: options.audioSampleRate,
                                                    durationSeconds: options.durationSeconds))
+            } else {
+                silentLanes.append("app audio is silence: PipeWire has no audio output (no Audio/Sink node) to capture")
             }
         }
         if options.mic {
@@ -52,6 +63,8 @@ public enum PipeWireCapture {
                 sources.append(PipeWireAudioSource(role: .mic, nodeName: nil, channels: 1,
                                                    sampleRate: options.audioSampleRate,
                                                    durationSeconds: options.durationSeconds))
+            } else {
+                silentLanes.append("mic is silence: PipeWire has no microphone (no Audio/Source node) to capture")
             }
         }
         return sources
@@ -72,9 +85,16 @@ public enum PipeWireCapture {
     /// new one stored, mode 0600. Errors: the dialog cancelled or denied is `.denied`; no
     /// session bus, no portal or no answer within `portalTimeoutSeconds` is `.unavailable`.
     public static func makePortalSources(_ options: PipeWireOptions) throws(CaptureError) -> [CaptureSource] {
+        var silent: [String] = []
+        return try makePortalSources(options, silentLanes: &silent)
+    }
+
+    /// `makePortalSources`, with a line for each audio lane that has no device (see `makeSources`).
+    public static func makePortalSources(_ options: PipeWireOptions,
+                                         silentLanes: inout [String]) throws(CaptureError) -> [CaptureSource] {
         var audioOptions = options
         audioOptions.screen = false
-        let audio = options.appAudio || options.mic ? try makeSources(audioOptions) : []
+        let audio = options.appAudio || options.mic ? try makeSources(audioOptions, silentLanes: &silentLanes) : []
         guard options.screen else { return audio }
         let portal = try ScreenCastPortal(timeoutSeconds: options.portalTimeoutSeconds)
         let grant = try portal.start(cursor: options.cursor, restoreToken: options.portalRestoreToken?.load())

@@ -188,6 +188,10 @@ final class PipeWireStream: @unchecked Sendable {
             end(CaptureError(message.contains("went away") ? .unavailable : .io, message))
         } else if code == Int32(BK_PW_EVENT_FORMAT.rawValue) {
             format.withLock { $0 = message }
+        } else if code == Int32(BK_PW_EVENT_NO_DEVICE.rawValue) {
+            // The lane goes quiet and the session mixes silence in its place; say so once per loss.
+            let laneName = lane == .appAudio ? "app audio" : "mic"
+            Log.line("broadcast: \(laneName) is silence: \(message); capture follows the next default")
         }
     }
 

@@ -6,6 +6,11 @@
 /// source that is currently delivering has written past it, or when the newest data is more
 /// than `maxWait` ahead (a stalled source is then mixed as silence): audio is never held back
 /// unboundedly and never skips.
+///
+/// The track plays even when no source ever delivers (no audio device at all, a lane whose
+/// device is missing): once the session timeline (`timeline`) has run `noSourceGraceNs` with
+/// no audio from any source, silence is mixed out in step with the wall clock from the
+/// timeline's start (a late start of every source is so filled too), the same way it continues through a pause of every source.
 package final class AudioMixer: @unchecked Sendable {
     package static let sourceCount = 2
     package let frameSize: Int
@@ -35,6 +40,16 @@ package final class AudioMixer: @unchecked Sendable {
     package var flushPaddingFrames: Int64 = 0
     /// 10 s: longer gaps are skipped rather than filled.
     package let maxSilenceFrames: Int64 = 480_000
+    /// The session timeline, for silence when no source has delivered at all (nil: none then).
+    package var timeline: StreamClock?
+    /// How long the timeline runs with no audio before silence is mixed out from its start.
+    /// Short: the silence from the start must reach the interleaver before the first video
+    /// tags have waited out its 150 ms window, or it would be clamped. A device that starts
+    /// later is mixed from where its first buffer lands (the silence stays two frames behind
+    /// the wall clock, so a buffer of up to that length is not late).
+    package let noSourceGraceNs: Int64 = 100_000_000
+    /// True once silence was mixed out because no source had delivered.
+    package private(set) var noSourceSilence = false
 
     /// `emit` receives each mixed frame (interleaved stereo, `frameSize` frames) and its
     /// timeline position in samples. It is called with the mixer lock held, from a lane thread.
@@ -144,24 +159,31 @@ package final class AudioMixer: @unchecked Sendable {
     /// interleaver within its wait instead of after the pause (where it would arrive late).
     ///
     /// While the pause lasts, silence keeps being mixed out in step with the wall clock, a safe
-    /// margin (the wait window plus two of the longest buffers) behind where the sources would
-    /// be now. The audio track so continues in real time: at the resume only that margin is
+    /// margin (two of the longest buffers, at least two encoder frames) behind where the sources
+    /// would be now: a resumed source's first buffer (one buffer after its first sample) is
+    /// not late, and the silence stays within the interleaver's wait of the video, which the
+    /// video lane keeps sending through the pause (repeated pictures), so no audio tag arrives
+    /// after the video it should precede. The audio track so continues in real time: at the resume only that margin is
     /// left to fill, instead of the whole pause in one burst (which made the send queue look
     /// seconds long and dropped the first video frames after the pause as congestion).
     package func poll(nowNs: Int64) {
         lock.withLock {
             var newest = Int64.min
             var wallPosition = Int64.max
-            var margin = maxWaitFrames
+            var margin = 2 * Int64(frameSize)
             for s in 0..<AudioMixer.sourceCount where written[s] != Int64.min {
                 if !isIdle(s, nowNs: nowNs) { return }
                 newest = max(newest, written[s])
                 // Where this source's capture would be now, had it kept delivering.
                 let elapsed = max(0, nowNs - lastWriteNs[s])
                 wallPosition = min(wallPosition, written[s] + elapsed / 1_000 * AudioClock.rate / 1_000_000)
-                margin = max(margin, maxWaitFrames + 2 * lastBufferNs[s] / 1_000 * AudioClock.rate / 1_000_000)
+                margin = max(margin, 2 * lastBufferNs[s] / 1_000 * AudioClock.rate / 1_000_000)
             }
-            guard newest != Int64.min, outPosition != Int64.min else { return }
+            if newest == Int64.min {
+                noSourceLocked(nowNs: nowNs)
+                return
+            }
+            guard outPosition != Int64.min else { return }
             // Pad past the encoder's delay too: tags are stamped `delay` earlier, so without it the
             // audio covering the last video frames would only come after the pause, too late.
             let fs = Int64(frameSize)
@@ -169,6 +191,18 @@ package final class AudioMixer: @unchecked Sendable {
             let flushLimit = end > outPosition ? outPosition + (end - outPosition + fs - 1) / fs * fs : outPosition
             emitLocked(upTo: max(flushLimit, wallPosition - margin))
         }
+    }
+
+    /// No source has delivered yet: after `noSourceGraceNs` of timeline, mix silence out from
+    /// its start, two frames behind the wall clock (close enough that the interleaver never
+    /// waits past its window for this audio, far enough that each poll emits whole frames).
+    private func noSourceLocked(nowNs: Int64) {
+        guard let origin = timeline?.originNs else { return }
+        let elapsed = nowNs - origin
+        guard elapsed > noSourceGraceNs else { return }
+        if outPosition == Int64.min { outPosition = 0 }
+        noSourceSilence = true
+        emitLocked(upTo: elapsed / 1_000 * AudioClock.rate / 1_000_000 - 2 * Int64(frameSize))
     }
 
     /// Emits everything up to the newest written sample (end of stream).

@@ -6,11 +6,21 @@ import Synchronization
 /// At most `FramePool.capacity` (2) frames are pending; past that the newest is dropped and
 /// counted as `encoder_busy`. That is the lane's back-pressure: a frame is never queued
 /// unboundedly and the pool never grows.
+///
+/// The output frame rate is constant whatever the source does. A damage-driven screen (mutter's
+/// ScreenCast: `framerate=0/1`) sends a picture only when something changes, so a still screen
+/// would send one frame and nothing more: no keyframe for a viewer who joins later. When no
+/// new picture has come a frame period after the one its slot was due (`repeatGraceFrames`),
+/// the lane thread encodes the last picture again, still in its pool slot (pinned, not
+/// copied), on the timestamp smoother's next grid slot. x264 codes it as skipped blocks; the
+/// keyframe interval counts it like any frame. Repeats are counted apart
+/// (`videoFramesRepeated`); `videoFramesIn` counts captured pictures only.
 package final class VideoLane: @unchecked Sendable {
     private let pool: FramePool
     private let converter: FrameConverter
     private let encoder: VideoEncoder
     private let stats: BroadcastStats
+    private let clock: StreamClock
     private let convertLock = ConditionLock()
     private let cond = ConditionLock()
     /// A converted frame waiting for the encoder: its pool slot, timeline time and arrival.
@@ -22,22 +32,41 @@ package final class VideoLane: @unchecked Sendable {
     private var pending: FixedRing<Pending>
     private var stopping = false
     private var lastPts: Int64 = Int64.min
+    /// The last timeline time handed out (guarded by `convertLock`): each picture gets a later one.
+    private var lastTimestampMs: Int64 = Int64.min
     /// Takes the capture jitter out of video PTS (guarded by `convertLock`).
     private var smoother: VideoTimestampSmoother
+    /// Nominal frame period.
+    private let frameNs: Int64
+    /// Arrival of the last captured picture and repeats made since (guarded by `cond`).
+    private var lastArrivalNs: Int64 = Int64.min
+    private var repeatsSinceCapture = 0
     private let thread = WorkerThread(name: "bk-video")
     private let keyframeRequested = Atomic<Bool>(false)
     private let deliver: (EncodedPacket, Int64) -> Void
 
+    /// Frame periods of grace after a picture's due time before its slot is filled with a
+    /// repeat: capture threads deliver late by tens of ms on a loaded machine, and a picture
+    /// that finds its slot taken is shown a slot late.
+    package static let repeatGraceFrames: Int64 = 1
+    /// A lane thread that fell this far behind its repeats (a stalled machine) skips the
+    /// missed slots instead of encoding them in a burst.
+    package static let maxRepeatCatchUpNs: Int64 = 500_000_000
+
     /// `deliver` gets each packet with the CLOCK_MONOTONIC arrival time of its source frame.
-    init(encoder: VideoEncoder, pendingFrames: Int, stats: BroadcastStats, deliver: @escaping (EncodedPacket, Int64) -> Void) {
+    /// `clock` is the session timeline the repeated pictures are stamped on.
+    init(encoder: VideoEncoder, pendingFrames: Int, stats: BroadcastStats, clock: StreamClock = StreamClock(),
+         deliver: @escaping (EncodedPacket, Int64) -> Void) {
         let s = encoder.settings
         pool = FramePool(width: s.width, height: s.height, capacity: pendingFrames)
         converter = FrameConverter(outputWidth: s.width, outputHeight: s.height)
         self.encoder = encoder
         self.stats = stats
+        self.clock = clock
         self.deliver = deliver
         pending = FixedRing(capacity: pendingFrames)
         smoother = VideoTimestampSmoother(fps: s.fps)
+        frameNs = 1_000_000_000 / Int64(max(1, s.fps))
     }
 
     var reservedBytes: Int { pool.byteCount }
@@ -74,19 +103,23 @@ package final class VideoLane: @unchecked Sendable {
         if pool.needsBorderRepaint(slot: slot, geometry: geo) { FrameConverter.fillBlack(dst) }
         converter.convert(frame, into: dst)
         let corrected = smoother.corrections
-        let ts = timelineMs(smoother.smooth(frame.pts))
+        let ts = nextTimestamp(timelineMs(smoother.smooth(frame.pts)))
         let corrections = smoother.corrections
-        convertLock.unlock()
-        if corrections != corrected { stats.update { $0.videoPtsCorrections = corrections } }
+        // Queued under the convert lock too: a repeat is stamped under it, so a repeat never
+        // gets a later time than a picture queued before it.
         let queued = cond.withLock { () -> Bool in
             // finish() has begun: the lane thread may already have taken its last frame, so a
             // frame queued now would be counted in but never encoded.
             guard !stopping else { return false }
             // Never full: a slot was free in the pool, and the ring holds as many entries as the pool.
             pending.append(Pending(slot: slot, timestampMs: ts, arrivalNs: arrival))
+            lastArrivalNs = arrival
+            repeatsSinceCapture = 0
             cond.broadcast()
             return true
         }
+        convertLock.unlock()
+        if corrections != corrected { stats.update { $0.videoPtsCorrections = corrections } }
         guard queued else {
             pool.release(slot)
             return .notRunning
@@ -95,10 +128,33 @@ package final class VideoLane: @unchecked Sendable {
         return .accepted
     }
 
+    /// A timeline time later than the last one (guarded by `convertLock`).
+    private func nextTimestamp(_ ms: Int64) -> Int64 {
+        let ts = lastTimestampMs == Int64.min ? ms : max(ms, lastTimestampMs + 1)
+        lastTimestampMs = ts
+        return ts
+    }
+
+    /// When the next repeat is due (guarded by `cond`), or nil when none can be made.
+    private var repeatDeadlineNs: Int64? {
+        guard lastArrivalNs != Int64.min else { return nil }
+        return lastArrivalNs + (Int64(repeatsSinceCapture) + 1 + Self.repeatGraceFrames) * frameNs
+    }
+
     private func run() {
         while true {
             cond.lock()
-            while pending.isEmpty && !stopping { cond.wait() }
+            var repeatDue = false
+            while pending.isEmpty && !stopping {
+                guard let deadline = repeatDeadlineNs else { cond.wait(); continue }
+                if MediaTime.now() >= deadline { repeatDue = true; break }
+                cond.wait(untilNs: deadline)
+            }
+            if repeatDue {
+                cond.unlock()
+                encodeRepeat()
+                continue
+            }
             guard let next = pending.first else { cond.unlock(); break }
             cond.unlock()
 
@@ -110,12 +166,45 @@ package final class VideoLane: @unchecked Sendable {
 
             cond.withLock {
                 pending.removeFirst()
-                // Released under `cond`, so a waiter woken below finds the slot free.
-                pool.release(next.slot)
+                // Kept as the last picture for repeats (freed when the next one is encoded, or
+                // taken back by `acquire()`), under `cond`, so a waiter woken below finds it.
+                pool.retainAsLast(next.slot)
                 cond.broadcast()
             }
         }
+        pool.releaseLast()
         encoder.flush { deliver($0, 0) }
+    }
+
+    /// Encodes the last picture again on the grid's next slot, unless a captured picture came
+    /// in the meantime (it is stamped and queued under `convertLock`, taken here first).
+    private func encodeRepeat() {
+        convertLock.lock()
+        cond.lock()
+        let now = MediaTime.now()
+        guard pending.isEmpty, !stopping, let deadline = repeatDeadlineNs, now >= deadline,
+              let slot = pool.borrowLast() else {
+            cond.unlock()
+            convertLock.unlock()
+            return
+        }
+        // Far behind (the thread was not scheduled): skip to the current slot rather than burst.
+        var slots = 1
+        if now - deadline > Self.maxRepeatCatchUpNs { slots += Int((now - deadline) / frameNs) }
+        repeatsSinceCapture += slots
+        cond.unlock()
+        let pts = smoother.repeatSlot(slots: slots)
+        let ts = pts.map { nextTimestamp(clock.timelineMs($0)) }
+        convertLock.unlock()
+        if let ts {
+            let force = keyframeRequested.exchange(false, ordering: .relaxed)
+            let ok = encoder.encode(pool.frame(slot), timestampMs: ts, forceKeyframe: force) { deliver($0, now) }
+            if ok { stats.countRepeatedFrame() } else { stats.countDrop(.encoderError) }
+        }
+        cond.withLock {
+            pool.returnLast()
+            cond.broadcast()
+        }
     }
 
     /// Blocks until the encoder has taken a pending frame (a pool slot is free), the lane stops,

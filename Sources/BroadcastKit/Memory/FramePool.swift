@@ -2,6 +2,11 @@
 ///
 /// Allocated once at start and never grown. When every slot is in use the producer gets a
 /// counted `encoder_busy` drop, which is the video lane's back-pressure.
+///
+/// The last encoded picture stays in its slot, pinned as "last", so the lane can encode it
+/// again when the source sends nothing new (a still screen): no copy, and no extra slot, since
+/// `acquire()` takes the pinned slot back when no other is free (a new picture replaces it
+/// anyway). Only while a repeat is being encoded ("borrowed") is it out of reach.
 package final class FramePool: @unchecked Sendable {
     package let width: Int
     package let height: Int
@@ -12,6 +17,10 @@ package final class FramePool: @unchecked Sendable {
     private var painted: [LetterboxGeometry?]
     private var free: [Int]
     private var freeCount: Int
+    /// The slot pinned as the last encoded picture, or -1.
+    private var last = -1
+    /// True while the encoder reads `last` for a repeat.
+    private var lastBorrowed = false
     private let lock = ConditionLock()
 
     package init(width: Int, height: Int, capacity: Int) {
@@ -44,14 +53,59 @@ package final class FramePool: @unchecked Sendable {
                          v: base + width * height + cw * ch, strideY: width, strideUV: cw)
     }
 
-    /// Takes a free slot, or nil when all are in use.
+    /// Takes a free slot, else the pinned last picture's (unless a repeat is reading it), or nil.
     package func acquire() -> Int? {
         lock.withLock {
-            guard freeCount > 0 else { return nil }
+            guard freeCount > 0 else {
+                guard last >= 0 && !lastBorrowed else { return nil }
+                defer { last = -1 }
+                return last
+            }
             freeCount -= 1
             return free[freeCount]
         }
     }
+
+    /// Pins `index` (an encoded picture) as the last one instead of freeing it; the previous
+    /// last slot is freed.
+    package func retainAsLast(_ index: Int) {
+        lock.withLock {
+            if last >= 0 {
+                free[freeCount] = last
+                freeCount += 1
+            }
+            last = index
+            lastBorrowed = false
+        }
+    }
+
+    /// The last picture's slot, held for a repeat until `returnLast()`; nil when there is none.
+    package func borrowLast() -> Int? {
+        lock.withLock {
+            guard last >= 0 && !lastBorrowed else { return nil }
+            lastBorrowed = true
+            return last
+        }
+    }
+
+    /// Ends a repeat's hold on the last picture.
+    package func returnLast() {
+        lock.withLock { lastBorrowed = false }
+    }
+
+    /// Frees the pinned last picture (the lane has stopped).
+    package func releaseLast() {
+        lock.withLock {
+            guard last >= 0 else { return }
+            free[freeCount] = last
+            freeCount += 1
+            last = -1
+            lastBorrowed = false
+        }
+    }
+
+    /// True when a last picture is pinned (a repeat is possible).
+    package var hasLast: Bool { lock.withLock { last >= 0 } }
 
     /// Returns a slot taken with `acquire()`.
     package func release(_ index: Int) {
@@ -61,8 +115,8 @@ package final class FramePool: @unchecked Sendable {
         }
     }
 
-    /// Slots in use right now.
-    package var inUse: Int { lock.withLock { capacity - freeCount } }
+    /// Slots in use right now; a pinned last picture that `acquire()` may take counts as free.
+    package var inUse: Int { lock.withLock { capacity - freeCount - (last >= 0 && !lastBorrowed ? 1 : 0) } }
 
     /// Records the rectangle painted into `slot`; returns true when its borders must be repainted.
     func needsBorderRepaint(slot: Int, geometry: LetterboxGeometry) -> Bool {

@@ -58,7 +58,7 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         if let p = pipeline { return p.plan }
         guard state == .idle else { throw .configuration("session already started") }
         try configuration.validate()
-        let p = try PipelineAssembler.assemble(configuration, stats: stats)
+        let p = try PipelineAssembler.assemble(configuration, stats: stats, clock: clock)
         pipeline = p
         return p.plan
     }

@@ -3,7 +3,10 @@ import Synchronization
 /// A point-in-time copy of the session's counters.
 public struct StatsSnapshot: Sendable {
     public var monotonicNs: Int64 = 0
+    /// Captured pictures accepted by the video lane.
     public var videoFramesIn = 0
+    /// Pictures encoded again because the source sent nothing new within a frame (a still screen).
+    public var videoFramesRepeated = 0
     public var videoFramesEncoded = 0
     public var videoFramesSent = 0
     public var audioFramesSent = 0
@@ -74,11 +77,17 @@ extension DropReason {
 /// Thread-safe counters shared by lanes, muxer and senders.
 public final class BroadcastStats: Sendable {
     private let state = Mutex(StatsSnapshot())
+    private let repeatedFrames = Atomic<Int>(0)
 
     public init() {}
 
     public func countDrop(_ reason: DropReason, _ n: Int = 1) {
         state.withLock { $0.drops[reason] += n }
+    }
+
+    /// One repeated picture (the video lane's thread).
+    func countRepeatedFrame() {
+        repeatedFrames.add(1, ordering: .relaxed)
     }
 
     func update(_ body: (inout StatsSnapshot) -> Void) {
@@ -87,6 +96,7 @@ public final class BroadcastStats: Sendable {
 
     public func snapshot() -> StatsSnapshot {
         var s = state.withLock { $0 }
+        s.videoFramesRepeated = repeatedFrames.load(ordering: .relaxed)
         s.monotonicNs = MediaTime.now()
         return s
     }

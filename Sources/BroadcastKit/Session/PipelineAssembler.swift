@@ -5,7 +5,8 @@
 /// resident growth across its open; every pool and queue is allocated here, before the first
 /// buffer, so the plan counts what the session will hold.
 package enum PipelineAssembler {
-    package static func assemble(_ cfg: BroadcastConfiguration, stats: BroadcastStats) throws(BroadcastError) -> Pipeline {
+    package static func assemble(_ cfg: BroadcastConfiguration, stats: BroadcastStats,
+                                 clock: StreamClock = StreamClock()) throws(BroadcastError) -> Pipeline {
         try validateNetworkDestinations(cfg)
         guard cfg.hasVideo || cfg.hasAudio else {
             throw .configuration("nothing to broadcast: video and audio are both off")
@@ -31,6 +32,7 @@ package enum PipelineAssembler {
             let writer = AudioTagWriter(encoder: aenc, interleaver: interleaver)
             let m = AudioMixer(frameSize: aenc.frameSize) { samples, position in writer.encode(samples, position: position) }
             m.flushPaddingFrames = writer.delaySamples
+            m.timeline = clock
             audioLanes = [AudioLane(lane: .appAudio, mixer: m, stats: stats), AudioLane(lane: .micAudio, mixer: m, stats: stats)]
             for lane in audioLanes { try lane.prepareResampler() }
             mixer = m
@@ -56,7 +58,8 @@ package enum PipelineAssembler {
             plan = chosen.plan
             note = chosen.note
             let writer = VideoTagWriter(interleaver: interleaver)
-            videoLane = VideoLane(encoder: chosen.encoder, pendingFrames: chosen.pendingFrames, stats: stats) { p, arrival in
+            videoLane = VideoLane(encoder: chosen.encoder, pendingFrames: chosen.pendingFrames, stats: stats,
+                                  clock: clock) { p, arrival in
                 writer.submit(p, captureNs: arrival)
             }
         }

@@ -14,6 +14,13 @@
 /// and the grid re-anchors on them: a discontinuity is never smoothed over. A few dropped
 /// frames (up to `maxDroppedFrames`) keep the lock.
 ///
+/// Repeated pictures (the video lane encodes the last one again when the source sends nothing
+/// new within a frame, see `VideoLane`) take the grid's next slots through `repeatSlot`: the
+/// grid continues through them with no loop update, and they count as regular frames, so a
+/// still screen locks the grid like a steady source. The first picture after repeats takes the
+/// nearest slot after them (never a discontinuity); after more than `maxDroppedFrames` repeats
+/// its phase is checked over the next frames as after a bridged pause.
+///
 /// A value type with no allocation: the video lane keeps one under its convert lock.
 struct VideoTimestampSmoother: Sendable {
     /// Nominal frame period in ns.
@@ -53,6 +60,8 @@ struct VideoTimestampSmoother: Sendable {
     private var verifyLeft = 0
     private var verifySum: Double = 0
     private var lastOutput: Int64 = Int64.min
+    /// Repeats since the last real picture.
+    private var repeatRun = 0
 
     /// Frames whose PTS was moved by at least `correctionThresholdNs`.
     private(set) var corrections = 0
@@ -69,6 +78,20 @@ struct VideoTimestampSmoother: Sendable {
     /// True while PTS are being snapped to the grid.
     var isLocked: Bool { locked }
 
+    /// The PTS of a repeated picture `slots` frame periods after the last output (1 unless the
+    /// encoder fell behind): the grid extended, not moved. Nil before the first real frame.
+    mutating func repeatSlot(slots: Int = 1) -> Int64? {
+        guard anchored, slots > 0 else { return nil }
+        advance(by: Double(slots) * periodNs)
+        if !locked {
+            regularRun += slots
+            if regularRun >= lockFrames { locked = true }
+        }
+        repeatRun += slots
+        let value = slotNs + Int64(slotFraction.rounded())
+        return emit(value, raw: value)
+    }
+
     /// Returns the PTS to use for a frame captured at `pts` (ns, any monotonic clock).
     /// Outputs are strictly increasing when inputs are.
     mutating func smooth(_ pts: Int64) -> Int64 {
@@ -78,6 +101,23 @@ struct VideoTimestampSmoother: Sendable {
             return emit(pts, raw: pts)
         }
         let d = Double(pts &- slotNs) - slotFraction
+        let repeats = repeatRun
+        repeatRun = 0
+        if locked && repeats > 0 {
+            // After repeats: the nearest slot after the last repeat (a picture whose own slot a
+            // repeat already took, being late, takes the next one).
+            let k = max(1, (d / periodNs).rounded())
+            if k <= Double(maxDroppedFrames + 1) {
+                advance(by: k * periodNs)
+                if repeats > maxDroppedFrames && verifyLeft == 0 {
+                    // A still spell: the source may come back on another phase; check it as
+                    // after a bridged pause.
+                    verifyLeft = verifyFrames
+                    verifySum = d - k * periodNs
+                }
+                return emit(slotNs + Int64(slotFraction.rounded()), raw: pts)
+            }
+        }
         // Slots since the last one: the fewest that put the frame within tolerance, so a late
         // frame is not mistaken for a drop; an early frame still takes the next slot.
         let k = max(1, ((d - periodNs * toleranceFraction) / periodNs).rounded(.up))

@@ -27,6 +27,7 @@ enum bk_pw_event {
     BK_PW_EVENT_STREAMING = 1,
     BK_PW_EVENT_ERROR = 2,     /* message says why; the stream is dead */
     BK_PW_EVENT_FORMAT = 3,    /* a (new) format was negotiated; message describes it */
+    BK_PW_EVENT_NO_DEVICE = 4, /* audio on the default device: it went away, the stream waits for the next default */
 };
 
 /* One mapped video buffer, borrowed for the duration of the callback. */

@@ -86,7 +86,9 @@ final class MixCollector: @unchecked Sendable {
         m.poll(nowNs: now + 20_000_000)
         #expect(c.positions.count == 9, "not idle yet")
         m.poll(nowNs: now + 100_000_000)
-        #expect(c.positions.count == 10, "the partial frame is padded and sent during the pause")
+        // The partial frame is padded and sent during the pause, then silence up to the wall
+        // clock less two frames: (9600 + 4800 - 2048) / 1024 whole frames.
+        #expect(c.positions.count == 12, "the partial frame is padded and sent during the pause")
         // After the pause, the timeline continues without overlap.
         b.withUnsafeBufferPointer { m.write(source: 0, samples: $0, position: 48_000 * 3, nowNs: now + 3_000_000_000) }
         for (i, p) in c.positions.enumerated() { #expect(p == Int64(i) * 1024) }
@@ -146,8 +148,9 @@ final class MixCollector: @unchecked Sendable {
         #expect(held <= resume, "mixed out to \(held) on the mic alone")
         // The pause was mixed out as silence while it lasted, up to the safety margin: at the
         // resume only that margin is left, not 3 s in one burst.
-        #expect(pauseEnd <= resume - 7_200 + 1_024)
-        #expect(pauseEnd > resume - 7_200 - 2 * 1_024 - 2 * 1_024)
+        // The margin: two of the longest buffers (1024), at least two frames.
+        #expect(pauseEnd <= resume - 2_048 + 1_024)
+        #expect(pauseEnd > resume - 2_048 - 2 * 1_024 - 2 * 1_024)
         // ...and once the app is in, the mix at its position holds both sources.
         m.flush()
         if let i = c.positions.firstIndex(where: { $0 >= resume + 100 }) {
@@ -169,5 +172,47 @@ final class MixCollector: @unchecked Sendable {
         // Silence kept flowing in real time through the pause: nothing to skip at the resume.
         #expect(m.skippedFrames == 0)
         #expect(pauseEnd > 48_128 + 48_000 * 30 - 7_200 - 2 * 1_024 - 2 * 1_024)
+    }
+}
+
+/// A session whose audio lanes never deliver (no audio device at all) still has a playing
+/// audio track: the mixer mixes silence out in real time from the timeline's start.
+@Suite(.timeLimit(.minutes(1))) struct AudioMixerNoSourceTests {
+    @Test func noSourceAtAllGivesRealTimeSilence() {
+        let c = MixCollector()
+        let m = AudioMixer(frameSize: 1024) { p, pos in
+            c.positions.append(pos)
+            c.firstSample.append(p[0])
+        }
+        let clock = StreamClock()
+        m.timeline = clock
+        let origin: Int64 = 7_000_000_000
+        _ = clock.timelineNs(origin)          // the first video frame starts the timeline
+        var t = origin
+        while t < origin + 90_000_000 { m.poll(nowNs: t); t += 20_000_000 }
+        #expect(c.positions.isEmpty, "a device gets the grace period to deliver its first buffer")
+        while t <= origin + 10_000_000_000 { m.poll(nowNs: t); t += 20_000_000 }
+        // 10 s of timeline: silence up to two frames behind the wall clock, from position 0.
+        #expect(c.positions.first == 0)
+        for (i, p) in c.positions.enumerated() { #expect(p == Int64(i) * 1024) }
+        let end = (c.positions.last ?? 0) + 1024
+        #expect(end > 480_000 - 3 * 1024 && end <= 480_000 - 2 * 1024, "mixed out to \(end)")
+        #expect(c.firstSample.allSatisfy { $0 == 0 })
+        #expect(m.noSourceSilence)
+        // A device that appears later is mixed from where it lands, nothing of it discarded.
+        let b = [Float](repeating: 0.25, count: 1024 * 2)
+        b.withUnsafeBufferPointer { m.write(source: 0, samples: $0, position: 480_000, nowNs: t) }
+        b.withUnsafeBufferPointer { m.write(source: 0, samples: $0, position: 481_024, nowNs: t + 21_000_000) }
+        #expect(m.lateFramesDiscarded == 0)
+        m.flush()
+        #expect(c.firstSample.contains(0.25))
+    }
+
+    @Test func noTimelineNoSilence() {
+        let c = MixCollector()
+        let m = AudioMixer(frameSize: 1024) { _, pos in c.positions.append(pos) }
+        m.timeline = StreamClock()            // no buffer yet: the session has not begun
+        m.poll(nowNs: 50_000_000_000)
+        #expect(c.positions.isEmpty)
     }
 }

@@ -137,3 +137,48 @@ import Testing
         #expect(s.reanchors == 0)
     }
 }
+
+/// Repeated pictures (a still screen) continue the grid.
+@Suite(.timeLimit(.minutes(1))) struct VideoTimestampSmootherRepeatTests {
+    let period: Int64 = 33_333_333
+
+    /// A locked grid, 30 s of repeats (a paused source), then the source again on its own
+    /// grid: every output one period apart, and no re-anchor.
+    @Test func repeatsThroughAPauseKeepTheGrid() {
+        var s = VideoTimestampSmoother(fps: 30)
+        var out: [Int64] = []
+        let t0: Int64 = 10_000_000_000
+        for i in 0..<60 { out.append(s.smooth(t0 + Int64(i) * period)) }
+        #expect(s.isLocked)
+        for _ in 0..<900 { out.append(s.repeatSlot()!) }
+        for i in 960..<1_020 { out.append(s.smooth(t0 + Int64(i) * period)) }
+        let gaps = zip(out, out.dropFirst()).map { $1 - $0 }
+        #expect(gaps.allSatisfy { abs($0 - period) <= 1_000 }, "gaps \(Set(gaps).sorted())")
+        #expect(s.reanchors == 0)
+        #expect(abs(out.last! - (t0 + 1_019 * period)) <= 1_000_000)
+    }
+
+    /// One picture, then repeats: they lock the grid like a steady source, and a picture at an
+    /// arbitrary phase afterwards takes the nearest slot, later than the last repeat.
+    @Test func stillScreenLocksAndAChangeTakesTheNearestSlot() {
+        var s = VideoTimestampSmoother(fps: 30)
+        let t0: Int64 = 5_000_000_000
+        var last = s.smooth(t0)
+        #expect(s.repeatSlot() == t0 + period)
+        for _ in 0..<40 { last = s.repeatSlot()! }
+        #expect(s.isLocked)
+        // 1.4 periods after the last repeat: the next slot.
+        let next = s.smooth(last + period * 14 / 10)
+        #expect(next == last + period)
+        #expect(s.reanchors == 0)
+        // Before the last repeat's time (its slot was taken): the next slot, never back.
+        for _ in 0..<3 { last = s.repeatSlot()! }
+        let late = s.smooth(last - period / 3)
+        #expect(late == last + period)
+    }
+
+    @Test func noRepeatBeforeTheFirstPicture() {
+        var s = VideoTimestampSmoother(fps: 30)
+        #expect(s.repeatSlot() == nil)
+    }
+}

@@ -1,0 +1,139 @@
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+@testable import BroadcastKit
+
+/// Collects every video tag's time and keyframe flag.
+final class VideoTagLog: TagSink, @unchecked Sendable {
+    private let lock = ConditionLock()
+    private var times: [UInt32] = []
+    private var keys: [UInt32] = []
+    var displayName: String { "video-log" }
+    func open() throws {}
+    func write(_ tag: FLVTag) throws {
+        guard tag.type == .video, !tag.isHeader else { return }
+        lock.withLock {
+            times.append(tag.timestampMs)
+            if tag.isKeyframe { keys.append(tag.timestampMs) }
+        }
+    }
+    func close() {}
+    var snapshot: (times: [UInt32], keys: [UInt32]) { lock.withLock { (times, keys) } }
+}
+
+/// A constant output frame rate from a source that sends a picture only when it changes.
+@Suite(.serialized, .timeLimit(.minutes(1))) struct FrameRepeatTests {
+    func session(fps: Int, keyframeSeconds: Int = 2) throws -> (BroadcastSession, VideoTagLog) {
+        let log = VideoTagLog()
+        var cfg = BroadcastConfiguration.default
+        cfg.video = VideoEncoderSettings(width: 320, height: 240, fps: fps, bitrateKbps: 500,
+                                         keyframeIntervalSeconds: keyframeSeconds, preset: "ultrafast")
+        cfg.hasAudio = false
+        cfg.destinations = [.custom(log)]
+        cfg.memoryBudgetBytes = 0
+        cfg.adaptiveBitrate = false
+        let s = BroadcastSession(configuration: cfg)
+        try s.start()
+        return (s, log)
+    }
+
+    /// One picture, then 2.5 s of nothing (a still damage-driven screen): the lane encodes the
+    /// picture again at 30 fps, on a grid with no holes, with a keyframe every 2 s.
+    @Test func stillSourceIsRepeatedAtTheFrameRate() throws {
+        let (s, log) = try session(fps: 30, keyframeSeconds: 2)
+        let frames = NoiseFrames()
+        #expect(s.process(.video(frames.frame(0, pts: MediaTime.now())), type: .video) == .accepted)
+        usleep(2_500_000)
+        s.finish()
+        let (times, keys) = log.snapshot
+        let stats = s.stats.snapshot()
+        // 2.5 s at 30 fps is 75 frames; the first repeat waits its grace period (2 frames).
+        #expect(times.count >= 70, "\(times.count) video tags in 2.5 s of a still source")
+        #expect(stats.videoFramesIn == 1)
+        #expect(stats.videoFramesRepeated == times.count - 1)
+        #expect(stats.videoFramesEncoded == 1)
+        let gaps = zip(times, times.dropFirst()).map { Int($1) - Int($0) }
+        #expect(gaps.allSatisfy { $0 == 33 || $0 == 34 }, "gaps \(Set(gaps).sorted())")
+        #expect(keys.count >= 2, "keyframes at \(keys)")
+        for (a, b) in zip(keys, keys.dropFirst()) { #expect(b - a <= 2_050, "keyframes at \(keys)") }
+    }
+
+    /// Pictures every 250 ms at 30 fps output: repeats fill between them, and the pictures keep
+    /// the grid (output spacing stays one frame; no picture lands before a repeat's time).
+    @Test func picturesBetweenRepeatsKeepTheGrid() throws {
+        let (s, log) = try session(fps: 30)
+        let frames = NoiseFrames()
+        let t0 = MediaTime.now()
+        for i in 0..<8 {
+            let due = t0 + Int64(i) * 250_000_000
+            while MediaTime.now() < due { usleep(1_000) }
+            #expect(s.process(.video(frames.frame(i, pts: MediaTime.now())), type: .video) == .accepted)
+        }
+        usleep(100_000)
+        s.finish()
+        let times = log.snapshot.times
+        let stats = s.stats.snapshot()
+        #expect(stats.videoFramesIn == 8)
+        #expect(stats.videoFramesEncoded + stats.videoFramesRepeated == times.count)
+        // 1.75 s + 100 ms at 30 fps.
+        #expect(times.count >= 50, "\(times.count) tags")
+        let gaps = zip(times, times.dropFirst()).map { Int($1) - Int($0) }
+        #expect(gaps.allSatisfy { $0 > 0 && $0 <= 67 }, "gaps \(gaps)")
+        #expect(gaps.filter { $0 > 34 }.count <= 8, "at most one missing slot per picture: \(gaps)")
+    }
+
+    /// A steady source is never repeated.
+    @Test func steadySourceIsNotRepeated() throws {
+        let (s, log) = try session(fps: 30)
+        let frames = NoiseFrames()
+        let t0 = MediaTime.now()
+        for i in 0..<45 {
+            let due = t0 + Int64(i) * 33_333_333
+            while MediaTime.now() < due { usleep(1_000) }
+            _ = s.process(.video(frames.frame(i, pts: due)), type: .video)
+        }
+        s.finish()
+        let stats = s.stats.snapshot()
+        #expect(stats.videoFramesRepeated == 0)
+        #expect(log.snapshot.times.count == stats.videoFramesEncoded)
+    }
+}
+
+/// The pool keeps the last encoded picture pinned in its slot for repeats.
+@Suite(.timeLimit(.minutes(1))) struct FramePoolLastPictureTests {
+    @Test func lastPictureIsPinnedAndTakenBackWhenNeeded() {
+        let pool = FramePool(width: 64, height: 64, capacity: 2)
+        let a = pool.acquire()!, b = pool.acquire()!
+        #expect(pool.acquire() == nil)
+        pool.retainAsLast(a)                  // a encoded: pinned
+        #expect(pool.hasLast)
+        #expect(pool.inUse == 1, "a pinned picture a new one may take counts as free")
+        #expect(pool.borrowLast() == a)       // a repeat reads it
+        #expect(pool.acquire() == nil, "a picture being repeated is not taken")
+        pool.returnLast()
+        #expect(pool.acquire() == a, "no free slot: the pinned picture's slot is taken back")
+        #expect(!pool.hasLast)
+        #expect(pool.borrowLast() == nil)
+        pool.retainAsLast(b)
+        pool.retainAsLast(a)                  // the previous last (b) is freed
+        #expect(pool.acquire() == b)
+        pool.releaseLast()
+        #expect(pool.inUse == 1)
+    }
+
+    @Test(.enabled(if: AllocationCounter.isLoaded)) func pinningDoesNotAllocate() {
+        let pool = FramePool(width: 64, height: 64, capacity: 2)
+        var smoother = VideoTimestampSmoother(fps: 30)
+        _ = smoother.smooth(1_000_000_000)
+        let before = AllocationCounter.thisThread()
+        for _ in 0..<1_000 {
+            let s = pool.acquire()!
+            pool.retainAsLast(s)
+            if let l = pool.borrowLast() { _ = pool.frame(l); pool.returnLast() }
+            _ = smoother.repeatSlot()
+        }
+        pool.releaseLast()
+        #expect(AllocationCounter.thisThread() - before == 0)
+    }
+}
