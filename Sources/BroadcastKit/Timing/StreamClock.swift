@@ -24,4 +24,11 @@ package final class StreamClock: Sendable {
     package func timelineMs(_ pts: Int64) -> Int64 {
         max(0, MediaTime.millis(timelineNs(pts)))
     }
+
+    /// The origin in source-clock nanoseconds, or nil before the first buffer (the mixer starts
+    /// silence from it when no audio source delivers).
+    package var originNs: Int64? {
+        let o = origin.load(ordering: .acquiring)
+        return o == Int64.min ? nil : o
+    }
 }
