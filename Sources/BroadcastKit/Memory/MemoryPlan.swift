@@ -15,6 +15,9 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     public var encoderWorkingBytes: Int
     /// Buffers the capture source holds (reported by the embedding tool or the CLI).
     public var captureBytes: Int = 0
+    /// What the servers' bytes may make us hold: each RTMP publisher's chunk reader, bounded
+    /// (`RTMPChunkReader.plannedBytes`), whatever a server sends.
+    public var networkReaderBytes: Int = 0
     /// Where the budget came from ("default", "--memory-budget", "cgroup v2 limit ...").
     public var budgetSource: String = "configuration"
     /// The x264 configuration the plan is for, e.g. "veryfast" or
@@ -74,7 +77,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
 
     public var totalBytes: Int {
         baselineBytes + videoEncoderBytes + audioEncoderBytes + framePoolBytes + audioBytes + stagingBytes
-            + queueBytes + encoderWorkingBytes + captureBytes + replayBytes
+            + queueBytes + encoderWorkingBytes + captureBytes + replayBytes + networkReaderBytes
     }
 
     /// Kept free below the budget for what the plan cannot see exactly (allocator slack, thread
@@ -101,6 +104,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         lines.append("  audio lanes + mixer                \(mb(audioBytes))")
         lines.append("  interleaver staging                \(mb(stagingBytes))")
         lines.append("  send queues (byte caps)            \(mb(queueBytes))")
+        if networkReaderBytes > 0 { lines.append("  RTMP readers (server input caps)   \(mb(networkReaderBytes))") }
         lines.append("  capture source buffers             \(mb(captureBytes))")
         if replaySeconds > 0 {
             let label = "replay ring (\(replaySeconds) s)".padding(toLength: 35)

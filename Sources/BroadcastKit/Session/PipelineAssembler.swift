@@ -43,6 +43,7 @@ package enum PipelineAssembler {
                                    + MP4FileSink.plannedBytes(cfg))
         var plan = fixed
         plan.captureBytes = cfg.captureReserveBytes
+        plan.networkReaderBytes = destinations.all.filter { $0.sink is RTMPPublisher }.count * RTMPChunkReader.plannedBytes
         plan.budgetSource = cfg.memoryBudgetSource
         ReplayAssembly.plan(&plan, ring: replayRing)
         var videoEncoder: VideoEncoder?
