@@ -21,6 +21,16 @@ Behaviours (--mode), for the failures nginx-rtmp cannot produce on demand:
                              link), then answer every publish with "already publishing"
                              (BadName) for --hold T seconds, as a server still holding the old
                              session does; accept afterwards
+  chunk-flood-connect        answer connect with Set Chunk Size 1, then open --streams chunk
+                             streams, each announcing a --flood-length message and sending 1 byte
+                             of it (issue 22: a reader that reserves per stream grows without bound)
+  chunk-flood-publish        the same --after S seconds into the first publishing session, and
+                             at connect in every later one (so the publisher's reconnects fail)
+  ping-flood                 from publish on, send User Control ping requests as fast as the
+                             publisher reads them (and keep recording what it sends)
+  close-then-slow-publish    close the first session --after S seconds into publishing (a lost
+                             link); every later session waits --hold T seconds before answering
+                             publish (a test signals the publisher meanwhile)
 
 Prints "listening on 127.0.0.1:PORT" (flushed) when ready. --events PATH writes one JSON object
 per line per event (connect, publish, refused, closed, ...) for tests to read.
@@ -199,6 +209,21 @@ def chunk(csid: int, mtype: int, sid: int, ts: int, payload: bytes) -> bytes:
     return bytes(out)
 
 
+def chunk_flood(streams: int, length: int) -> bytes:
+    """Set Chunk Size 1, then `streams` chunk streams (ids 64..), each a type-0 header announcing
+    a `length`-byte message (type 20) followed by its first byte only."""
+    out = bytearray(chunk(2, 1, 0, 0, struct.pack(">I", 1)))
+    header = (0).to_bytes(3, "big") + length.to_bytes(3, "big") + bytes([20]) + struct.pack("<I", 0)
+    for i in range(streams):
+        out += bytes([0x01, i & 0xFF, i >> 8]) + header + b"\x02"
+    return bytes(out)
+
+
+def ping_requests(count: int, start: int) -> bytes:
+    """`count` User Control ping requests (event 6) on chunk stream 2."""
+    return b"".join(chunk(2, 4, 0, 0, struct.pack(">HI", 6, (start + i) & 0xFFFFFFFF)) for i in range(count))
+
+
 # ---------------------------------------------------------------------------------------------
 # FLV output
 
@@ -233,6 +258,7 @@ class Server:
         self.sessions = 0
         self.t0 = time.monotonic()
         self.stale_until: float | None = None
+        self.tasks: dict[int, asyncio.Task] = {}
         self.events = open(args.events, "a") if args.events else None
 
     def event(self, kind: str, session: int, **extra) -> None:
@@ -257,12 +283,25 @@ class Server:
         except asyncio.CancelledError:
             raise
         finally:
+            task = self.tasks.pop(n, None)
+            if task:
+                task.cancel()
             if flv:
                 flv.close()
             try:
                 writer.close()
             except Exception:
                 pass
+
+    async def ping_flood(self, n: int, writer: asyncio.StreamWriter) -> None:
+        self.event("ping-flood", n)
+        block = ping_requests(4096, 0)  # 72 KB, written as fast as the publisher reads
+        try:
+            while True:
+                writer.write(block)
+                await writer.drain()
+        except ConnectionError:
+            pass
 
     async def session(self, n: int, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         a = self.args
@@ -307,13 +346,19 @@ class Server:
         scripted_done = False
         while True:
             timeout = None
-            if publishing_since is not None and not scripted_done and first and a.after is not None:
+            scripted = first
+            if publishing_since is not None and not scripted_done and scripted and a.after is not None:
                 timeout = max(0.0, publishing_since + a.after - time.monotonic())
             try:
                 mtype, sid, ts, payload = await asyncio.wait_for(cr.next_message(), timeout)
             except asyncio.TimeoutError:
                 scripted_done = True
-                if a.mode in ("close-after", "stale"):
+                if a.mode == "chunk-flood-publish":
+                    writer.write(chunk_flood(a.streams, a.flood_length))
+                    await writer.drain()
+                    self.event("flood", n, streams=a.streams)
+                    continue
+                if a.mode in ("close-after", "stale", "close-then-slow-publish"):
                     self.event("server-close", n)
                     if a.mode == "stale":
                         self.stale_until = time.monotonic() + a.hold
@@ -348,6 +393,11 @@ class Server:
                 props = values[2] if len(values) > 2 and isinstance(values[2], dict) else {}
                 self.event("connect", n, app=props.get("app"),
                            caps_ex=props.get("capsEx"), fourcc=props.get("fourCcList"))
+                if a.mode == "chunk-flood-connect" or (a.mode == "chunk-flood-publish" and not first):
+                    writer.write(chunk_flood(a.streams, a.flood_length))
+                    await writer.drain()
+                    self.event("flood", n, streams=a.streams)
+                    continue
                 send(2, 5, 0, struct.pack(">I", 2500000))
                 send(2, 6, 0, struct.pack(">IB", 2500000, 2))
                 command(0, "_result", txn, {"fmsVer": "FMS/3,0,1,123", "capabilities": 31.0},
@@ -370,6 +420,9 @@ class Server:
                     refusal = "NetStream.Publish.Rejected"
                 elif self.stale_until is not None and time.monotonic() < self.stale_until:
                     refusal = "NetStream.Publish.BadName"
+                if a.mode == "close-then-slow-publish" and not first:
+                    self.event("publish-held", n, hold=a.hold)
+                    await asyncio.sleep(a.hold)
                 if refusal:
                     command(sid, "onStatus", 0, None, {"level": "error", "code": refusal,
                                                        "description": "already publishing"
@@ -384,6 +437,8 @@ class Server:
                 flv = FLVWriter(path)
                 publishing_since = time.monotonic()
                 self.event("publish", n, key_length=len(key), file=os.path.basename(path))
+                if a.mode == "ping-flood" and n not in self.tasks:
+                    self.tasks[n] = asyncio.get_running_loop().create_task(self.ping_flood(n, writer))
             elif name in ("FCUnpublish", "deleteStream"):
                 self.event(name, n)
 
@@ -411,15 +466,19 @@ def parse_args(argv=None):
     p.add_argument("--dir", default=".", help="where session-N.flv recordings go")
     p.add_argument("--mode", default="accept",
                    choices=["accept", "refuse-badname", "refuse-rejected", "stall-handshake", "junk-after-connect",
-                            "close-after", "slow-read", "reconnect-request", "stale"])
+                            "close-after", "slow-read", "reconnect-request", "stale", "chunk-flood-connect",
+                            "chunk-flood-publish", "ping-flood", "close-then-slow-publish"])
     p.add_argument("--after", type=float, help="seconds into the first session (close-after, stale, reconnect-request)")
     p.add_argument("--hold", type=float, default=5.0, help="stale: seconds of 'already publishing' after the close")
+    p.add_argument("--streams", type=int, default=65000, help="chunk-flood-*: chunk streams opened")
+    p.add_argument("--flood-length", type=int, default=1 << 20, help="chunk-flood-*: bytes each flooded message announces")
     p.add_argument("--kbps", type=float, default=500.0, help="slow-read: kbit/s read")
     p.add_argument("--tc-url", help="reconnect-request: the tcUrl to move to")
     p.add_argument("--events", help="append one JSON line per event here")
     p.add_argument("--quiet", action="store_true", help="no event lines on stdout")
     a = p.parse_args(argv)
-    if a.mode in ("close-after", "stale", "reconnect-request") and a.after is None:
+    if a.mode in ("close-after", "stale", "reconnect-request", "chunk-flood-publish",
+                  "close-then-slow-publish") and a.after is None:
         p.error(f"--mode {a.mode} needs --after SECONDS")
     return a
 

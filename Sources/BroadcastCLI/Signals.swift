@@ -3,10 +3,12 @@ import Glibc
 #endif
 import Synchronization
 
-/// Count of SIGINT/SIGTERM received. Atomic loads/stores are lock-free, so async-signal-safe.
+/// Count of SIGINT/SIGTERM/SIGHUP received. Atomic loads/stores are lock-free, so async-signal-safe.
 let stopSignals = Atomic<Int>(0)
 
-/// SIGINT/SIGTERM request a clean stop; a second one exits at once. SIGPIPE is ignored so a
+/// SIGINT, SIGTERM and SIGHUP (the terminal went away, or a supervisor's stop) request a clean
+/// stop: recordings are finalised, exit 0 (4 when the stop found a destination down); a second
+/// one exits at once with 130. SIGPIPE is ignored so a
 /// dropped connection is an error return, never a kill.
 enum Signals {
     static func install() {
@@ -28,6 +30,7 @@ enum Signals {
         sa.sa_flags = 0
         sigaction(SIGINT, &sa, nil)
         sigaction(SIGTERM, &sa, nil)
+        sigaction(SIGHUP, &sa, nil)
         ReplaySignal.install()
     }
 

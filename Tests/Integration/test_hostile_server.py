@@ -1,8 +1,14 @@
-"""The publisher against a hostile ingest: tools/rtmp_test_server.py's scripted behaviours (issue 14).
+"""The publisher against a hostile ingest: tools/rtmp_test_server.py's scripted behaviours (issues 14, 22).
 
 nginx-rtmp stays the main ingest; this server produces what nginx cannot on demand. Each case
 ends in its documented exit code with a one-line message within a bounded time, no crash (no
 signal death), and no key in any output.
+
+Issue 22's hostile peer: a chunk-stream flood (during connect and after publish) keeps the peak
+RSS (VmHWM) within the 50 MiB budget and ends in exit 3/4
+with one error line; a ping flood does not stretch --duration by more than 1 s; a signal while a
+reconnect waits for the publish answer is exit 4 (data lost), never 3 ("key rejected"); SIGHUP is a clean stop; a protocol error mid-stream is "connection lost", not
+"could not connect".
 
 Run: scripts/test --no-bootstrap --integration-only -k test_hostile_server
 """
@@ -10,18 +16,114 @@ Run: scripts/test --no-bootstrap --integration-only -k test_hostile_server
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 import unittest
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import support  # noqa: E402
-from support import REPO_ROOT, BroadcastTestCase, new_key  # noqa: E402
+from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase, clean_env, new_key  # noqa: E402
 
 SERVER = REPO_ROOT / "tools" / "rtmp_test_server.py"
 CONNECT_TIMEOUT_S = 5   # BroadcastConfiguration's default connect timeout
+BUDGET_MIB = 50
+
+
+class Watched:
+    """A broadcast run whose stderr lines are timestamped as they come, and whose peak RSS is
+    its VmHWM, sampled every 10 ms for its whole life (wait4's ru_maxrss cannot be used: Linux
+    carries the forking Python's high-water mark across exec)."""
+
+    def __init__(self, args: list[str], env: dict):
+        self.start = time.monotonic()
+        self.proc = subprocess.Popen([str(BROADCAST_BIN), *args], env=clean_env(env), cwd=REPO_ROOT,
+                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     text=True)
+        self.lines: list[tuple[float, str]] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.returncode: int | None = None
+        self.maxrss_mib = 0.0
+        self.end = 0.0
+        self.reader.start()
+        self.sampler = threading.Thread(target=self._sample, daemon=True)
+        self.sampler.start()
+
+    def _sample(self) -> None:
+        path = f"/proc/{self.proc.pid}/status"
+        while self.returncode is None:
+            try:
+                with open(path) as f:
+                    for line in f:
+                        if line.startswith("VmHWM:"):
+                            self.maxrss_mib = max(self.maxrss_mib, int(line.split()[1]) / 1024)
+                            break
+                    else:
+                        return  # a zombie: no memory left to sample
+            except OSError:
+                return
+            time.sleep(0.01)
+
+    def _read(self) -> None:
+        for line in self.proc.stderr:
+            self.lines.append((time.monotonic(), line.rstrip("\n")))
+
+    def alive(self) -> bool:
+        """Whether the process still runs, without reaping it."""
+        if self.returncode is not None:
+            return False
+        try:
+            return os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+        except ChildProcessError:
+            return False
+
+    def signal(self, sig: int) -> None:
+        if self.alive():
+            os.kill(self.proc.pid, sig)
+
+    def first_line_time(self, needle: str) -> float | None:
+        return next((t for t, l in list(self.lines) if needle in l), None)
+
+    def wait_for_line(self, needle: str, timeout: float) -> float | None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.alive():
+            t = self.first_line_time(needle)
+            if t is not None:
+                return t
+            time.sleep(0.05)
+        return self.first_line_time(needle)
+
+    def wait(self, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        code = None
+        while time.monotonic() < deadline:
+            pid, status = os.waitpid(self.proc.pid, os.WNOHANG)
+            if pid:
+                code = os.waitstatus_to_exitcode(status)
+                break
+            time.sleep(0.02)
+        self.end = time.monotonic()
+        if code is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            _, status = os.waitpid(self.proc.pid, 0)
+            code = os.waitstatus_to_exitcode(status)
+        self.proc.returncode = code
+        self.returncode = code
+        self.reader.join(timeout=5)
+        self.sampler.join(timeout=5)
+        return code
+
+    @property
+    def stderr(self) -> str:
+        return "\n".join(l for _, l in self.lines)
+
+    def describe(self) -> str:
+        return (f"exit {self.returncode} after {self.end - self.start:.1f} s, VmHWM {self.maxrss_mib:.1f} MiB\n"
+                f"--- stderr ---\n{self.stderr[-3000:]}")
 
 
 class TestServer:
@@ -55,6 +157,20 @@ class TestServer:
 
 
 class HostileServerTests(BroadcastTestCase):
+    def watched(self, server: TestServer, *extra: str) -> Watched:
+        key = new_key()
+        w = Watched(["--source", "test", "--res", "360p", "--url", server.url, *extra], {"STREAM_KEY": key})
+        self.addCleanup(lambda: w.signal(signal.SIGKILL) if w.returncode is None else None)
+        return w
+
+    def finished(self, w: Watched, timeout: float) -> None:
+        w.wait(timeout)
+        self._captured_texts.append(w.stderr)
+        self.assertGreaterEqual(w.returncode, 0, f"died by a signal: {w.describe()}")
+
+    def errorLines(self, w: Watched) -> list[str]:
+        return [l for _, l in w.lines if l.startswith("broadcast: error:")]
+
     def server(self, *args: str) -> TestServer:
         d = self.tmp / f"server-{len(list(self.tmp.glob('server-*')))}"
         d.mkdir()
@@ -150,6 +266,84 @@ class HostileServerTests(BroadcastTestCase):
         self.assertTrue(live_again, "never live again after the stale session let go")
         self.assertGreater(stats[-1]["downtime_s"], 2.0, stats[-1])
 
+    # --- issue 22: hostile peers ------------------------------------------------------------
+
+    def test_chunk_stream_flood_during_connect_stays_in_the_budget(self):
+        # The issue's attack (65 000 streams, each announcing 1 MB: 272 MB before) and one whose
+        # messages are small enough to pass the message bound, so the stream cap must stop it.
+        for length in (1 << 20, 1000):
+            with self.subTest(flood_length=length):
+                s = self.server("--mode", "chunk-flood-connect", "--streams", "65000", "--flood-length", str(length))
+                w = self.watched(s, "--duration", "5")
+                self.finished(w, 60)
+                self.assertEqual(w.returncode, 3, w.describe())
+                self.assertLessEqual(w.maxrss_mib, BUDGET_MIB, w.describe())
+                errors = self.errorLines(w) or [l for _, l in w.lines if l.startswith("broadcast: ")]
+                self.assertEqual(len(errors), 1, w.describe())
+                self.assertIn("protocol error from server", errors[0], w.describe())
+                self.assertTrue(any(e["event"] == "flood" for e in s.events()), s.events())
+
+    def test_chunk_stream_flood_after_publish_is_a_lost_connection_in_the_budget(self):
+        # 20 000 streams after publish: exit 0 and 95.5 MB before. Now the flood is a protocol
+        # error mid-stream ("connection lost", not "could not connect"), the reconnects meet the
+        # flood at connect, and the run ends down: exit 4 with one line.
+        s = self.server("--mode", "chunk-flood-publish", "--after", "1", "--streams", "20000")
+        w = self.watched(s, "--duration", "6", "--reconnect-delay", "0.5")
+        self.finished(w, 60)
+        self.assertEqual(w.returncode, 4, w.describe())
+        self.assertLessEqual(w.maxrss_mib, BUDGET_MIB, w.describe())
+        self.assertEqual(len(self.errorLines(w)), 1, w.describe())
+        lost = [l for _, l in w.lines if "protocol error from server" in l]
+        self.assertTrue(lost, w.describe())
+        self.assertIn("connection lost:", lost[0], w.describe())
+        self.assertNotIn("could not connect", lost[0], w.describe())
+
+    def test_ping_flood_does_not_stretch_the_duration(self):
+        s = self.server("--mode", "ping-flood")
+        seconds = 6
+        w = self.watched(s, "--duration", str(seconds))
+        live = w.wait_for_line("broadcast: live:", 30)
+        self.finished(w, 60)
+        self.assertIsNotNone(live, w.describe())
+        self.assertEqual(w.returncode, 0, w.describe())
+        self.assertTrue(any(e["event"] == "ping-flood" for e in s.events()), s.events())
+        # From going live to exit: the duration, plus at most 1 s.
+        self.assertLessEqual(w.end - live, seconds + 1.0, w.describe())
+        self.assertLessEqual(w.maxrss_mib, BUDGET_MIB, w.describe())
+
+    def test_signal_while_a_reconnect_waits_for_publish_is_exit_4_not_rejected(self):
+        s = self.server("--mode", "close-then-slow-publish", "--after", "2", "--hold", "60")
+        w = self.watched(s, "--duration", "60", "--reconnect-delay", "0.5")
+
+        def held() -> bool:
+            return any(e["event"] == "publish-held" for e in s.events())
+        deadline = time.monotonic() + 30
+        while not held() and time.monotonic() < deadline and w.alive():
+            time.sleep(0.05)
+        self.assertTrue(held(), s.events())
+        time.sleep(0.3)
+        sent = time.monotonic()
+        w.signal(signal.SIGINT)
+        self.finished(w, 30)
+        self.assertEqual(w.returncode, 4, w.describe())
+        self.assertLessEqual(w.end - sent, 3.0, w.describe())
+        errors = self.errorLines(w)
+        self.assertEqual(len(errors), 1, w.describe())
+        self.assertIn("still reconnecting when the run ended", errors[0], w.describe())
+        self.assertNotIn("rejected", w.stderr, w.describe())
+
+    def test_sighup_is_a_clean_stop(self):
+        s = self.server()
+        w = self.watched(s, "--duration", "30")
+        self.assertIsNotNone(w.wait_for_line("broadcast: live:", 30))
+        time.sleep(2)
+        w.signal(signal.SIGHUP)
+        self.finished(w, 30)
+        self.assertEqual(w.returncode, 0, w.describe())
+        self.assertTrue(any(l.startswith("broadcast: finished:") for _, l in w.lines), w.describe())
+        self.assertTrue(any(e["event"] == "FCUnpublish" for e in s.events()), "no goodbye: not a clean stop")
+        for f in s.dir.glob("session-*.flv"):
+            self.assertRecordingOK(f, expect_audio_codec="aac")
 
     def video_audio_spans(self, path: Path) -> dict:
         """First/last timestamps (s) of the video and audio streams, and the first video frame's keyness."""

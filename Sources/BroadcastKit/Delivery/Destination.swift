@@ -283,6 +283,9 @@ package final class Destination: @unchecked Sendable {
                                           isKeyframe: h.keyframe, isHeader: true))
                 }
             } catch {
+                // A stop cut this attempt short: the run ends while down (exit 4, with the
+                // downtime), whatever the cut socket reported; never a refusal.
+                if stopping.load(ordering: .acquiring) { return }
                 let e = (error as? TransportError) ?? .connectFailed("\(error)")
                 failure.withLock { $0 = e }
                 if e.isRefusal {

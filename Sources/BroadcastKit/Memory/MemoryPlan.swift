@@ -18,6 +18,9 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     public var transportBytes: Int = 0
     /// Buffers the capture source holds (reported by the embedding tool or the CLI).
     public var captureBytes: Int = 0
+    /// What the servers' bytes may make us hold: each RTMP publisher's chunk reader, bounded
+    /// (`RTMPChunkReader.plannedBytes`), whatever a server sends.
+    public var networkReaderBytes: Int = 0
     /// Where the budget came from ("default", "--memory-budget", "cgroup v2 limit ...").
     public var budgetSource: String = "configuration"
     /// The x264 configuration the plan is for, e.g. "veryfast" or
@@ -59,7 +62,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
 
     public var totalBytes: Int {
         baselineBytes + videoEncoderBytes + audioEncoderBytes + framePoolBytes + audioBytes + stagingBytes
-            + queueBytes + encoderWorkingBytes + captureBytes + replayBytes + transportBytes
+            + queueBytes + encoderWorkingBytes + captureBytes + replayBytes + transportBytes + networkReaderBytes
     }
 
     /// Kept free below the budget for what the plan cannot see exactly (allocator slack, thread
@@ -92,6 +95,9 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
             Line(key: "send_queues", label: "send queues (byte caps)", bytes: queueBytes),
             Line(key: "capture", label: "capture source buffers", bytes: captureBytes),
         ]
+        if networkReaderBytes > 0 {
+            out.append(Line(key: "rtmp_readers", label: "RTMP readers (server input caps)", bytes: networkReaderBytes))
+        }
         if transportBytes > 0 {
             out.append(Line(key: "srt_buffers", label: "SRT buffers (libsrt + TS muxer)", bytes: transportBytes))
         }

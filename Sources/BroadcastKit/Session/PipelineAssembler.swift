@@ -47,6 +47,7 @@ package enum PipelineAssembler {
         var plan = fixed
         plan.transportBytes = SRTPublisher.plannedBytes(cfg)
         plan.captureBytes = cfg.captureReserveBytes
+        plan.networkReaderBytes = destinations.all.filter { $0.sink is RTMPPublisher }.count * RTMPChunkReader.plannedBytes
         plan.budgetSource = cfg.memoryBudgetSource
         ReplayAssembly.plan(&plan, ring: replayRing)
         var videoEncoder: VideoEncoder?

@@ -48,6 +48,9 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
     case streamNameInUse(String)
     /// A write failed after publishing started.
     case writeFailed(String)
+    /// The connection failed after publishing started: the server closed it, ended the stream,
+    /// or broke the protocol (reconnect while streaming, exit 4).
+    case connectionLost(String)
     /// A file could not be opened or written.
     case fileError(String)
 
@@ -66,6 +69,7 @@ public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible 
         case .tlsRejected(let s): return "TLS verification failed: \(s)"
         case .streamNameInUse(let s): return "the server is still publishing this stream name (an old session?): \(s)"
         case .writeFailed(let s): return "write failed: \(s)"
+        case .connectionLost(let s): return "connection lost: \(s)"
         case .fileError(let s): return "file error: \(s)"
         }
     }
