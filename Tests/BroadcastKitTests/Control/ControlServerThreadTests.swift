@@ -2,14 +2,13 @@
 import Glibc
 #endif
 import Testing
-import BroadcastKit
-@testable import BroadcastCLI
+@testable import BroadcastKit
 
-/// `ControlSocket` from a client's side: raw `socket`/`send`/`recv` on the test's thread while
+/// `ControlServer` from a client's side: raw `socket`/`send`/`recv` on the test's thread while
 /// the socket's own `bk-control` thread serves, so the two threads' sharing of the client list,
 /// the session and the subscriber fan-out runs under TSan and ASan (scripts/sanitize).
-/// Written against the socket's package API (`init(path:)`, `start(session:)`, `publish`, `close`).
-@Suite(.serialized, .timeLimit(.minutes(2))) struct ControlSocketTests {
+/// Written against the socket's package API (`init(path:)`, `start(session:version:onStop:)`, `publish`, `close`).
+@Suite(.serialized, .timeLimit(.minutes(2))) struct ControlServerThreadTests {
     private static func scratchPath(_ name: String) -> String {
         var template = Array("/tmp/bk-control-XXXXXX".utf8CString)
         let dir = template.withUnsafeMutableBufferPointer { String(cString: mkdtemp($0.baseAddress!)!) }
@@ -66,11 +65,11 @@ import BroadcastKit
 
     @Test func answersCommandsAndRefusesGarbageFromAnotherThread() throws {
         let path = Self.scratchPath("ctl.sock")
-        let control = try ControlSocket(path: path)
+        let control = try ControlServer(path: path)
         var st = stat()
         #expect(lstat(path, &st) == 0 && st.st_mode & 0o777 == 0o600, "the socket is 0600")
         let session = try Self.session()
-        try control.start(session: session)
+        try control.start(session: session, version: "test") {}
         let client = try Client(path: path)
         client.send("stats")
         let stats = try #require(client.line())
@@ -80,7 +79,7 @@ import BroadcastKit
         client.send("no-such-command")
         let refused = try #require(client.line())
         #expect(refused.contains("\"ok\":false"), "\(refused)")
-        client.send(String(repeating: "x", count: ControlSocket.maxLine + 10))
+        client.send(String(repeating: "x", count: ControlServer.maxLine + 10))
         let tooLong = try #require(client.line())
         #expect(tooLong.contains("line longer than"), "\(tooLong)")
         #expect(client.line() == nil, "an over-long line closes the client")
@@ -92,15 +91,17 @@ import BroadcastKit
 
     @Test func subscribersGetWhatAnotherThreadPublishes() throws {
         let path = Self.scratchPath("sub.sock")
-        let control = try ControlSocket(path: path)
+        let control = try ControlServer(path: path)
         let session = try Self.session()
-        try control.start(session: session)
+        try control.start(session: session, version: "test") {}
         let client = try Client(path: path)
         client.send("subscribe")
         #expect(client.line() == "{\"ok\":true,\"subscribed\":true}")
+        // A subscriber to a running session is told it started first.
+        #expect(client.line()?.hasPrefix("{\"event\":\"started\"") == true)
         // Published from this thread while bk-control polls: every event arrives, in order.
         for i in 0..<50 {
-            control.publish(ControlSocket.eventJSON(.reconnected(count: i))!)
+            control.publish(ControlServer.eventJSON(.reconnected(count: i))!)
         }
         for i in 0..<50 {
             #expect(client.line() == "{\"event\":\"reconnected\",\"count\":\(i)}")
@@ -114,11 +115,11 @@ import BroadcastKit
         let path = Self.scratchPath("taken")
         let fd = open(path, O_CREAT | O_WRONLY, 0o600)
         _ = Glibc.close(fd)
-        #expect(throws: ConfigurationError.self) { _ = try ControlSocket(path: path) }
+        #expect(throws: BroadcastError.self) { _ = try ControlServer(path: path) }
         do {
-            _ = try ControlSocket(path: path)
+            _ = try ControlServer(path: path)
         } catch {
-            #expect(error.message.contains("already exists") && !error.message.contains("\n"), "\(error.message)")
+            #expect(error.description.contains("already exists") && !error.description.contains("\n"), "\(error.description)")
         }
         unlink(path)
     }
