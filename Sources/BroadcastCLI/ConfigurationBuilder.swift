@@ -205,7 +205,7 @@ public struct ConfigurationBuilder {
     func srtPassphrase(_ o: CommandLineOptions) throws(ConfigurationError) -> String? {
         guard let f = o.srtPassphraseFile else { return nil }
         let p: String
-        do { p = try SecretScrubber.readKeyFile(f) } catch { throw ConfigurationError(.usage, "--srt-passphrase-file: \(error)") }
+        do { p = try SecretScrubber.readKeyFile(f, option: "--srt-passphrase-file") } catch { throw ConfigurationError(.usage, "\(error)") }
         guard SRTURL.passphraseLengths.contains(p.count) else {
             throw ConfigurationError(.usage, "--srt-passphrase-file \(f): the passphrase must be 10 to 79 characters")
         }
@@ -220,7 +220,7 @@ public struct ConfigurationBuilder {
         do { parsed = try SRTURL(parsing: spec.url) } catch { throw ConfigurationError(.usage, "--url: \(error)") }
         var own = key
         if let f = spec.keyFile {
-            do { own = try SecretScrubber.readKeyFile(f) } catch { throw ConfigurationError(.usage, "\(error)") }
+            do { own = try SecretScrubber.readKeyFile(f, option: "--url key-file=") } catch { throw ConfigurationError(.usage, "\(error)") }
         }
         if parsed.passphrase != nil {
             say("warning: an SRT passphrase in --url is visible to other local users (ps, /proc); prefer --srt-passphrase-file")
