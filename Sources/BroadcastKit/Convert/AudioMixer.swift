@@ -197,7 +197,8 @@ package final class AudioMixer: @unchecked Sendable {
     /// its start, two frames behind the wall clock (close enough that the interleaver never
     /// waits past its window for this audio, far enough that each poll emits whole frames).
     private func noSourceLocked(nowNs: Int64) {
-        guard let origin = timeline?.originNs else { return }
+        // Wall time since the first buffer arrived: the sources' PTS may be on any clock.
+        guard let origin = timeline?.originArrivalNs else { return }
         let elapsed = nowNs - origin
         guard elapsed > noSourceGraceNs else { return }
         if outPosition == Int64.min { outPosition = 0 }

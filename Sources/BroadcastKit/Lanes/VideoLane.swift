@@ -41,6 +41,7 @@ package final class VideoLane: @unchecked Sendable {
     /// Arrival of the last captured picture and repeats made since (guarded by `cond`).
     private var lastArrivalNs: Int64 = Int64.min
     private var repeatsSinceCapture = 0
+    private let repeatsLastPicture: Bool
     private let thread = WorkerThread(name: "bk-video")
     private let keyframeRequested = Atomic<Bool>(false)
     private let deliver: (EncodedPacket, Int64) -> Void
@@ -55,8 +56,11 @@ package final class VideoLane: @unchecked Sendable {
 
     /// `deliver` gets each packet with the CLOCK_MONOTONIC arrival time of its source frame.
     /// `clock` is the session timeline the repeated pictures are stamped on.
+    /// `repeatsLastPicture` false: a producer faster than real time, never repeated (see
+    /// `Backpressure.repeatsLastPicture`).
     init(encoder: VideoEncoder, pendingFrames: Int, stats: BroadcastStats, clock: StreamClock = StreamClock(),
-         deliver: @escaping (EncodedPacket, Int64) -> Void) {
+         repeatsLastPicture: Bool = true, deliver: @escaping (EncodedPacket, Int64) -> Void) {
+        self.repeatsLastPicture = repeatsLastPicture
         let s = encoder.settings
         pool = FramePool(width: s.width, height: s.height, capacity: pendingFrames)
         converter = FrameConverter(outputWidth: s.width, outputHeight: s.height)
@@ -137,7 +141,7 @@ package final class VideoLane: @unchecked Sendable {
 
     /// When the next repeat is due (guarded by `cond`), or nil when none can be made.
     private var repeatDeadlineNs: Int64? {
-        guard lastArrivalNs != Int64.min else { return nil }
+        guard repeatsLastPicture, lastArrivalNs != Int64.min else { return nil }
         return lastArrivalNs + (Int64(repeatsSinceCapture) + 1 + Self.repeatGraceFrames) * frameNs
     }
 

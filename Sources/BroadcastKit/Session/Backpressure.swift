@@ -13,6 +13,14 @@ public enum Backpressure: Sendable, Hashable {
     /// stalled session.
     public static let defaultBlockTimeoutNs: Int64 = 5_000_000_000
 
+    /// A live producer (`drop`) keeps the output frame rate constant: a still screen's last
+    /// picture is repeated. A producer faster than real time (`block`) is the stream's clock
+    /// itself: repeating against the wall clock would insert pictures it never made.
+    package var repeatsLastPicture: Bool {
+        if case .drop = self { return true }
+        return false
+    }
+
     /// `.block` with the default timeout.
     public static let block = Backpressure.block(timeoutNs: defaultBlockTimeoutNs)
 

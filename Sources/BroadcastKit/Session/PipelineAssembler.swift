@@ -60,7 +60,7 @@ package enum PipelineAssembler {
             note = chosen.note
             let writer = VideoTagWriter(interleaver: interleaver)
             videoLane = VideoLane(encoder: chosen.encoder, pendingFrames: chosen.pendingFrames, stats: stats,
-                                  clock: clock) { p, arrival in
+                                  clock: clock, repeatsLastPicture: cfg.backpressure.repeatsLastPicture) { p, arrival in
                 writer.submit(p, captureNs: arrival)
             }
         }

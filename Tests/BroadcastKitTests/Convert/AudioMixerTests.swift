@@ -187,7 +187,7 @@ final class MixCollector: @unchecked Sendable {
         let clock = StreamClock()
         m.timeline = clock
         let origin: Int64 = 7_000_000_000
-        _ = clock.timelineNs(origin)          // the first video frame starts the timeline
+        _ = clock.timelineNs(origin, arrivalNs: origin)   // the first video frame starts the timeline
         var t = origin
         while t < origin + 90_000_000 { m.poll(nowNs: t); t += 20_000_000 }
         #expect(c.positions.isEmpty, "a device gets the grace period to deliver its first buffer")
@@ -206,6 +206,21 @@ final class MixCollector: @unchecked Sendable {
         #expect(m.lateFramesDiscarded == 0)
         m.flush()
         #expect(c.firstSample.contains(0.25))
+    }
+
+    /// An embedder's PTS need not be on CLOCK_MONOTONIC: the silence follows the wall time since
+    /// the first buffer arrived, never the distance between the PTS origin and now (which once
+    /// mixed out over an hour of silence in one poll for PTS that started near zero).
+    @Test func silenceIsPacedFromTheFirstArrivalNotThePTS() {
+        let c = MixCollector()
+        let m = AudioMixer(frameSize: 1024) { _, pos in c.positions.append(pos) }
+        let clock = StreamClock()
+        m.timeline = clock
+        let arrival: Int64 = 5_000_000_000_000
+        _ = clock.timelineNs(1_000_000_000, arrivalNs: arrival)   // PTS 1 s on the producer's own clock
+        m.poll(nowNs: arrival + 1_000_000_000)
+        #expect((c.positions.last ?? 0) + 1024 <= 48_000, "at most one second of silence after one second")
+        #expect(!c.positions.isEmpty)
     }
 
     @Test func noTimelineNoSilence() {
