@@ -64,6 +64,16 @@ import Testing
                           "--key", "**", "--res", "k1"])
     }
 
+    @Test func aFIFOAsCAFileIsRefusedWithoutBlocking() throws {
+        let path = "/tmp/bk-ca-fifo-\(getpid())"
+        mkfifo(path, 0o600)
+        defer { unlink(path) }
+        #expect(throws: UsageError.self) { _ = try CommandLineOptions.parse(["--ca-file", path]) }
+        do { _ = try CommandLineOptions.parse(["--ca-file", path]) } catch {
+            #expect("\(error)" == "--ca-file \(path): not a regular file")
+        }
+    }
+
     @Test func queryStringsAreRedacted() throws {
         let u = try RTMPURL(parsing: "rtmp://h/live?token=secret/sk")
         #expect(!u.redacted.contains("secret"))
