@@ -80,5 +80,7 @@ import Testing
         #expect(RTMPURL.redactingQuery("rtmp://h/live?token=secret") == "rtmp://h/live?****")
         #expect(try RTMPURL(parsing: "rtmp://h/live?token=secret").redacted == "rtmp://h/live?****")
         #expect(throws: RTMPURLError.invalidPort("1935?****")) { try RTMPURL(parsing: "rtmp://h:1935?token=s/live") }
+        let long = "rtmp://h/live/" + String(repeating: "k", count: RTMPURL.maxLength)
+        #expect(throws: RTMPURLError.tooLong(long.utf8.count)) { try RTMPURL(parsing: long) }
     }
 }
