@@ -9,7 +9,7 @@ import BroadcastKit
 /// log: `broadcast --check-heartbeat PATH --max-age S` (see `HeartbeatCheck`). The file never
 /// grows; it holds one line with the time of the last beat.
 ///
-/// The file is opened once, before the stream connects, by `OutputFile` (a regular file or a new
+/// The path is checked before the stream connects; the file is opened once, by `OutputFile` (a regular file or a new
 /// name, never through a link, never a FIFO), and rewritten in place through that descriptor: no
 /// path is looked up again while the run lasts, so nothing swapped in later is written. Each beat
 /// is one fixed-width line written at offset 0 in one call, so a reader sees the old line or the

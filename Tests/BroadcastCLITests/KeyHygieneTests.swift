@@ -64,11 +64,23 @@ import Testing
                           "--key", "**", "--res", "k1"])
     }
 
+    @Test func aFIFOAsCAFileIsRefusedWithoutBlocking() throws {
+        let path = "/tmp/bk-ca-fifo-\(getpid())"
+        mkfifo(path, 0o600)
+        defer { unlink(path) }
+        #expect(throws: UsageError.self) { _ = try CommandLineOptions.parse(["--ca-file", path]) }
+        do { _ = try CommandLineOptions.parse(["--ca-file", path]) } catch {
+            #expect("\(error)" == "--ca-file \(path): not a regular file")
+        }
+    }
+
     @Test func queryStringsAreRedacted() throws {
         let u = try RTMPURL(parsing: "rtmp://h/live?token=secret/sk")
         #expect(!u.redacted.contains("secret"))
         #expect(RTMPURL.redactingQuery("rtmp://h/live?token=secret") == "rtmp://h/live?****")
         #expect(try RTMPURL(parsing: "rtmp://h/live?token=secret").redacted == "rtmp://h/live?****")
         #expect(throws: RTMPURLError.invalidPort("1935?****")) { try RTMPURL(parsing: "rtmp://h:1935?token=s/live") }
+        let long = "rtmp://h/live/" + String(repeating: "k", count: RTMPURL.maxLength)
+        #expect(throws: RTMPURLError.tooLong(long.utf8.count)) { try RTMPURL(parsing: long) }
     }
 }
