@@ -360,8 +360,9 @@ class OneSetOfRulesTest(BroadcastTestCase):
         env = dict(os.environ, GST_PLUGIN_PATH=str(BUILD_DIR / "gstreamer-1.0"), GST_REGISTRY=str(self.tmp / "reg.bin"))
         inspect = subprocess.run(["gst-inspect-1.0", "broadcastsink"], env=env, capture_output=True, text=True,
                                  timeout=60).stdout
-        for prop, name in (("video-bitrate", "video_bitrate_kbps"), ("keyframe-interval", "keyframe_interval_seconds"),
-                           ("replay-seconds", "replay_seconds")):
+        # video-bitrate 0 = the library's default for the output size (as the C ABI's 0 and Python's None).
+        self.assertEqual(gst_uint_property(inspect, "video-bitrate"), (0, t["video_bitrate_kbps"]["max"], 0))
+        for prop, name in (("keyframe-interval", "keyframe_interval_seconds"), ("replay-seconds", "replay_seconds")):
             self.assertEqual(gst_uint_property(inspect, prop), (t[name]["min"], t[name]["max"], t[name]["default"]), prop)
         for prop, name in (("width", "width"), ("height", "height"), ("fps", "fps")):  # 0 = the input's
             self.assertEqual(gst_uint_property(inspect, prop), (0, t[name]["max"], 0), prop)
@@ -407,6 +408,11 @@ class OneSetOfRulesTest(BroadcastTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(send_queue_line(probe["plan"]), send_queue_line(r.stdout))
         self.assertEqual(send_queue_line(py["plan"]), send_queue_line(r.stdout))
+        # No bitrate given: the library's default for the size, the same from the C ABI (0) and the CLI.
+        r = cli("--print-memory-plan", "--source", "test", "--res", "1080p", "--memory-budget", "0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"x264 {t['default_preset']}, {probe['default_kbps_1080p30']} kbps", r.stdout)
+        self.assertGreater(probe["default_kbps_1080p30"], t["video_bitrate_kbps"]["default"])
 
 
 class PythonBindingTest(BroadcastTestCase):

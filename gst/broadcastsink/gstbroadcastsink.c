@@ -763,7 +763,7 @@ static void set_property(GObject *object, guint id, const GValue *value, GParamS
         guint kbps = g_value_get_uint(value);
         g_mutex_lock(&self->lock);
         self->video_bitrate = kbps;
-        bk_session *s = self->finished ? NULL : self->session;
+        bk_session *s = self->finished || kbps == 0 ? NULL : self->session;
         if (s && bk_session_set_video_bitrate(s, (int)kbps) != BK_OK)
             GST_WARNING_OBJECT(self, "video-bitrate %u: %s", kbps, bk_session_last_error(s));
         g_mutex_unlock(&self->lock);
@@ -855,8 +855,8 @@ static void gst_broadcast_sink_class_init(GstBroadcastSinkClass *klass) {
         "Hard memory budget of the process: bytes or 50M/512K/1G, 0 = no check, auto = 50M or the memory "
         "cgroup's limit less headroom; a plan that cannot fit is an error that prints the plan", default_budget, rw));
     g_object_class_install_property(oc, PROP_VIDEO_BITRATE, g_param_spec_uint("video-bitrate", "Video bitrate",
-        "x264 target bitrate in kbps; changeable while PLAYING (the adaptive bitrate may still lower it)",
-        (guint)L->video_bitrate_kbps.min, (guint)L->video_bitrate_kbps.max, (guint)L->video_bitrate_kbps.default_value,
+        "x264 target bitrate in kbps (0 = the library's default for the output size and rate); changeable while "
+        "PLAYING (the adaptive bitrate may still lower it)", 0, (guint)L->video_bitrate_kbps.max, 0,
         G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING));
     g_free(default_budget);
     gchar *presets = g_strdup_printf("x264 preset, lightest first: %s", L->presets);
@@ -926,7 +926,7 @@ static void gst_broadcast_sink_init(GstBroadcastSink *self) {
     self->memory_budget = g_strdup_printf("%" G_GINT64_FORMAT "M", L->default_memory_budget_bytes >> 20);
     self->preset = g_strdup(L->default_preset);
     self->audio_codec = g_strdup("aac");
-    self->video_bitrate = (guint)L->video_bitrate_kbps.default_value;
+    self->video_bitrate = 0; /* the library's default for the output size and rate */
     self->audio_bitrate = 0; /* the codec's default */
     self->keyframe_interval = (guint)L->keyframe_interval_seconds.default_value;
     self->replay_seconds = (guint)L->replay_seconds.default_value;
