@@ -39,14 +39,6 @@ public struct Resolution: Equatable, Sendable {
 
     /// A bitrate that suits the size at 30 fps (x1.5 at 60 fps), in kbit/s.
     public func defaultVideoKbps(fps: Int) -> Int {
-        let pixels = width * height
-        let base: Int
-        switch pixels {
-        case ..<(640 * 360 + 1): base = 800
-        case ..<(854 * 480 + 1): base = 1200
-        case ..<(1280 * 720 + 1): base = 2500
-        default: base = 4500
-        }
-        return fps > 30 ? base * 3 / 2 : base
+        BroadcastLimits.defaultVideoBitrateKbps(width: width, height: height, fps: fps)
     }
 }

@@ -119,8 +119,11 @@ public func _bkConfigLastError(_ p: OpaquePointer?) -> UnsafePointer<CChar> {
 public func _bkConfigSetVideo(_ p: OpaquePointer?, _ width: Int32, _ height: Int32, _ fps: Int32,
                               _ kbps: Int32) -> bk_status {
     guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    // 0: the library's default for this size and rate.
+    let bitrate = kbps == 0 ? BroadcastLimits.defaultVideoBitrateKbps(width: Int(width), height: Int(height), fps: Int(fps))
+                            : Int(kbps)
     return c.apply {
-        $0.video = VideoEncoderSettings(width: Int(width), height: Int(height), fps: Int(fps), bitrateKbps: Int(kbps),
+        $0.video = VideoEncoderSettings(width: Int(width), height: Int(height), fps: Int(fps), bitrateKbps: bitrate,
                                         keyframeIntervalSeconds: $0.video.keyframeIntervalSeconds, preset: $0.video.preset)
     }
 }

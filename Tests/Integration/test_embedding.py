@@ -360,8 +360,9 @@ class OneSetOfRulesTest(BroadcastTestCase):
         env = dict(os.environ, GST_PLUGIN_PATH=str(BUILD_DIR / "gstreamer-1.0"), GST_REGISTRY=str(self.tmp / "reg.bin"))
         inspect = subprocess.run(["gst-inspect-1.0", "broadcastsink"], env=env, capture_output=True, text=True,
                                  timeout=60).stdout
-        for prop, name in (("video-bitrate", "video_bitrate_kbps"), ("keyframe-interval", "keyframe_interval_seconds"),
-                           ("replay-seconds", "replay_seconds")):
+        # video-bitrate 0 = the library's default for the output size (as the C ABI's 0 and Python's None).
+        self.assertEqual(gst_uint_property(inspect, "video-bitrate"), (0, t["video_bitrate_kbps"]["max"], 0))
+        for prop, name in (("keyframe-interval", "keyframe_interval_seconds"), ("replay-seconds", "replay_seconds")):
             self.assertEqual(gst_uint_property(inspect, prop), (t[name]["min"], t[name]["max"], t[name]["default"]), prop)
         for prop, name in (("width", "width"), ("height", "height"), ("fps", "fps")):  # 0 = the input's
             self.assertEqual(gst_uint_property(inspect, prop), (0, t[name]["max"], 0), prop)
@@ -407,6 +408,11 @@ class OneSetOfRulesTest(BroadcastTestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(send_queue_line(probe["plan"]), send_queue_line(r.stdout))
         self.assertEqual(send_queue_line(py["plan"]), send_queue_line(r.stdout))
+        # No bitrate given: the library's default for the size, the same from the C ABI (0) and the CLI.
+        r = cli("--print-memory-plan", "--source", "test", "--res", "1080p", "--memory-budget", "0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"x264 {t['default_preset']}, {probe['default_kbps_1080p30']} kbps", r.stdout)
+        self.assertGreater(probe["default_kbps_1080p30"], t["video_bitrate_kbps"]["default"])
 
 
 class PythonBindingTest(BroadcastTestCase):
@@ -464,15 +470,79 @@ class PythonBindingTest(BroadcastTestCase):
         self.assertRecordingOK(record, expect_frames=out["stats"]["video_frames_sent"], tolerance=3,
                                expect_width=640)
 
+    def test_platform_wheel_installs_offline_and_carries_the_library(self):
+        out = self.tmp / "dist"
+        r = subprocess.run([str(REPO_ROOT / "scripts" / "wheel"), "--out", str(out)], capture_output=True, text=True,
+                           timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        wheel = Path(r.stdout.strip().splitlines()[-1])
+        self.assertEqual(wheel.name, f"broadcastkit-0.1.0-py3-none-linux_{os.uname().machine}.whl")
+        import zipfile
+        with zipfile.ZipFile(wheel) as z:
+            names = set(z.namelist())
+            metadata = z.read("broadcastkit-0.1.0.dist-info/METADATA").decode()
+        self.assertIn("broadcastkit/lib/libbroadcastkit.so", names)
+        self.assertIn("broadcastkit/py.typed", names)
+        self.assertIn("License: GPL-2.0-or-later", metadata)
+        # Offline: no index at all. numpy (the one dependency) comes from this venv.
+        target = self.tmp / "site"
+        r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--target",
+                            str(target), str(wheel)], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BROADCASTKIT_") and k != "PKG_CONFIG_PATH"}
+        env["PYTHONPATH"] = str(target)
+        code = ("import broadcastkit as bk, json\n"
+                "s = bk.Session(record='w.flv', width=320, height=240, memory_budget=0)\n"
+                "print(json.dumps({'lib': bk.library().path, 'plan': 'total' in s.memory_plan()}))")
+        r = subprocess.run([sys.executable, "-c", code], env=env, cwd=self.tmp, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = json.loads(r.stdout)
+        self.assertEqual(out["lib"], str(target / "broadcastkit" / "lib" / "libbroadcastkit.so"))
+        self.assertTrue(out["plan"])
+
+    def test_import_works_without_the_library_and_first_use_says_the_fix(self):
+        pkg = self.tmp / "pkg"
+        shutil.copytree(PY_BINDING / "broadcastkit", pkg / "broadcastkit")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("BROADCASTKIT_") and k != "PKG_CONFIG_PATH"}
+        env["PYTHONPATH"] = str(pkg)
+        code = ("import broadcastkit as bk\nprint('imported')\n"
+                "try:\n    bk.Session(record='x.flv')\nexcept OSError as e:\n    print('OSError:', e)\n"
+                "try:\n    bk.Session\nexcept Exception as e:\n    print(e)\n")
+        r = subprocess.run([sys.executable, "-c", code], env=env, cwd=self.tmp, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(r.stdout.startswith("imported\n"), r.stdout)
+        self.assertIn("OSError: libbroadcastkit.so not found; install the platform wheel (scripts/wheel", r.stdout)
+        self.assertIn("BROADCASTKIT_LIBRARY=", r.stdout)
+
+    def test_bad_values_are_value_errors(self):
+        env = dict(os.environ, PYTHONPATH=str(PY_BINDING), BROADCASTKIT_LIBRARY=str(LIB))
+        code = ("import broadcastkit as bk\n"
+                "for kw in ({'width': 641}, {'fps': 0}, {'preset': 'warp'}, {'audio_codec': 'mp3'}, {'backpressure': 'x'},"
+                " {'width': '640'}):\n"
+                "    try:\n        bk.Session(record='x.flv', **kw); print('accepted', kw)\n"
+                "    except ValueError as e:\n        print('ValueError', type(e).__name__, e)\n")
+        r = subprocess.run([sys.executable, "-c", code], env=env, cwd=self.tmp, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.strip().splitlines()
+        self.assertEqual(len(lines), 6, r.stdout)
+        for line in lines:
+            self.assertTrue(line.startswith("ValueError InvalidValueError"), line)
+        self.assertIn("video size 641x720: width and height must be even", lines[0])
+
     def test_pip_install_from_the_repository(self):
         target = self.tmp / "site"
         r = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
                             str(PY_BINDING)], capture_output=True, text=True, timeout=300)
-        # pip builds in bindings/python; leave the tree as it was.
+        # pip builds in bindings/python: what it leaves is ignored by git (then removed, to leave the tree as it was).
+        artefacts = [p for p in (PY_BINDING / "build", *PY_BINDING.glob("*.egg-info")) if p.exists()]
+        not_ignored = [str(p) for p in artefacts
+                       if subprocess.run(["git", "check-ignore", "-q", str(p)], cwd=REPO_ROOT).returncode != 0]
         shutil.rmtree(PY_BINDING / "build", ignore_errors=True)
         for egg in PY_BINDING.glob("*.egg-info"):
             shutil.rmtree(egg, ignore_errors=True)
         self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(artefacts, "pip left no build artefacts: this check shows nothing")
+        self.assertEqual(not_ignored, [], "pip's build artefacts are not ignored by git")
         env = dict(os.environ, PYTHONPATH=str(target), BROADCASTKIT_PREFIX="", BROADCASTKIT_LIBRARY=str(LIB))
         r = subprocess.run([sys.executable, "-c", "import broadcastkit, sys; print(broadcastkit.version()); "
                             "print(broadcastkit.library().path)"], env=env, capture_output=True, text=True,

@@ -165,6 +165,33 @@ class GStreamerSinkTest(BroadcastTestCase):
         self.assertLessEqual(s["max_abs_ms"], 35.0, result.get("reasons"))
         self.assertEqual(p.returncode, 0, result.get("reasons"))
 
+    def test_unpaced_non_live_audio_and_video_stay_together(self):
+        # sync=false: both pads run as fast as the encoder takes them; the audio is held to the video's
+        # running time, so the track is not padded with silence and flashes pair with beeps.
+        seconds = 12
+        video, audio = self.flash_beep_clip(seconds)
+        record = self.tmp / "unpaced.flv"
+        self.track_file(record)
+        r = self.gst(["gst-launch-1.0",
+                      "filesrc", f"location={video}", "!",
+                      "rawvideoparse", "width=320", "height=180", "format=i420", "framerate=30/1", "!",
+                      "broadcastsink", "name=s", "sync=false", f"record={record}",
+                      "filesrc", f"location={audio}", "!", "wavparse", "!", "audioconvert", "!",
+                      "audio/x-raw,format=S16LE,rate=48000,channels=2", "!", "s.app_audio"], timeout=120)
+        self.assertEqual(r.returncode, 0, r.stdout[-2000:] + r.stderr[-2000:])
+        import av
+        with av.open(str(record)) as c:
+            audio_s = sum(f.samples for p in c.demux(audio=0) for f in p.decode()) / 48000
+        self.assertEqual(self.decoded_frames(record), seconds * 30)
+        self.assertLess(abs(audio_s - seconds), 0.5, f"{audio_s:.2f} s of audio for {seconds} s of video")
+        p = subprocess.run([sys.executable, str(REPO_ROOT / "tools" / "avsync.py"), str(record),
+                            "--tolerance-ms", "35", "--json"], capture_output=True, text=True, timeout=300)
+        self.assertIn(p.returncode, (0, 1), p.stderr)
+        result = json.loads(p.stdout)
+        self.assertEqual(result["unpaired"], {"flashes": [], "beeps": []}, result.get("reasons"))
+        self.assertGreaterEqual(result["summary"]["events"], seconds - 2, result.get("reasons"))
+        self.assertLessEqual(result["summary"]["max_abs_ms"], 35.0, result.get("reasons"))
+
     def test_key_absent_under_full_debug_log(self):
         # Every category at level 6 (LOG): property sets, caps, pad activity, the parser's own lines,
         # our element's lines. The key comes from stream-key-file, then from $STREAM_KEY: the two

@@ -26,7 +26,9 @@ from support import BROADCAST_BIN, REPO_ROOT
 
 MANIFEST_DIR = REPO_ROOT / "deploy" / "kubernetes"
 APP_UID = 10001
-MODELS = {("batch/v1", "Job"): "V1Job", ("apps/v1", "Deployment"): "V1Deployment", ("v1", "Secret"): "V1Secret"}
+MODELS = {("batch/v1", "Job"): "V1Job", ("apps/v1", "Deployment"): "V1Deployment", ("v1", "Secret"): "V1Secret",
+          ("v1", "Namespace"): "V1Namespace"}
+NAMESPACE = "broadcast"
 SHELLS = re.compile(r"(^|/)(sh|bash|dash|ash|busybox)$")
 
 try:
@@ -52,6 +54,39 @@ def broadcast_size(s: str) -> int:
     m = re.fullmatch(r"(\d+)([KMG])?(i?B)?", s)
     assert m, s
     return int(m.group(1)) * {None: 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}[m.group(2)]
+
+
+def qos_class(pod_spec) -> str:
+    """Kubernetes' QoS class of a pod: Guaranteed when every container limits CPU and memory and
+    requests (when given) equal the limits; BestEffort with no requests or limits; else Burstable."""
+    containers = pod_spec.containers
+    if all(not (c.resources and (c.resources.limits or c.resources.requests)) for c in containers):
+        return "BestEffort"
+    for c in containers:
+        limits = (c.resources.limits or {}) if c.resources else {}
+        requests = (c.resources.requests or {}) if c.resources else {}
+        for r in ("cpu", "memory"):
+            if r not in limits or quantity_value(requests.get(r, limits[r])) != quantity_value(limits[r]):
+                return "Burstable"
+    return "Guaranteed"
+
+
+def quantity_value(q) -> float:
+    """A CPU or memory quantity as a number ("2", "500m", "50Mi")."""
+    q = str(q)
+    if q.endswith("m"):
+        return float(q[:-1]) / 1000
+    return float(quantity_bytes(q))
+
+
+def readme_kubernetes() -> tuple[dict, list[str]]:
+    """The README's Kubernetes section: the file table (file -> its row) and the kubectl lines."""
+    text = (REPO_ROOT / "README.md").read_text()
+    section = text[text.index("### Kubernetes (`deploy/kubernetes/`)"):]
+    section = section[:section.index("\n## ", 1)] if "\n## " in section[1:] else section
+    rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `([a-z0-9.-]+\.yaml)` \|.*$", section, re.M)}
+    lines = [l.strip() for l in section.splitlines() if l.strip().startswith("kubectl ")]
+    return rows, lines
 
 
 def load_documents() -> list[tuple[Path, dict]]:
@@ -126,6 +161,43 @@ class ManifestTests(unittest.TestCase):
         self.assertIn(("soak-indexed-job.yaml", "Job", "broadcast-soak-fleet"), kinds)
         self.assertIn("broadcast-stream-key", self.secrets)
 
+    def test_namespace_manifest_and_readme_commands_name_it(self):
+        namespaces = [d for _, d in self.docs if d.get("kind") == "Namespace"]
+        self.assertEqual([d["metadata"]["name"] for d in namespaces], [NAMESPACE], "a Namespace manifest")
+        for path, doc in self.docs:
+            if doc.get("kind") != "Namespace":
+                with self.subTest(file=path.name, name=doc["metadata"]["name"]):
+                    self.assertEqual(doc["metadata"].get("namespace"), NAMESPACE)
+        rows, lines = readme_kubernetes()
+        self.assertIn("namespace.yaml", rows, "the README lists the Namespace manifest")
+        self.assertTrue(lines, "the README shows kubectl commands")
+        self.assertEqual(lines[0], "kubectl apply -f deploy/kubernetes/namespace.yaml", "the namespace comes first")
+        for line in lines[1:]:
+            with self.subTest(line=line):
+                self.assertRegex(line, rf"^kubectl (-n|--namespace) {NAMESPACE} ")
+
+    def test_qos_statements_are_true(self):
+        rows, _ = readme_kubernetes()
+        claims = 0
+        for path, doc in self.workloads:
+            _, obj = to_model(doc)
+            qos = qos_class(obj.spec.template.spec)
+            row = rows.get(path.name, "")
+            for cls in ("Guaranteed", "Burstable", "BestEffort"):
+                if f"{cls} QoS" in row:
+                    claims += 1
+                    with self.subTest(file=path.name):
+                        self.assertEqual(qos, cls, f"the README says {cls} QoS for {path.name}")
+            if doc["kind"] == "Job":
+                with self.subTest(file=path.name):
+                    self.assertEqual(qos, "Guaranteed", "a soak run is measured on guaranteed CPU and memory")
+        self.assertGreaterEqual(claims, 2, "the README states the QoS of the workloads")
+        # The rule itself, on the case the README got wrong: CPU requested without a CPU limit.
+        pod = kubernetes.client.V1PodSpec(containers=[kubernetes.client.V1Container(
+            name="c", resources=kubernetes.client.V1ResourceRequirements(
+                requests={"cpu": "2", "memory": "50Mi"}, limits={"memory": "50Mi"}))])
+        self.assertEqual(qos_class(pod), "Burstable")
+
     def test_models_deserialize_without_unknown_fields(self):
         for path, doc in self.docs:
             with self.subTest(file=path.name, name=doc.get("metadata", {}).get("name")):
@@ -133,6 +205,8 @@ class ManifestTests(unittest.TestCase):
                 self.assertIsNotNone(obj.metadata and obj.metadata.name, "metadata.name is required")
                 back = api.sanitize_for_serialization(obj)
                 self.assertEqual(unknown_fields(doc, back), [], "fields unknown to the Kubernetes API")
+                if doc["kind"] == "Namespace":
+                    continue
                 if doc["kind"] in ("Job", "Deployment"):
                     spec = obj.spec.template.spec
                     self.assertTrue(spec.containers, "a pod needs containers")

@@ -10,7 +10,8 @@
  * `max-lateness` and posts EOS after the stream is finished. The audio pads "app_audio" and
  * "mic_audio" (always; interleaved S16LE/F32LE, 1-2 channels, 44.1/48 kHz; unlinked pads are
  * unused) are held back the same way: their buffers wait while the element is not PLAYING, and
- * with sync=true for their running time on the pipeline clock.
+ * with sync=true for their running time on the pipeline clock; with sync=false and non-live input,
+ * for the video to reach their running time (pace_audio).
  *
  * Back-pressure (`backpressure`, default auto): live input (a camera, a screen, is-live=true)
  * drops a frame the encoder has no room for, counted, with a QoS message and a rate-limited
@@ -59,6 +60,12 @@ G_DECLARE_FINAL_TYPE(GstBroadcastSink, gst_broadcast_sink, GST, BROADCAST_SINK, 
 enum { LANE_VIDEO = 0, LANE_APP = 1, LANE_MIC = 2, LANES = 3 };
 typedef enum { BACKPRESSURE_AUTO = 0, BACKPRESSURE_DROP = 1, BACKPRESSURE_BLOCK = 2 } Backpressure;
 
+/* How far unpaced (sync=false) non-live audio may run ahead of the video, and the longest it
+ * waits for the video to catch up (a pipeline without queues that feeds both pads from one
+ * thread then goes on instead of deadlocking). */
+#define AUDIO_LEAD_NS (200 * GST_MSECOND)
+#define AUDIO_PACE_TIMEOUT_US (2 * G_TIME_SPAN_SECOND)
+
 /* Seconds between two WARNING messages about drops (each QoS message is posted). */
 #define DROP_WARNING_INTERVAL_NS (5 * GST_SECOND)
 
@@ -76,6 +83,10 @@ struct _GstBroadcastSink {
     GCond cond;  /* playing / flushing / stopping changed */
     bk_session *session;
     gboolean finished, failed, playing, stopping, block;
+    /* Running time of the last video buffer handed to the session (NONE before the first) and
+     * whether video has ended: unpaced audio waits for the video to catch up (see pace_audio). */
+    GstClockTime video_rt;
+    gboolean video_done;
     gboolean flushing[LANES];
     GstClockID clock_ids[LANES];
     guint64 processed[LANES], dropped[LANES];
@@ -397,6 +408,10 @@ static GstFlowReturn render(GstBaseSink *bs, GstBuffer *buf) {
     bk_process_result r = bk_session_process_video(s, &f);
     gst_video_frame_unmap(&frame);
     if (r == BK_NOT_RUNNING) return self->failed ? GST_FLOW_ERROR : GST_FLOW_EOS;
+    g_mutex_lock(&self->lock);
+    if (GST_CLOCK_TIME_IS_VALID(rt)) self->video_rt = rt;
+    g_cond_broadcast(&self->cond);
+    g_mutex_unlock(&self->lock);
     note_result(self, LANE_VIDEO, r, buf, rt);
     return GST_FLOW_OK;
 }
@@ -448,12 +463,35 @@ static void unschedule_audio(GstBroadcastSink *self) {
     g_cond_broadcast(&self->cond);
 }
 
+/* Non-live input encoded as fast as it comes (block mode, sync=false): audio is cheap and would
+ * run seconds ahead of the video, and the session's mixer, which keeps audio flowing in real time
+ * once a source goes quiet, would then pad the track with silence. Hold an audio buffer until the
+ * video has reached its running time (less AUDIO_LEAD_NS), as a muxer's collect step does.
+ * Returns FALSE when flushing or stopping. */
+static gboolean pace_audio(GstBroadcastSink *self, int lane, GstClockTime rt) {
+    if (!GST_CLOCK_TIME_IS_VALID(rt) || gst_base_sink_get_sync(GST_BASE_SINK_CAST(self))
+        || !gst_pad_is_linked(self->pads[LANE_VIDEO]))
+        return TRUE;
+    gint64 deadline = g_get_monotonic_time() + AUDIO_PACE_TIMEOUT_US;
+    gboolean go = TRUE;
+    g_mutex_lock(&self->lock);
+    while (self->block && !self->video_done && !self->finished
+           && (!GST_CLOCK_TIME_IS_VALID(self->video_rt) || self->video_rt + AUDIO_LEAD_NS < rt)) {
+        if (self->flushing[lane] || self->stopping) { go = FALSE; break; }
+        if (!g_cond_wait_until(&self->cond, &self->lock, deadline)) break;
+    }
+    if (self->flushing[lane] || self->stopping) go = FALSE;
+    g_mutex_unlock(&self->lock);
+    return go;
+}
+
 static GstFlowReturn chain_audio(GstPad *pad, GstObject *parent, GstBuffer *buf) {
     GstBroadcastSink *self = GST_BROADCAST_SINK(parent);
     int lane = lane_of(self, pad);
     gint64 pts = 0;
     GstClockTime rt;
     if (!audio_wait(self, lane, buf, &pts, &rt)) { gst_buffer_unref(buf); return GST_FLOW_FLUSHING; }
+    if (!pace_audio(self, lane, rt)) { gst_buffer_unref(buf); return GST_FLOW_FLUSHING; }
     bk_session *s = running_session(self, lane);
     if (!s || !self->ainfo_set[lane]) {
         gst_buffer_unref(buf);
@@ -524,8 +562,19 @@ static gboolean video_event(GstBaseSink *bs, GstEvent *event) {
         gst_event_unref(event);
         return TRUE;
     }
+    if (GST_EVENT_TYPE(event) == GST_EVENT_FLUSH_STOP) { /* a seek: the video's running time restarts */
+        g_mutex_lock(&self->lock);
+        self->video_rt = GST_CLOCK_TIME_NONE;
+        g_mutex_unlock(&self->lock);
+    }
     /* The stream is finished (flushed, sent, closed) before the base sink posts EOS. */
-    if (GST_EVENT_TYPE(event) == GST_EVENT_EOS) finish_stream(self, FALSE);
+    if (GST_EVENT_TYPE(event) == GST_EVENT_EOS) {
+        g_mutex_lock(&self->lock);
+        self->video_done = TRUE;
+        g_cond_broadcast(&self->cond);
+        g_mutex_unlock(&self->lock);
+        finish_stream(self, FALSE);
+    }
     return GST_BASE_SINK_CLASS(gst_broadcast_sink_parent_class)->event(bs, event);
 }
 
@@ -599,7 +648,8 @@ static GstStateChangeReturn change_state(GstElement *element, GstStateChange tra
     switch (transition) {
     case GST_STATE_CHANGE_READY_TO_PAUSED:
         g_mutex_lock(&self->lock);
-        self->finished = self->failed = self->stopping = self->playing = FALSE;
+        self->finished = self->failed = self->stopping = self->playing = self->video_done = FALSE;
+        self->video_rt = GST_CLOCK_TIME_NONE;
         self->last_warning_ns = 0;
         for (int i = 0; i < LANES; i++) {
             self->eos[i] = self->flushing[i] = FALSE;
@@ -713,7 +763,7 @@ static void set_property(GObject *object, guint id, const GValue *value, GParamS
         guint kbps = g_value_get_uint(value);
         g_mutex_lock(&self->lock);
         self->video_bitrate = kbps;
-        bk_session *s = self->finished ? NULL : self->session;
+        bk_session *s = self->finished || kbps == 0 ? NULL : self->session;
         if (s && bk_session_set_video_bitrate(s, (int)kbps) != BK_OK)
             GST_WARNING_OBJECT(self, "video-bitrate %u: %s", kbps, bk_session_last_error(s));
         g_mutex_unlock(&self->lock);
@@ -805,8 +855,8 @@ static void gst_broadcast_sink_class_init(GstBroadcastSinkClass *klass) {
         "Hard memory budget of the process: bytes or 50M/512K/1G, 0 = no check, auto = 50M or the memory "
         "cgroup's limit less headroom; a plan that cannot fit is an error that prints the plan", default_budget, rw));
     g_object_class_install_property(oc, PROP_VIDEO_BITRATE, g_param_spec_uint("video-bitrate", "Video bitrate",
-        "x264 target bitrate in kbps; changeable while PLAYING (the adaptive bitrate may still lower it)",
-        (guint)L->video_bitrate_kbps.min, (guint)L->video_bitrate_kbps.max, (guint)L->video_bitrate_kbps.default_value,
+        "x264 target bitrate in kbps (0 = the library's default for the output size and rate); changeable while "
+        "PLAYING (the adaptive bitrate may still lower it)", 0, (guint)L->video_bitrate_kbps.max, 0,
         G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_PLAYING));
     g_free(default_budget);
     gchar *presets = g_strdup_printf("x264 preset, lightest first: %s", L->presets);
@@ -876,7 +926,7 @@ static void gst_broadcast_sink_init(GstBroadcastSink *self) {
     self->memory_budget = g_strdup_printf("%" G_GINT64_FORMAT "M", L->default_memory_budget_bytes >> 20);
     self->preset = g_strdup(L->default_preset);
     self->audio_codec = g_strdup("aac");
-    self->video_bitrate = (guint)L->video_bitrate_kbps.default_value;
+    self->video_bitrate = 0; /* the library's default for the output size and rate */
     self->audio_bitrate = 0; /* the codec's default */
     self->keyframe_interval = (guint)L->keyframe_interval_seconds.default_value;
     self->replay_seconds = (guint)L->replay_seconds.default_value;

@@ -28,6 +28,20 @@ public enum BroadcastLimits {
     /// The default audio bitrate of `codec`: 128 kbps AAC, 96 kbps Opus (transparent for stereo).
     public static func defaultAudioBitrateKbps(_ codec: AudioCodec) -> Int { codec == .aac ? 128 : 96 }
 
+    /// The default video bitrate for an output size and rate: 800 kbps up to 640x360, 1200 up to
+    /// 854x480, 2500 up to 1280x720, else 4500; half as much again above 30 fps. Every front end
+    /// that is given no bitrate uses it (the C ABI and GStreamer as 0, Python as None).
+    public static func defaultVideoBitrateKbps(width: Int, height: Int, fps: Int) -> Int {
+        let base: Int
+        switch width * height {
+        case ..<(640 * 360 + 1): base = 800
+        case ..<(854 * 480 + 1): base = 1200
+        case ..<(1280 * 720 + 1): base = 2500
+        default: base = 4500
+        }
+        return fps > 30 ? base * 3 / 2 : base
+    }
+
     /// The default x264 preset.
     public static let defaultPreset = X264Preset.veryfast
 

@@ -209,7 +209,9 @@ void bk_config_free(bk_config *cfg);
 const char *bk_config_last_error(const bk_config *cfg);
 
 /** Output size (even; input of any size is scaled and letter/pillarboxed), frame rate and x264
- *  target bitrate in kbps (also the VBV max rate); ranges in bk_limits(). Every setter checks its
+ *  target bitrate in kbps (also the VBV max rate; 0: the library's default for this size and rate,
+ *  800 up to 640x360, 1200 up to 854x480, 2500 up to 1280x720, else 4500, x1.5 above 30 fps); ranges
+ *  in bk_limits(). Every setter checks its
  *  values against bk_limits() and fails with BK_ERR_INVALID_ARGUMENT, changing nothing. */
 bk_status bk_config_set_video(bk_config *cfg, int width, int height, int fps, int bitrate_kbps);
 

@@ -73,8 +73,23 @@ int main(int argc, char **argv) {
     for (const char *q = plan ? plan : ""; *q; q++) {
         if (*q == '\n') printf("\\n"); else if (*q == '"' || *q == '\\') printf("\\%c", *q); else putchar(*q);
     }
-    printf("\"}\n");
+    printf("\"");
     bk_string_free(plan);
     bk_session_free(s);
+    /* A bitrate of 0 is the library's default for the size: what target does a 1080p30 session get? */
+    c = bk_config_new();
+    bk_config_set_video(c, 1920, 1080, 30, 0);
+    bk_config_set_memory_budget(c, 0);
+    bk_config_add_file(c, argv[1]);
+    s = bk_session_new(c);
+    bk_config_free(c);
+    bk_stats st;
+    memset(&st, 0, sizeof st);
+    st.struct_size = sizeof st;
+    long long target = -1;
+    if (bk_session_start(s) == BK_OK && bk_session_get_stats(s, &st) == BK_OK) target = (long long)st.target_video_kbps;
+    bk_session_finish(s);
+    bk_session_free(s);
+    printf(", \"default_kbps_1080p30\": %lld}\n", target);
     return 0;
 }

@@ -90,6 +90,10 @@ EVENT_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.POINTER(Event), ctypes.c_void_p)
 
 def _candidates() -> list[str]:
     out: list[str] = []
+    # The platform wheel (scripts/wheel) carries the library inside the package.
+    bundled = Path(__file__).resolve().parent / "lib" / LIB_NAME
+    if bundled.exists() and not os.environ.get("BROADCASTKIT_LIBRARY"):
+        out.append(str(bundled))
     if os.environ.get("BROADCASTKIT_LIBRARY"):
         out.append(os.environ["BROADCASTKIT_LIBRARY"])
     if os.environ.get("BROADCASTKIT_PREFIX"):
@@ -175,8 +179,9 @@ def load() -> ctypes.CDLL:
             continue
         lib.path = path
         return lib
-    raise OSError("libbroadcastkit.so not found; set BROADCASTKIT_LIBRARY=/path/to/libbroadcastkit.so or "
-                  "BROADCASTKIT_PREFIX=<scripts/install prefix>, or build the repository (scripts/build)"
+    raise OSError("libbroadcastkit.so not found; install the platform wheel (scripts/wheel builds it), or set "
+                  "BROADCASTKIT_LIBRARY=/path/to/libbroadcastkit.so or BROADCASTKIT_PREFIX=<scripts/install prefix>, "
+                  "or build the repository (scripts/build)"
                   + ("".join("\n  " + e for e in errors)))
 
 

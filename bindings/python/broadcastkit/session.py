@@ -168,7 +168,7 @@ class Session:
             return getattr(t, field).default if value is None else value
 
         width, height, fps = default(width, "width"), default(height, "height"), default(fps, "fps")
-        video_bitrate = default(video_bitrate, "video_bitrate_kbps")
+        video_bitrate = 0 if video_bitrate is None else video_bitrate  # 0: the library's default for the size
         keyframe_interval = default(keyframe_interval, "keyframe_interval_seconds")
         preset = t.default_preset.decode() if preset is None else preset
         if audio_bitrate is None:
