@@ -61,7 +61,9 @@ struct screen {
     int damage;              /* --damage: a frame only on change (framerate=0/1, max-framerate=fps) */
     double damages[MAX_DAMAGES]; /* seconds after the first frame at which the picture changes */
     int n_damages, next_damage;
-    int repaint;             /* damage mode: a frame is due (a consumer started streaming) */
+    int repaint;             /* damage mode: a frame is due and not yet made (first frame, a change,
+                                a consumer that started streaming); kept until on_process makes it,
+                                since a trigger while the graph is still busy is ignored */
 };
 
 static const uint32_t phase_colors[] = { 0x00302060, 0x00206030, 0x00602030, 0x00404040 }; /* xRGB words */
@@ -150,7 +152,6 @@ static void on_process(void *data)
     struct pw_buffer *b = pw_stream_dequeue_buffer(s->stream);
     if (b == NULL) {
         s->no_buffer++;
-        if (s->damage) s->repaint = 1; /* retry the picture next tick */
         return;
     }
     struct spa_buffer *buf = b->buffer;
@@ -181,6 +182,7 @@ static void on_process(void *data)
         h->dts_offset = 0;
     }
     s->produced++;
+    s->repaint = 0;
     pw_stream_queue_buffer(s->stream, b);
 }
 
@@ -192,14 +194,13 @@ static void on_timer(void *data, uint64_t expirations)
     maybe_resize(s, now);
     if (s->damage) {
         /* Damage-driven: the first frame once negotiated, then one per scheduled change. */
-        int due = s->produced == 0 || s->repaint;
         double t = s->first_frame_ns ? (double)(now - s->first_frame_ns) / 1e9 : 0;
-        if (!due && s->next_damage < s->n_damages && t >= s->damages[s->next_damage]) {
+        if (s->produced == 0) s->repaint = 1;
+        while (s->next_damage < s->n_damages && t >= s->damages[s->next_damage]) {
             s->next_damage++;
-            due = 1;
+            s->repaint = 1;
         }
-        if (!due) return;
-        s->repaint = 0;
+        if (!s->repaint) return;
     }
     if (pw_stream_is_driving(s->stream)) pw_stream_trigger_process(s->stream);
 }

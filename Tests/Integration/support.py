@@ -170,8 +170,8 @@ class BroadcastTestCase(unittest.TestCase):
 
         Real time on a loaded 2-core machine means x264 may fall behind: the video lane then drops
         the newest frame and counts it (`encoder_busy`), by design. Speed is a benchmark; the test
-        asserts the accounting (produced = accepted + counted drops, sent = encoded minus counted
-        congestion drops) and a bound on drops: 5%. Measured at 1ce35a8: 0 of 300 and 0 of 150 frames
+        asserts the accounting (produced = accepted + counted drops, sent = encoded and repeated minus
+        counted congestion drops) and a bound on drops: 5%. Measured at 1ce35a8: 0 of 300 and 0 of 150 frames
         dropped in 4 test_pipeline runs (load average about 11 on 2 cores, other helpers building); the old
         25% let a stream lose a quarter of its frames and pass."""
         import json as _json
@@ -183,8 +183,10 @@ class BroadcastTestCase(unittest.TestCase):
         self.assertLessEqual(abs(accepted + d["encoder_busy"] - produced), tolerance,
                              f"produced {produced}, accepted {accepted} + encoder_busy {d['encoder_busy']}: {last}")
         congestion = d["congestion_p_frame"] + d["congestion_until_idr"] + d["queue_full"] + d["encoder_error"]
-        self.assertLessEqual(abs(last["video_frames_encoded"] - congestion - last["video_frames_sent"]), tolerance,
-                             f"encoded {last['video_frames_encoded']} - dropped {congestion} != sent: {last}")
+        # Repeated pictures (the lane re-encodes the last one when a frame comes late) are sent too.
+        encoded = last["video_frames_encoded"] + last.get("video_frames_repeated", 0)
+        self.assertLessEqual(abs(encoded - congestion - last["video_frames_sent"]), tolerance,
+                             f"encoded {encoded} (with repeats) - dropped {congestion} != sent: {last}")
         dropped = d["encoder_busy"] + congestion
         # Every run's drop fraction goes to out/drop-fractions.tsv: the bound below is set from it.
         (REPO_ROOT / "out").mkdir(exist_ok=True)

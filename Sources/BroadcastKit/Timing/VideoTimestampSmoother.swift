@@ -18,8 +18,9 @@
 /// new within a frame, see `VideoLane`) take the grid's next slots through `repeatSlot`: the
 /// grid continues through them with no loop update, and they count as regular frames, so a
 /// still screen locks the grid like a steady source. The first picture after repeats takes the
-/// nearest slot after them (never a discontinuity); after more than `maxDroppedFrames` repeats
-/// its phase is checked over the next frames as after a bridged pause.
+/// nearest slot after them (never a discontinuity; while settling too, so a damage-driven
+/// source stays on one grid); on a locked grid, after more than `maxDroppedFrames` repeats its
+/// phase is checked over the next frames as after a bridged pause.
 ///
 /// A value type with no allocation: the video lane keeps one under its convert lock.
 struct VideoTimestampSmoother: Sendable {
@@ -103,13 +104,17 @@ struct VideoTimestampSmoother: Sendable {
         let d = Double(pts &- slotNs) - slotFraction
         let repeats = repeatRun
         repeatRun = 0
-        if locked && repeats > 0 {
+        if repeats > 0 {
             // After repeats: the nearest slot after the last repeat (a picture whose own slot a
-            // repeat already took, being late, takes the next one).
+            // repeat already took, being late, takes the next one). Settling or locked alike, so
+            // a damage-driven source (pictures at any phase, repeats between) stays on one grid.
             let k = max(1, (d / periodNs).rounded())
             if k <= Double(maxDroppedFrames + 1) {
                 advance(by: k * periodNs)
-                if repeats > maxDroppedFrames && verifyLeft == 0 {
+                if !locked {
+                    regularRun += 1
+                    if regularRun >= lockFrames { locked = true }
+                } else if repeats > maxDroppedFrames && verifyLeft == 0 {
                     // A still spell: the source may come back on another phase; check it as
                     // after a bridged pause.
                     verifyLeft = verifyFrames

@@ -79,8 +79,11 @@ final class VideoTagLog: TagSink, @unchecked Sendable {
         // 1.75 s + 100 ms at 30 fps.
         #expect(times.count >= 50, "\(times.count) tags")
         let gaps = zip(times, times.dropFirst()).map { Int($1) - Int($0) }
-        #expect(gaps.allSatisfy { $0 > 0 && $0 <= 67 }, "gaps \(gaps)")
-        #expect(gaps.filter { $0 > 34 }.count <= 8, "at most one missing slot per picture: \(gaps)")
+        #expect(gaps.allSatisfy { $0 > 0 }, "gaps \(gaps)")
+        // The exact grid is the smoother's (VideoTimestampSmootherRepeatTests); here the lane's
+        // thread makes the repeats on time: without them every gap is 250 ms. A lane thread
+        // starved on a loaded machine may make one late, so a few longer gaps are allowed.
+        #expect(gaps.filter { $0 <= 67 }.count >= gaps.count - 2, "gaps \(gaps)")
     }
 
     /// A steady source is never repeated.
@@ -135,5 +138,47 @@ final class VideoTagLog: TagSink, @unchecked Sendable {
         }
         pool.releaseLast()
         #expect(AllocationCounter.thisThread() - before == 0)
+    }
+}
+
+/// An encoder that encodes nothing and notes, at each call, how many heap allocations its
+/// thread (the lane's `bk-video`) has made: the repeat path between two calls must make none.
+final class AllocationNotingEncoder: VideoEncoder, @unchecked Sendable {
+    let settings = VideoEncoderSettings(width: 64, height: 64, fps: 30, bitrateKbps: 100, preset: "ultrafast")
+    let record = UnsafeMutableRawBufferPointer.allocate(byteCount: 16, alignment: 16)
+    var decoderConfigurationRecord: UnsafeRawBufferPointer { UnsafeRawBufferPointer(record) }
+    let counts = UnsafeMutablePointer<UInt64>.allocate(capacity: 256)
+    let lock = ConditionLock()
+    var calls = 0
+    func encode(_ picture: I420Frame, timestampMs: Int64, forceKeyframe: Bool,
+                emit: (EncodedPacket) -> Void) -> Bool {
+        let n = AllocationCounter.thisThread()
+        lock.withLock {
+            if calls < 256 { counts[calls] = n }
+            calls += 1
+        }
+        return true
+    }
+    func flush(emit: (EncodedPacket) -> Void) {}
+    func requestBitrate(kbps: Int) {}
+    deinit { counts.deallocate(); record.deallocate() }
+}
+
+@Suite(.timeLimit(.minutes(1))) struct FrameRepeatAllocationTests {
+    @Test(.enabled(if: AllocationCounter.isLoaded)) func repeatsDoNotAllocate() throws {
+        let enc = AllocationNotingEncoder()
+        let clock = StreamClock()
+        let lane = VideoLane(encoder: enc, pendingFrames: 2, stats: BroadcastStats(), clock: clock) { _, _ in }
+        lane.start()
+        let frames = NoiseFrames()
+        let frame = frames.frame(0, pts: MediaTime.now())
+        _ = lane.process(frame) { clock.timelineMs($0) }
+        usleep(1_500_000)
+        lane.finish()
+        let calls = enc.lock.withLock { enc.calls }
+        #expect(calls >= 35, "\(calls) encodes in 1.5 s of a still source")
+        // From the 5th repeat on (the first ones may fault in lazily made state).
+        let steady = (5..<min(calls, 256)).map { enc.counts[$0] - enc.counts[$0 - 1] }
+        #expect(steady.allSatisfy { $0 == 0 }, "allocations between repeats: \(steady)")
     }
 }

@@ -177,6 +177,34 @@ import Testing
         #expect(late == last + period)
     }
 
+    /// Pictures every 250 ms (7.5 frames) with repeats between them, as the lane makes them
+    /// (repeat m of a spell fires at (m + 1) periods): every gap is one or two periods (one
+    /// slot left empty when a picture comes in the second half of an interval), never back,
+    /// no re-anchor once locked, and every output on the grid.
+    @Test func picturesBetweenRepeatsStayOnTheGrid() {
+        var s = VideoTimestampSmoother(fps: 30)
+        let t0: Int64 = 3_000_000_000
+        var out: [Int64] = []
+        for i in 0..<24 {
+            let pts = t0 + Int64(i) * 250_000_000
+            out.append(s.smooth(pts))
+            var m: Int64 = 1
+            while (m + 1) * period < 250_000_000 {
+                out.append(s.repeatSlot()!)
+                m += 1
+            }
+        }
+        let gaps = zip(out, out.dropFirst()).map { $1 - $0 }
+        #expect(gaps.allSatisfy { $0 > 0 && $0 <= 2 * period + 1_000_000 }, "gaps \(gaps)")
+        #expect(s.isLocked)
+        #expect(s.reanchors == 0)
+        let lockedFrom = out.count / 2
+        for v in out[lockedFrom...] {
+            let phase = Double(v - out[lockedFrom]) / Double(period)
+            #expect(abs(phase - phase.rounded()) < 0.05, "\(v) is off the grid")
+        }
+    }
+
     @Test func noRepeatBeforeTheFirstPicture() {
         var s = VideoTimestampSmoother(fps: 30)
         #expect(s.repeatSlot() == nil)
