@@ -15,7 +15,22 @@ final class PipeWireRecordingSink: SampleBufferSink, @unchecked Sendable {
         var videoPTS: [Int64] = []
         var audio: [SampleBufferType: [Float]] = [:]
         var audioPTS: [SampleBufferType: [Int64]] = [:]
+        /// Frames per audio buffer, next to `audioPTS`: where the capture clock skips samples.
+        var audioFrames: [SampleBufferType: [Int]] = [:]
         var malformed: [String] = []
+
+        /// "lane at sample N: +X ms" for every buffer that starts more than 1 ms after the end of
+        /// the one before it (48 kHz).
+        func holes(_ lane: SampleBufferType) -> [String] {
+            let pts = audioPTS[lane] ?? [], frames = audioFrames[lane] ?? []
+            var out: [String] = [], sample = 0
+            for i in 1..<max(1, pts.count) {
+                sample += frames[i - 1]
+                let gapNs = pts[i] - (pts[i - 1] + Int64(frames[i - 1]) * 1_000_000_000 / 48_000)
+                if gapNs > 1_000_000 { out.append("\(lane) at sample \(sample): +\(gapNs / 1_000_000) ms") }
+            }
+            return out
+        }
     }
     let state = Mutex(State())
 
@@ -49,6 +64,7 @@ final class PipeWireRecordingSink: SampleBufferSink, @unchecked Sendable {
             state.withLock {
                 $0.audio[type, default: []].append(contentsOf: mono)
                 $0.audioPTS[type, default: []].append(audio.pts)
+                $0.audioFrames[type, default: []].append(audio.frameCount)
             }
         }
         return .accepted
@@ -189,6 +205,12 @@ struct PipeWireCaptureTests {
         let mic = try #require(st.audio[.micAudio])
         #expect(app.count >= (rates ? 48_000 : 24_000), "app audio \(app.count) samples")
         #expect(mic.count >= (rates ? 48_000 : 24_000), "mic audio \(mic.count) samples")
+        // Where samples go missing, if they do: a buffer whose PTS is more than 1 ms past the end
+        // of the one before it means PipeWire delivered a hole (the producer or the graph lost
+        // those samples upstream of us); PTS-continuous buffers whose tone breaks mean our path
+        // lost them. Printed with the purity figures, so a flake says which it was.
+        let holes = st.holes(.appAudio) + st.holes(.micAudio)
+        print("pipewire capture: audio PTS holes \(holes.isEmpty ? "none" : holes.joined(separator: ", "))")
         let appTail = app.suffix(24_000), micTail = mic.suffix(24_000)
         let app1k = PipeWireRecordingSink.tonePower(appTail, frequency: 1000, rate: 48_000)
         let app660 = PipeWireRecordingSink.tonePower(appTail, frequency: 660, rate: 48_000)
@@ -198,8 +220,8 @@ struct PipeWireCaptureTests {
               + "app \(app.count) samples 1k=\(app1k) 660=\(app660), mic \(mic.count) samples 660=\(mic660) 1k=\(mic1k)")
         // Each lane carries its own tone, never the other's (purity only at full rate: a dropped
         // block splits the tail's sine).
-        #expect(app1k > (rates ? 0.5 : 0.1) && app660 < 0.05, "app 1k \(app1k) 660 \(app660)")
-        #expect(mic660 > (rates ? 0.5 : 0.1) && mic1k < 0.05, "mic 660 \(mic660) 1k \(mic1k)")
+        #expect(app1k > (rates ? 0.5 : 0.1) && app660 < 0.05, "app 1k \(app1k) 660 \(app660); PTS holes: \(holes)")
+        #expect(mic660 > (rates ? 0.5 : 0.1) && mic1k < 0.05, "mic 660 \(mic660) 1k \(mic1k); PTS holes: \(holes)")
         for lane in [SampleBufferType.appAudio, .micAudio] {
             let pts = st.audioPTS[lane] ?? []
             #expect(zip(pts, pts.dropFirst()).allSatisfy { $0 < $1 }, "\(lane) PTS not increasing")

@@ -24,7 +24,6 @@ import time
 import unittest
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 import support  # noqa: E402
 from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase, clean_env, free_port, new_key, start_ingest  # noqa: E402
 

@@ -20,11 +20,10 @@ import os
 import subprocess
 import sys
 import unittest
-
-from bktools import targets
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bktools import targets
+
 from support import (BROADCAST_BIN, REPO_ROOT, BroadcastTestCase,  # noqa: E402
                      new_key, start_ingest)
 from test_soak import flash_frames_not_sent  # noqa: E402

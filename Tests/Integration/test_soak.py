@@ -28,9 +28,9 @@ import re
 import subprocess
 import sys
 import unittest
+from pathlib import Path
 
 from bktools import targets
-from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support import (BROADCAST_BIN, REPO_ROOT, BroadcastTestCase,  # noqa: E402
