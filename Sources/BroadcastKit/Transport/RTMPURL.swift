@@ -6,6 +6,8 @@ package enum RTMPURLError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidPort(String)
     case missingApp
     case credentialsNotSupported
+    /// An IPv6 address (a host with ':') written without brackets.
+    case ipv6WithoutBrackets
 
     package var description: String {
         switch self {
@@ -15,6 +17,7 @@ package enum RTMPURLError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidPort(let p): return "RTMP URL has an invalid port '\(p)'"
         case .missingApp: return "RTMP URL has no application path (e.g. rtmp://host/live)"
         case .credentialsNotSupported: return "user:password@ in RTMP URLs is not supported"
+        case .ipv6WithoutBrackets: return "RTMP URL host has ':' (an IPv6 address goes in brackets: rtmp://[::1]/live)"
         }
     }
 }
@@ -65,6 +68,8 @@ package struct RTMPURL: Sendable, Equatable {
         } else if let colon = authority.lastIndex(of: ":") {
             hostPart = authority[..<colon]
             portText = authority[authority.index(after: colon)...]
+            // "rtmp://::1/live" would otherwise connect to host ":" on port 1.
+            if hostPart.contains(":") { throw .ipv6WithoutBrackets }
         }
         if hostPart.isEmpty { throw .missingHost }
         self.host = String(hostPart)

@@ -152,8 +152,10 @@ package struct RTMPChunkReader {
             case 1, 2: state.delta = field; state.timestamp &+= field
             default: state.timestamp &+= state.delta
             }
+            // Grown as chunks arrive, never reserved from the announced length: a server that
+            // announces 1 MB and sends 1 byte on each of many chunk streams must not make us hold
+            // megabytes per stream.
             state.partial.removeAll(keepingCapacity: true)
-            state.partial.reserveCapacity(state.length)
         }
         state.partial.append(contentsOf: input[at..<at + piece])
         at += piece
