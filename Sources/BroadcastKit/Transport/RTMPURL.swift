@@ -49,20 +49,22 @@ package struct RTMPURL: Sendable, Equatable {
         guard let scheme = Scheme(rawValue: schemeText) else { throw .unsupportedScheme(schemeText) }
         self.scheme = scheme
 
-        let rest = url[schemeEnd.upperBound...]
+        // Split on Unicode scalars, not Characters: a "/" or ":" followed by a combining mark is one
+        // Character that equals neither, and would move the key into the host or the app.
+        let rest = url.unicodeScalars[schemeEnd.upperBound...]
         let authority = rest.prefix { $0 != "/" }
-        let path = rest.dropFirst(authority.count)
+        let path = rest[authority.endIndex...]
         if authority.contains("@") { throw .credentialsNotSupported }
 
-        var hostPart = Substring(authority)
-        var portText: Substring? = nil
-        if authority.hasPrefix("[") {
+        var hostPart = authority
+        var portText: Substring.UnicodeScalarView? = nil
+        if authority.first == "[" {
             // IPv6 literal: [addr] or [addr]:port
             guard let close = authority.firstIndex(of: "]") else { throw .missingHost }
             hostPart = authority[authority.index(after: authority.startIndex)..<close]
             let after = authority[authority.index(after: close)...]
             if !after.isEmpty {
-                guard after.hasPrefix(":") else { throw .invalidPort(String(after)) }
+                guard after.first == ":" else { throw .invalidPort(String(Substring(after))) }
                 portText = after.dropFirst()
             }
         } else if let colon = authority.lastIndex(of: ":") {
@@ -72,9 +74,10 @@ package struct RTMPURL: Sendable, Equatable {
             if hostPart.contains(":") { throw .ipv6WithoutBrackets }
         }
         if hostPart.isEmpty { throw .missingHost }
-        self.host = String(hostPart)
+        self.host = String(Substring(hostPart))
         if let portText {
-            guard let p = Int(portText), p > 0, p <= 65535 else { throw .invalidPort(String(portText)) }
+            let text = String(Substring(portText))
+            guard let p = Int(text), p > 0, p <= 65535 else { throw .invalidPort(text) }
             self.port = p
             self.hasExplicitPort = true
         } else {
@@ -85,9 +88,9 @@ package struct RTMPURL: Sendable, Equatable {
         let segments = path.drop { $0 == "/" }
         let appPart = segments.prefix { $0 != "/" }
         if appPart.isEmpty { throw .missingApp }
-        self.app = String(appPart)
-        let keyPart = segments.dropFirst(appPart.count).drop { $0 == "/" }
-        self.streamKey = keyPart.isEmpty ? nil : String(keyPart)
+        self.app = String(Substring(appPart))
+        let keyPart = segments[appPart.endIndex...].drop { $0 == "/" }
+        self.streamKey = keyPart.isEmpty ? nil : String(Substring(keyPart))
     }
 
     /// Parses `url` and, when `streamKey` is not empty, uses it as the key. A path after the
@@ -101,7 +104,7 @@ package struct RTMPURL: Sendable, Equatable {
     }
 
     private var base: String {
-        let hostText = host.contains(":") ? "[\(host)]" : host
+        let hostText = host.unicodeScalars.contains(":") ? "[\(host)]" : host
         let portText = hasExplicitPort ? ":\(port)" : ""
         return "\(scheme.rawValue)://\(hostText)\(portText)/\(app)"
     }
