@@ -8,6 +8,9 @@ import BroadcastKit
 /// - split-invariance: the same bytes fed whole give the same messages and the same error;
 /// - bounded memory: while the reader is alive it holds at most `heapBound(inputBytes)` of heap
 ///   beyond what it held empty (a hostile length must not make it reserve what was never sent).
+///
+/// Uses RTMPChunkReader's init/append/next, RTMPMessage, RTMPProtocolError (Equatable),
+/// RTMPMessageType and RTMPCommand.Reply(payload:) (struct or class reader alike).
 enum RTMPChunkFuzz {
     /// What one read produced: a digest of each message (header, payload and decoded reply),
     /// so the outcome itself holds 8 bytes a message, and the error that ended it.
@@ -36,8 +39,9 @@ enum RTMPChunkFuzz {
 
     static func read(_ bytes: UnsafeRawBufferPointer, piece: Int, checkHeap: Bool) -> Outcome {
         var out = Outcome()
-        let base = HeapBytes.inUse
         var reader = RTMPChunkReader()
+        // Measured from the empty reader: memory it reserves up front is its planned, fixed cost.
+        let base = HeapBytes.inUse
         var at = 0
         feeding: while at < bytes.count {
             let n = min(piece, bytes.count - at)

@@ -8,6 +8,8 @@ package enum RTMPURLError: Error, Sendable, Equatable, CustomStringConvertible {
     case credentialsNotSupported
     /// An IPv6 address (a host with ':') written without brackets.
     case ipv6WithoutBrackets
+    /// Brackets around something that is not an IPv6 address (no ':', or another '[').
+    case invalidIPv6
 
     package var description: String {
         switch self {
@@ -18,6 +20,7 @@ package enum RTMPURLError: Error, Sendable, Equatable, CustomStringConvertible {
         case .missingApp: return "RTMP URL has no application path (e.g. rtmp://host/live)"
         case .credentialsNotSupported: return "user:password@ in RTMP URLs is not supported"
         case .ipv6WithoutBrackets: return "RTMP URL host has ':' (an IPv6 address goes in brackets: rtmp://[::1]/live)"
+        case .invalidIPv6: return "RTMP URL has brackets around something that is not an IPv6 address"
         }
     }
 }
@@ -62,6 +65,8 @@ package struct RTMPURL: Sendable, Equatable {
             // IPv6 literal: [addr] or [addr]:port
             guard let close = authority.firstIndex(of: "]") else { throw .missingHost }
             hostPart = authority[authority.index(after: authority.startIndex)..<close]
+            // Only an IPv6 literal goes in brackets ("[[x]" would print back as "[x" and not parse).
+            if !hostPart.contains(":") || hostPart.contains("[") { throw .invalidIPv6 }
             let after = authority[authority.index(after: close)...]
             if !after.isEmpty {
                 guard after.first == ":" else { throw .invalidPort(String(Substring(after))) }

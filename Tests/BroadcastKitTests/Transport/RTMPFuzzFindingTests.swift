@@ -61,4 +61,14 @@ import Glibc
         #expect(!u.redacted.contains("KEY") && !u.tcUrl.contains("KEY"))
         #expect(throws: RTMPURLError.ipv6WithoutBrackets) { try RTMPURL(parsing: "rtmp://a:\u{301}b:80/live") }
     }
+
+    /// Fuzz/reproducers/rtmp-url/bracketed-non-ipv6-host: rtmp://[[*]:5/l( was accepted with host "[*",
+    /// which prints back (no ':', so no brackets) as rtmp://[*:5/l( and no longer parses.
+    @Test func onlyAnIPv6AddressGoesInBrackets() throws {
+        for url in ["rtmp://[[*]:5/l(/", "rtmp://[host]/live", "rtmp://[[::1]/live"] {
+            #expect(throws: RTMPURLError.invalidIPv6) { try RTMPURL(parsing: url) }
+        }
+        let u = try RTMPURL(parsing: "rtmp://[fe80::1%25eth0]:1935/live/k")
+        #expect(try RTMPURL(parsing: u.fullURL) == u)
+    }
 }
