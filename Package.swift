@@ -92,3 +92,11 @@ let package = Package(
         .testTarget(name: "BroadcastCLITests", dependencies: ["BroadcastCLI", "BroadcastKit", "BroadcastCapture"]),
     ]
 )
+
+// Coverage-guided fuzz targets (libFuzzer, Fuzz/bk-libfuzz): declared only when scripts/fuzz builds them
+// (BK_LIBFUZZ=1, scratch path .build/libfuzz, debug, -sanitize=fuzzer,address), so ordinary builds neither
+// compile nor link a binary whose main is libFuzzer's.
+if Context.environment["BK_LIBFUZZ"] == "1" {
+    package.targets.append(.executableTarget(name: "bk-libfuzz", dependencies: ["BroadcastKit", "BroadcastCapture", "BroadcastCLI"],
+                                             path: "Fuzz/bk-libfuzz", swiftSettings: [.swiftLanguageMode(.v6)]))
+}

@@ -7,6 +7,10 @@ package enum RTMPURLError: Error, Sendable, Equatable, CustomStringConvertible {
     case missingApp
     case credentialsNotSupported
     case tooLong(Int)
+    /// An IPv6 address (a host with ':') written without brackets.
+    case ipv6WithoutBrackets
+    /// Brackets around something that is not an IPv6 address (no ':', or another '[').
+    case invalidIPv6
 
     package var description: String {
         switch self {
@@ -17,6 +21,8 @@ package enum RTMPURLError: Error, Sendable, Equatable, CustomStringConvertible {
         case .missingApp: return "RTMP URL has no application path (e.g. rtmp://host/live)"
         case .credentialsNotSupported: return "user:password@ in RTMP URLs is not supported"
         case .tooLong(let n): return "RTMP URL is \(n) bytes long; at most \(RTMPURL.maxLength) are accepted"
+        case .ipv6WithoutBrackets: return "RTMP URL host has ':' (an IPv6 address goes in brackets: rtmp://[::1]/live)"
+        case .invalidIPv6: return "RTMP URL has brackets around something that is not an IPv6 address"
         }
     }
 }
@@ -52,30 +58,37 @@ package struct RTMPURL: Sendable, Equatable {
         guard let scheme = Scheme(rawValue: schemeText) else { throw .unsupportedScheme(schemeText) }
         self.scheme = scheme
 
-        let rest = url[schemeEnd.upperBound...]
+        // Split on Unicode scalars, not Characters: a "/" or ":" followed by a combining mark is one
+        // Character that equals neither, and would move the key into the host or the app.
+        let rest = url.unicodeScalars[schemeEnd.upperBound...]
         let authority = rest.prefix { $0 != "/" }
-        let path = rest.dropFirst(authority.count)
+        let path = rest[authority.endIndex...]
         if authority.contains("@") { throw .credentialsNotSupported }
 
-        var hostPart = Substring(authority)
-        var portText: Substring? = nil
-        if authority.hasPrefix("[") {
+        var hostPart = authority
+        var portText: Substring.UnicodeScalarView? = nil
+        if authority.first == "[" {
             // IPv6 literal: [addr] or [addr]:port
             guard let close = authority.firstIndex(of: "]") else { throw .missingHost }
             hostPart = authority[authority.index(after: authority.startIndex)..<close]
+            // Only an IPv6 literal goes in brackets ("[[x]" would print back as "[x" and not parse).
+            if !hostPart.contains(":") || hostPart.contains("[") { throw .invalidIPv6 }
             let after = authority[authority.index(after: close)...]
             if !after.isEmpty {
-                guard after.hasPrefix(":") else { throw .invalidPort(Self.redactingQuery(String(after))) }
+                guard after.first == ":" else { throw .invalidPort(Self.redactingQuery(String(Substring(after)))) }
                 portText = after.dropFirst()
             }
         } else if let colon = authority.lastIndex(of: ":") {
             hostPart = authority[..<colon]
             portText = authority[authority.index(after: colon)...]
+            // "rtmp://::1/live" would otherwise connect to host ":" on port 1.
+            if hostPart.contains(":") { throw .ipv6WithoutBrackets }
         }
         if hostPart.isEmpty { throw .missingHost }
-        self.host = String(hostPart)
+        self.host = String(Substring(hostPart))
         if let portText {
-            guard let p = Int(portText), p > 0, p <= 65535 else { throw .invalidPort(Self.redactingQuery(String(portText))) }
+            let text = String(Substring(portText))
+            guard let p = Int(text), p > 0, p <= 65535 else { throw .invalidPort(Self.redactingQuery(text)) }
             self.port = p
             self.hasExplicitPort = true
         } else {
@@ -86,9 +99,9 @@ package struct RTMPURL: Sendable, Equatable {
         let segments = path.drop { $0 == "/" }
         let appPart = segments.prefix { $0 != "/" }
         if appPart.isEmpty { throw .missingApp }
-        self.app = String(appPart)
-        let keyPart = segments.dropFirst(appPart.count).drop { $0 == "/" }
-        self.streamKey = keyPart.isEmpty ? nil : String(keyPart)
+        self.app = String(Substring(appPart))
+        let keyPart = segments[appPart.endIndex...].drop { $0 == "/" }
+        self.streamKey = keyPart.isEmpty ? nil : String(Substring(keyPart))
     }
 
     /// Parses `url` and, when `streamKey` is not empty, uses it as the key. A path after the
@@ -102,7 +115,7 @@ package struct RTMPURL: Sendable, Equatable {
     }
 
     private var base: String {
-        let hostText = host.contains(":") ? "[\(host)]" : host
+        let hostText = host.unicodeScalars.contains(":") ? "[\(host)]" : host
         let portText = hasExplicitPort ? ":\(port)" : ""
         return "\(scheme.rawValue)://\(hostText)\(portText)/\(app)"
     }

@@ -1,0 +1,54 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+@testable import BroadcastCLI
+
+/// A key file's bytes through the CLI's key-file reader (the file is written to a private
+/// directory first, then read by path as `--key-file` does). Oracles: an accepted key is not
+/// empty, is one line without surrounding blanks, fits the 4096-byte read, and is text that the
+/// file's first line holds; a refusal names the path but never the file's content.
+enum KeyFileFuzz {
+    nonisolated(unsafe) static var path: String = {
+        var template = Array("/dev/shm/bk-libfuzz-keyfile.XXXXXX".utf8CString)
+        guard let dir = mkdtemp(&template) else { FuzzTarget.fail("key-file", "mkdtemp failed") }
+        return String(cString: dir) + "/key"
+    }()
+
+    static func run(_ data: UnsafeRawBufferPointer) {
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { FuzzTarget.fail("key-file", "cannot write \(path)") }
+        var at = 0
+        while at < data.count {
+            let n = write(fd, data.baseAddress! + at, data.count - at)
+            guard n > 0 else { close(fd); FuzzTarget.fail("key-file", "short write to \(path)") }
+            at += n
+        }
+        close(fd)
+        let firstLineEnd = data.firstIndex(where: { $0 == 0x0A || $0 == 0x0D }) ?? data.count
+        let firstLine = String(decoding: UnsafeRawBufferPointer(rebasing: data[..<firstLineEnd]), as: UTF8.self)
+        do {
+            let key = try SecretScrubber.readKeyFile(path)
+            guard !key.isEmpty, !key.contains(where: { $0 == "\n" || $0 == "\r" }),
+                  key.first != " ", key.first != "\t", key.last != " ", key.last != "\t",
+                  key.utf8.count <= 4096 else {
+                FuzzTarget.fail("key-file", "accepted a key that is empty, multi-line, blank-edged or too long: \(key.debugDescription)")
+            }
+            if !firstLine.contains(key) {
+                FuzzTarget.fail("key-file", "the key \(key.debugDescription) is not text of the first line \(firstLine.debugDescription)")
+            }
+        } catch {
+            let message = "\(error)"
+            if message.contains("\n") { FuzzTarget.fail("key-file", "refusal is not one line: \(message.debugDescription)") }
+            let secret = firstLine.trimmingCharacters(in: " \t")
+            if secret.count >= 4 && message.replacingOccurrences(path, "").contains(secret) {
+                FuzzTarget.fail("key-file", "the refusal shows the file's content: \(message.debugDescription)")
+            }
+        }
+    }
+}
+
+extension String {
+    func replacingOccurrences(_ target: String, _ replacement: String) -> String {
+        split(separator: target, omittingEmptySubsequences: false).joined(separator: replacement)
+    }
+}
