@@ -117,7 +117,7 @@ class BudgetTest(BroadcastTestCase):
         r = self.run_broadcast(["--key", new_key(), "--res", "1080p", "--print-memory-plan", "--quiet"])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         # The first step down drops only sub-pel refinement (EncoderLadder), not the whole preset.
-        self.assertIn("memory budget: x264 veryfast-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept)", r.stdout)
+        self.assertIn("memory budget: x264 veryfast-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept; trellis)", r.stdout)
         self.assertIn("instead of veryfast", r.stdout)
         self.assertIn("x264 configuration                 veryfast-lean", r.stdout)
         self.assertIn("fits", r.stdout)
