@@ -42,7 +42,7 @@ class AllocationTest(unittest.TestCase):
         self.assertEqual((r["src_width"], r["src_height"]), (1024, 576), r)
         self.assertGreater(r["startup_allocations"], 100, r)
         self.assertGreaterEqual(r["frames_encoded"], 700, r)
-        self.assertLessEqual(r["allocations_per_frame"], 0.05, r)
+        self.assertEqual(r["allocations"], 0, r)   # the claim is zero, not "few" (issue 25 item 7)
 
     def test_steady_state_makes_no_heap_allocations(self):
         out = self.pipeline()
@@ -55,7 +55,7 @@ class AllocationTest(unittest.TestCase):
         # The encoder was kept busy, so pool exhaustion (encoder_busy drops) happened in the
         # measured window too: those drops must not allocate either.
         self.assertGreater(r["drops"], 0, r)
-        self.assertLessEqual(r["allocations_per_frame"], 0.05, r)
+        self.assertEqual(r["allocations"], 0, r)   # the claim is zero, not "few" (issue 25 item 7)
 
 
 class WholeProcessAllocationTest(BroadcastTestCase):
@@ -97,7 +97,11 @@ class WholeProcessAllocationTest(BroadcastTestCase):
         self.assertRegex(err, r"\r\[00:2\d\] live [\d.]+ fps", "the status line did not run")
         lines = [json.loads(line) for line in stats.read_text().splitlines()]
         self.assertGreaterEqual(len([line for line in lines if 5 <= line["time_s"] < 25]), 18, "stats stopped")
-        self.assertGreater(lines[-1]["video_frames_sent"], 700, lines[-1])
+        # The source produced at its rate (frames the loaded encoder could not take are counted
+        # encoder_busy drops, and a drop must not allocate either) and the stream moved.
+        last = lines[-1]
+        self.assertGreaterEqual(last["video_frames_in"] + last["drops"]["encoder_busy"], 27 * 30 * 0.9, last)
+        self.assertGreater(last["video_frames_sent"], 300, last)
         counts = dict(line.split() for line in report.read_text().splitlines())
         # The shim must be live (start-up allocates), or a zero below would prove nothing.
         self.assertGreater(int(counts["total_allocations"]), 100, counts)
