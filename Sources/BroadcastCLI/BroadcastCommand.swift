@@ -38,10 +38,6 @@ public enum BroadcastCommand {
 
         let config = built.configuration
         let video = config.video
-        // The plan's runtime baseline is what stays resident: release the start-up pages before the
-        // session measures it (and again once the sources run, below), or the baseline counts
-        // argument parsing and option checks the run never touches again.
-        ProcessTuning.releaseStartupPages()
         let session = BroadcastSession(configuration: config)
         if options.printMemoryPlan { return printMemoryPlan(session, video: video, json: options.memoryPlanJSON) }
 

@@ -7,7 +7,7 @@
 /// What the cgroup charges besides our resident pages, measured (v1, 1080p test source and a
 /// 3840x2160 PipeWire desktop → 1080p, `scripts/bench --sections cgroup`, BENCHMARKS.md):
 /// - kernel memory (thread stacks, page tables, slab): `memory.kmem.max_usage_in_bytes` at most
-///   0.59 MB at 1080p from the test source and 0.90 MB for the 4K desktop (PipeWire's threads and
+///   0.60 MB at 1080p from the test source and 0.92 MB for the 4K desktop (PipeWire's threads and
 ///   sockets), warm or cold page cache; `kernelReserveBytes` keeps 1.5 MB for it (v2 also charges
 ///   socket buffers: the RTMP socket's SO_SNDBUF is 64 KB, doubled by the kernel);
 /// - dirty page cache of a recording: each file sink syncs and drops its pages every 4 MB
@@ -30,7 +30,7 @@ public struct MemoryBudget: Sendable, Equatable, CustomStringConvertible {
     public static let defaultBytes = 50 << 20
 
     /// Kernel memory a cgroup charges for the process (stacks, page tables, slab), measured at
-    /// most 0.90 MB; see the type's notes.
+    /// most 0.92 MB; see the type's notes.
     public static let kernelReserveBytes = 3 << 19
 
     /// Dirty page cache one recording may hold before its sink syncs and drops it
