@@ -163,9 +163,9 @@ class ContainerBudgetTests(unittest.TestCase):
             rc, err, hwm = stream_in(cg, ["--url", ingest.url, "--source", "test", "--res", "1080p",
                                           "--duration", "40", "--quiet", "--stats-json", str(stats)],
                                      clean_env({"STREAM_KEY": key}), timeout=65)
+            out = redact(err)
+            self.assertEqual(rc, 0, out)
             lines = [json.loads(line) for line in stats.read_text().splitlines()]
-        out = redact(err)
-        self.assertEqual(rc, 0, out)
         self.assertEqual(oom_kills(cg), 0, out)
         last = lines[-1]
         self.assertStreamed(last, seconds=40)
@@ -196,9 +196,9 @@ class ContainerBudgetTests(unittest.TestCase):
                                           "pw-test-screen", "--app-audio", "app-sink", "--mic", "test-mic",
                                           "--res", "1080p", "--duration", "30", "--quiet", "--stats-json", str(stats)],
                                      env, timeout=65)
+            out = redact(err)
+            self.assertEqual(rc, 0, out)
             lines = [json.loads(line) for line in stats.read_text().splitlines()]
-        out = redact(err)
-        self.assertEqual(rc, 0, out)
         self.assertEqual(oom_kills(cg), 0, out)
         produced = (state / "frames").read_text().split()
         self.assertEqual(produced[2], "3840x2160", produced)
