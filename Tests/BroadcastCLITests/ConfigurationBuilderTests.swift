@@ -182,8 +182,11 @@ private func write(_ text: String, to path: String) {
     @Test func defaultBudgetFollowsTheCgroupLimit() throws {
         let pod = CgroupMemoryLimit(version: 1, limitBytes: 40 << 20, file: "/sys/fs/cgroup/memory/memory.limit_in_bytes")
         let b = try built(builder(["STREAM_KEY": "k"], cgroupLimit: pod), [])
-        #expect(b.configuration.memoryBudgetBytes == 36 << 20)
+        #expect(b.configuration.memoryBudgetBytes == 77 << 19)   // 40 MiB less 1.5 MiB of kernel memory
         #expect(b.configuration.memoryBudgetSource.hasPrefix("cgroup v1 limit 40.0 MB"))
+        // A recording's dirty page cache is charged to the cgroup too: 4 MiB more kept out.
+        let rec = try built(builder(["STREAM_KEY": "k"], cgroupLimit: pod), ["--record", "/tmp/bk-cfg-test.flv", "--record-min-free", "0", "--no-publish"])
+        #expect(rec.configuration.memoryBudgetBytes == 69 << 19)
         let explicit = try built(builder(["STREAM_KEY": "k"], cgroupLimit: pod), ["--memory-budget", "64M"])
         #expect(explicit.configuration.memoryBudgetBytes == 64 << 20)
         let roomy = CgroupMemoryLimit(version: 2, limitBytes: 1 << 30, file: "/sys/fs/cgroup/memory.max")

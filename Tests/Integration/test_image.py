@@ -201,7 +201,7 @@ class ImageStreamTests(ImageTestCase):
         line = next((ln for ln in r.stdout.splitlines() if ln.strip().startswith("budget from")), "")
         self.assertRegex(line, r"budget from\s+cgroup v[12] limit 40\.0 MB",
                          f"the plan inside the container must take its budget from the cgroup:\n{r.stdout}")
-        self.assertRegex(r.stdout, r"total\s+[\d.]+ MB of 39\.0 MB budget", r.stdout)
+        self.assertRegex(r.stdout, r"total\s+[\d.]+ MB of 38\.5 MB budget", r.stdout)
 
     def test_read_only_root_stats_to_stdout_and_sigterm(self):
         """What the Deployment relies on: readOnlyRootFilesystem, stats JSON on stdout for the

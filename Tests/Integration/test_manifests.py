@@ -349,9 +349,11 @@ class ManifestTests(unittest.TestCase):
                     args = list(c.args)
                     args[args.index("--key-file") + 1] = str(keyfile)
                     if "--memory-budget" not in args:
-                        # What the pod gets from its cgroup: min(50 MB, limit - max(4 MB, 10%)).
+                        # What the pod gets from its cgroup: min(50 MB, limit - 1.5 MB of kernel
+                        # memory - 4 MB per recording) (MemoryBudget.resolve).
                         limit = quantity_bytes(c.resources.limits["memory"])
-                        budget = min(50 << 20, limit - max(4 << 20, limit // 10))
+                        recordings = args.count("--record")
+                        budget = min(50 << 20, limit - (3 << 19) - recordings * (4 << 20))
                         args += ["--memory-budget", str(budget)]
                     r = subprocess.run([str(BROADCAST_BIN), *args, "--print-memory-plan"], capture_output=True,
                                        text=True, timeout=60)

@@ -97,7 +97,11 @@ class WholeProcessAllocationTest(BroadcastTestCase):
         self.assertRegex(err, r"\r\[00:2\d\] live [\d.]+ fps", "the status line did not run")
         lines = [json.loads(line) for line in stats.read_text().splitlines()]
         self.assertGreaterEqual(len([line for line in lines if 5 <= line["time_s"] < 25]), 18, "stats stopped")
-        self.assertGreater(lines[-1]["video_frames_sent"], 700, lines[-1])
+        # The source produced at its rate (frames the loaded encoder could not take are counted
+        # encoder_busy drops, and a drop must not allocate either) and the stream moved.
+        last = lines[-1]
+        self.assertGreaterEqual(last["video_frames_in"] + last["drops"]["encoder_busy"], 27 * 30 * 0.9, last)
+        self.assertGreater(last["video_frames_sent"], 300, last)
         counts = dict(line.split() for line in report.read_text().splitlines())
         # The shim must be live (start-up allocates), or a zero below would prove nothing.
         self.assertGreater(int(counts["total_allocations"]), 100, counts)
@@ -117,7 +121,7 @@ class BudgetTest(BroadcastTestCase):
         r = self.run_broadcast(["--key", new_key(), "--res", "1080p", "--print-memory-plan", "--quiet"])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         # The first step down drops only sub-pel refinement (EncoderLadder), not the whole preset.
-        self.assertIn("memory budget: x264 veryfast-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept)", r.stdout)
+        self.assertIn("memory budget: x264 veryfast-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept; trellis)", r.stdout)
         self.assertIn("instead of veryfast", r.stdout)
         self.assertIn("x264 configuration                 veryfast-lean", r.stdout)
         self.assertIn("fits", r.stdout)

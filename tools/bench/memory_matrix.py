@@ -42,6 +42,12 @@ RING = 30
 TOLERANCE = 0.10
 
 
+def ring_args(res: str, work: Path) -> list[str]:
+    """A 30 s ring; at 1080p (17 MB of ring at 4500 kbps) it needs more than the default 50M budget."""
+    extra = ["--replay-seconds", str(RING), "--replay-dir", str(work)]
+    return extra + (["--memory-budget", "80M"] if res == "1080p" else [])
+
+
 def plan_json(args: list[str], env: dict) -> dict:
     p = subprocess.run(args + ["--print-memory-plan=json"], env=env, capture_output=True, text=True, timeout=120,
                        stdin=subprocess.DEVNULL)
@@ -167,7 +173,7 @@ def main() -> int:
             rows = []
             for res in TEST_ROWS:
                 for ring in (0, RING):
-                    extra = ["--replay-seconds", str(RING), "--replay-dir", str(a.work)] if ring else []
+                    extra = ring_args(res, a.work) if ring else []
                     name = f"test-{res}" + (f"-ring{ring}" if ring else "")
                     rows.append(row(name, "test", [bc, "--source", "test", "--res", res, *secs, *extra], env, a.work, ingest))
                     print(f"memory_matrix: {name}: plan {rows[-1]['plan_total_bytes'] / 2**20:.1f} MiB, "
@@ -176,7 +182,7 @@ def main() -> int:
                 p, node = start_producer(size, env, a.work, a.bin_dir)
                 producers.append(p)
                 for ring in (0, RING):
-                    extra = ["--replay-seconds", str(RING), "--replay-dir", str(a.work)] if ring else []
+                    extra = ring_args(res, a.work) if ring else []
                     name = f"pipewire-{size}-{res}" + (f"-ring{ring}" if ring else "")
                     rows.append(row(name, "pipewire", [bc, "--source", "screen-node", "--screen-node", node,
                                                        "--app-audio", "app-sink", "--mic", "test-mic", "--res", res,

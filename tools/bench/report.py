@@ -26,6 +26,7 @@ def avsync_tolerance(slug: str, case: dict) -> float:
     """The bound a sync case is judged by: issue 12's target, or the checker's own if tighter."""
     return min(case["tolerance_ms"], AVSYNC_TARGET_MS.get(slug, case["tolerance_ms"]))
 MB = 1e6
+MIB = 2 ** 20
 MIB = float(1 << 20)
 
 
@@ -768,6 +769,59 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
               f"{row['frames_sent']} | {row['latency_p50_ms']} | {row['latency_p95_ms']} |")
         w("")
         w(f"`{sr['command']}`")
+    # ---- memory plan against VmHWM, and the x264 model (issue 23) ------------------------------------
+    mm = r.get("memmatrix") or {}
+    if mm.get("rows"):
+        w("## Memory plan against VmHWM (issue 23)")
+        w("")
+        w(f"`tools/bench/memory_matrix.py --seconds {mm.get('seconds')}` at {mm.get('commit', '?')}: each row pushes to "
+          "nginx-rtmp and polls VmHWM from /proc/PID/status (the larger of that and the process's own last stats "
+          "line); the plan is `--print-memory-plan=json` with the same arguments. Target: the plan total within "
+          f"{int(100 * mm.get('tolerance', 0.1))}% of VmHWM. The machine's load average was {mm.get('loadavg_start', '?')} "
+          f"at the start and {mm.get('loadavg_end', '?')} at the end (other work shared the 2 cores); memory figures "
+          "do not depend on CPU time, frame counts do.")
+        w("")
+        w("| row | x264 configuration | plan total MiB | VmHWM MiB | plan / VmHWM − 1 | within target | exit |")
+        w("|---|---|---|---|---|---|---|")
+        for x in mm["rows"]:
+            ratio = x.get("plan_vs_vmhwm")
+            w(f"| {x['name']} | {x.get('x264_configuration') or '?'} | {x['plan_total_bytes'] / MIB:.1f} | "
+              f"{x['vmhwm_bytes'] / MIB:.1f} | {f'{100 * ratio:+.1f}%' if ratio is not None else 'n/a'} | "
+              f"{'yes' if x.get('within_10_percent') else '**no**'} | {x['exit']} |")
+        w("")
+        w("Commands: " + "; ".join(f"`{x['command']}`" for x in mm["rows"][:1]) + " and the same per row "
+          "(PipeWire rows: `--source screen-node` of a `pw-test-screen` at the size named, with `--app-audio app-sink "
+          "--mic test-mic`; ring rows: `--replay-seconds 30`, at 1080p with `--memory-budget 80M`).")
+        w("")
+    if mm.get("cgroup"):
+        w("What a 50 MiB cgroup (v1) charges besides the process, 1080p runs, warm page cache and after evicting "
+          "the binary's and libraries' pages (cold): `MemoryBudget.kernelReserveBytes` (1.5 MB) comes from the "
+          "kernel-memory column; clean page cache is reclaimed at the limit (failcnt counts those reclaims) and "
+          "never led to an OOM kill.")
+        w("")
+        w("| run | cache | VmHWM MiB | cgroup max usage MiB | kmem max MiB | usage − RSS max MiB | failcnt | OOM kills | exit |")
+        w("|---|---|---|---|---|---|---|---|---|")
+        for c in mm["cgroup"]:
+            umr = c.get("usage_minus_rss_max_bytes")
+            w(f"| {c['name']} | {c['cache']} | {c['vmhwm_bytes'] / MIB:.1f} | {c['cgroup_max_usage_bytes'] / MIB:.1f} | "
+              f"{c['kmem_max_usage_bytes'] / MIB:.2f} | {f'{umr / MIB:.1f}' if umr is not None else 'n/a'} | "
+              f"{c['failcnt']} | {c['oom_kills']} | {c['exit']} |")
+        w("")
+    xm = r.get("x264model") or {}
+    if xm.get("rows"):
+        w("## x264 working set per configuration (the plan's model)")
+        w("")
+        w("`tools/bench/x264model.py` runs `bk-bench x264-memory` once per configuration and size, each in its own "
+          f"process (moving noise, zerolatency, 2 sliced threads, 1 reference; the larger of {xm.get('runs')} runs); "
+          "`--write` puts the table into `Sources/BroadcastKit/Memory/X264MemoryModel.swift`, which the plan "
+          "interpolates in pixels. Noise is the hardest content: on the test pattern x264 holds less.")
+        w("")
+        w("| configuration | size | working set MiB | B/px | at open MiB | plan's earlier per-pixel figure MiB |")
+        w("|---|---|---|---|---|---|")
+        for x in xm["rows"]:
+            w(f"| {x['class']} | {x['width']}x{x['height']} | {x['working_bytes'] / MIB:.2f} | "
+              f"{x['working_bytes'] / (x['width'] * x['height']):.2f} | {x['at_open_bytes'] / MIB:.2f} | "
+              f"{x['planned_before_bytes'] / MIB:.2f} |")
         w("")
 
     # ---- commands --------------------------------------------------------------------------------

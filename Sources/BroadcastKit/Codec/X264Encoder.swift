@@ -123,7 +123,7 @@ package final class X264Encoder: VideoEncoder, @unchecked Sendable {
                           weightedPrediction: Int(a.i_weighted_pred), cabac: p.pointee.b_cabac != 0,
                           deblock: p.pointee.b_deblocking_filter != 0, transform8x8: a.b_transform_8x8 != 0,
                           intraPartitions: a.intra & intra == intra && a.inter & intra == intra,
-                          adaptiveQuantization: Int(p.pointee.rc.i_aq_mode))
+                          adaptiveQuantization: Int(p.pointee.rc.i_aq_mode), trellis: Int(a.i_trellis))
     }
 
     /// Runs one x264_encoder_encode and emits the frame it returns, if any.
@@ -188,6 +188,7 @@ package final class X264Encoder: VideoEncoder, @unchecked Sendable {
         if let v = t.subpelRefinement, !(0...11).contains(v) { throw .invalidSettings("subme \(v) outside 0..11") }
         if let v = t.weightedPrediction, !(0...2).contains(v) { throw .invalidSettings("weightp \(v) outside 0..2") }
         if let v = t.adaptiveQuantization, !(0...3).contains(v) { throw .invalidSettings("aq-mode \(v) outside 0..3") }
+        if let v = t.trellis, !(0...2).contains(v) { throw .invalidSettings("trellis \(v) outside 0..2") }
     }
 
     private static func configure(_ p: UnsafeMutablePointer<x264_param_t>, _ s: VideoEncoderSettings) {
@@ -248,6 +249,7 @@ package final class X264Encoder: VideoEncoder, @unchecked Sendable {
             p.pointee.analyse.intra = v ? p.pointee.analyse.intra | intra : p.pointee.analyse.intra & ~intra
             p.pointee.analyse.inter = v ? p.pointee.analyse.inter | intra : p.pointee.analyse.inter & ~intra
         }
+        if let v = t.trellis { p.pointee.analyse.i_trellis = Int32(v) }
         if let v = t.adaptiveQuantization {
             p.pointee.rc.i_aq_mode = Int32(v)
             // ultrafast leaves the strength at 0 with AQ off; AQ on needs x264's default 1.0.

@@ -29,10 +29,13 @@ public struct X264Tuning: Sendable, Equatable {
     public var intraPartitions: Bool?
     /// `--aq-mode`: 0 off, 1 variance AQ, 2 auto-variance.
     public var adaptiveQuantization: Int?
+    /// `--trellis`: 0 off, 1 on the final encode of each macroblock, 2 in every mode decision.
+    /// Rate-distortion optimal quantization: CPU only, no memory; needs CABAC.
+    public var trellis: Int?
 
     public init(subpelRefinement: Int? = nil, motionSearch: MotionSearch? = nil, weightedPrediction: Int? = nil,
                 cabac: Bool? = nil, deblock: Bool? = nil, transform8x8: Bool? = nil, intraPartitions: Bool? = nil,
-                adaptiveQuantization: Int? = nil) {
+                adaptiveQuantization: Int? = nil, trellis: Int? = nil) {
         self.subpelRefinement = subpelRefinement
         self.motionSearch = motionSearch
         self.weightedPrediction = weightedPrediction
@@ -41,6 +44,7 @@ public struct X264Tuning: Sendable, Equatable {
         self.transform8x8 = transform8x8
         self.intraPartitions = intraPartitions
         self.adaptiveQuantization = adaptiveQuantization
+        self.trellis = trellis
     }
 
     /// The preset as it is.
@@ -48,9 +52,14 @@ public struct X264Tuning: Sendable, Equatable {
 
     /// The memory-free tools kept, the memory-costly ones dropped: full-pel motion only and no
     /// weighted prediction, with CABAC, deblocking, 8x8 DCT, intra partitions and variance AQ
-    /// stated explicitly so the result does not depend on the preset underneath.
+    /// stated explicitly so the result does not depend on the preset underneath; plus trellis
+    /// quantization (veryfast has none), which costs CPU but no memory and wins back most of
+    /// what dropping sub-pel lost. Measured with ffmpeg's libx264 at 1080p 4500 kbps, 180 frames
+    /// of testsrc2 + life, PSNR avg: veryfast 26.38 dB, lean without trellis 26.15 (-0.23),
+    /// with trellis 26.30 (-0.08); inter 8x8 partitions and umh search added under 0.03 dB.
     public static let lean = X264Tuning(subpelRefinement: 0, weightedPrediction: 0, cabac: true, deblock: true,
-                                        transform8x8: true, intraPartitions: true, adaptiveQuantization: 1)
+                                        transform8x8: true, intraPartitions: true, adaptiveQuantization: 1,
+                                        trellis: 1)
 
     /// Whether every field is nil (the preset is used unchanged).
     public var isEmpty: Bool { self == .none }

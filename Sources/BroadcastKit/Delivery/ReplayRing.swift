@@ -81,6 +81,10 @@ package final class ReplayRing: @unchecked Sendable {
         self.hasVideo = hasVideo
         self.audioCodec = audioCodec
         storage = .allocate(byteCount: capacity.bytes, alignment: 16)
+        // Resident from the start, as the plan counts it: the ring walks its whole capacity before
+        // wrapping, so at a content bitrate below the planned one its pages would keep becoming
+        // resident for many minutes (VmHWM growth long after the ring's N seconds were full).
+        storage.initializeMemory(as: UInt8.self, repeating: 0)
         bytes = RingAllocator(capacity: capacity.bytes)
         entries = FixedRing(capacity: capacity.entries)
         syncs = FixedRing(capacity: capacity.syncPoints)

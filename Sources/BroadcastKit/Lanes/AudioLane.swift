@@ -37,6 +37,7 @@ package final class AudioLane: @unchecked Sendable {
         self.mixer = mixer
         self.stats = stats
         storage = .allocate(capacity: capacityFrames * 2)
+        storage.initialize(repeating: 0, count: capacityFrames * 2)   // resident from the start: see RingAllocator
         ring = RingAllocator(capacity: capacityFrames * 2)
         thread = WorkerThread(name: lane == .appAudio ? "bk-app-audio" : "bk-mic-audio")
     }

@@ -4,7 +4,8 @@
 /// 1. the requested settings;
 /// 2. the requested preset made lean (`X264Tuning.lean`): no sub-pel refinement and no weighted
 ///    prediction — the half-pel planes per reference are x264's one large optional cost — with
-///    CABAC, deblocking, 8x8 DCT, intra partitions and AQ kept;
+///    CABAC, deblocking, 8x8 DCT, intra partitions and AQ kept, and trellis quantization added
+///    (CPU, no memory: it wins back most of the quality sub-pel was worth, see `X264Tuning.lean`);
 /// 3. the lean configuration with 1 pending video frame;
 /// 4. ultrafast with 1 pending frame, the last resort.
 ///
@@ -22,11 +23,11 @@ package enum EncoderLadder {
         package var settings: VideoEncoderSettings
         /// Frames the video lane may hold ahead of the encoder.
         package var pendingFrames: Int
-        /// Short human description, e.g. "veryfast-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept)".
+        /// Short human description, e.g. "veryfast-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept; trellis)".
         package var label: String
     }
 
-    package static let leanSuffix = "-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept)"
+    package static let leanSuffix = "-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept; trellis)"
 
     /// The steps for `requested`, ordered by planned memory, heaviest first. Without
     /// `allowDowngrade` only the requested settings.

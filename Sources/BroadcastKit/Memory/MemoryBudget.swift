@@ -7,13 +7,14 @@
 /// What the cgroup charges besides our resident pages, measured (v1, 1080p test source and a
 /// 3840x2160 PipeWire desktop → 1080p, `scripts/bench --sections cgroup`, BENCHMARKS.md):
 /// - kernel memory (thread stacks, page tables, slab): `memory.kmem.max_usage_in_bytes` at most
-///   0.7 MB; `kernelReserveBytes` keeps 1 MB for it (v2 also charges socket buffers: the RTMP
-///   socket's SO_SNDBUF is 64 KB, doubled by the kernel);
+///   0.60 MB at 1080p from the test source and 0.92 MB for the 4K desktop (PipeWire's threads and
+///   sockets), warm or cold page cache; `kernelReserveBytes` keeps 1.5 MB for it (v2 also charges
+///   socket buffers: the RTMP socket's SO_SNDBUF is 64 KB, doubled by the kernel);
 /// - dirty page cache of a recording: each file sink syncs and drops its pages every 4 MB
 ///   (`recordingDirtyBytes` per recording), and dirty pages cannot be reclaimed before writeback;
 /// - clean page cache (the binary and libraries read from disk: up to 15 MB with a cold cache) is
-///   not reserved: the kernel reclaims it at the limit (a cold-cache 1080p run in 50 MiB hit the
-///   limit 1638 times, reclaimed, and was never OOM-killed). Pages that are mapped count as RSS,
+///   not reserved: the kernel reclaims it at the limit (cold-cache 1080p runs in 50 MiB hit the
+///   limit 733 and 1205 times, reclaimed, and were never OOM-killed). Pages that are mapped count as RSS,
 ///   and the plan's baseline has them.
 public struct MemoryBudget: Sendable, Equatable, CustomStringConvertible {
     public var bytes: Int
@@ -29,8 +30,8 @@ public struct MemoryBudget: Sendable, Equatable, CustomStringConvertible {
     public static let defaultBytes = 50 << 20
 
     /// Kernel memory a cgroup charges for the process (stacks, page tables, slab), measured at
-    /// most 0.7 MB; see the type's notes.
-    public static let kernelReserveBytes = 1 << 20
+    /// most 0.92 MB; see the type's notes.
+    public static let kernelReserveBytes = 3 << 19
 
     /// Dirty page cache one recording may hold before its sink syncs and drops it
     /// (`FLVFileSink.dropCacheInterval`, `MP4FragmentWriter.dropCacheInterval`).

@@ -24,7 +24,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     /// Where the budget came from ("default", "--memory-budget", "cgroup v2 limit ...").
     public var budgetSource: String = "configuration"
     /// The x264 configuration the plan is for, e.g. "veryfast" or
-    /// "veryfast-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept)"; empty without video.
+    /// "veryfast-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept; trellis)"; empty without video.
     public var encoderChoice: String = ""
     /// The replay ring and what saving a clip from it holds (0 without `--replay-seconds`).
     public var replayBytes: Int = 0

@@ -3,6 +3,11 @@
 /// Allocations are freed oldest-first. Each allocation is contiguous: when the tail is too
 /// short, the allocator wraps to offset 0 and leaves the tail unused until the reader passes it.
 /// It never grows, so a full ring is back-pressure, not reallocation.
+///
+/// Because it restarts at offset 0 whenever it empties, a region it manages is written only as
+/// deep as the queue ever got: its owners touch the whole region at init, so the pages the plan
+/// counts are resident from the start and a congestion episode cannot add resident memory later
+/// (the send queue, the interleaver's staging, the audio lanes).
 package struct RingAllocator: Sendable {
     package let capacity: Int
     private var start = 0

@@ -29,6 +29,7 @@ package final class Interleaver: @unchecked Sendable {
             self.type = type
             self.expected = expected
             storage = .allocate(byteCount: capacity, alignment: 16)
+            storage.initializeMemory(as: UInt8.self, repeating: 0)   // resident from the start: see RingAllocator
             bytes = RingAllocator(capacity: capacity)
             entries = FixedRing(capacity: n)
         }

@@ -164,6 +164,7 @@ func codecTestSettings(fps: Int = 10, bitrate: Int = 500) -> VideoEncoderSetting
         #expect(t.subpelRefinement == 0 && t.weightedPrediction == 0)
         #expect(t.cabac == true && t.deblock == true && t.transform8x8 == true && t.intraPartitions == true)
         #expect(t.adaptiveQuantization == 1)
+        #expect(t.trellis == 1)                 // veryfast has none; lean adds it (CPU, no memory)
         #expect(t.motionSearch == .hexagon)     // veryfast's search, untouched by the tuning
         let flags = try Self.ppsFlags(Array(enc.decoderConfigurationRecord))
         #expect(flags.cabac && flags.transform8x8)

@@ -46,18 +46,18 @@ import Testing
         #expect(MemoryBudget.resolve(explicit: nil, cgroup: nil) == MemoryBudget(bytes: 50 << 20, source: "default"))
         let big = CgroupMemoryLimit(version: 2, limitBytes: 1 << 30, file: "/x/memory.max")
         #expect(MemoryBudget.resolve(explicit: nil, cgroup: big).bytes == 50 << 20)
-        // 50 MiB container: the measured kernel-memory reserve (1 MiB) leaves 49 MiB, and the
+        // 50 MiB container: the measured kernel-memory reserve (1.5 MiB) leaves 48.5 MiB, and the
         // plan's budget line says what was kept and why.
         let pod = CgroupMemoryLimit(version: 1, limitBytes: 50 << 20, file: "/x/memory.limit_in_bytes")
         let b = MemoryBudget.resolve(explicit: nil, cgroup: pod)
-        #expect(b.bytes == 49 << 20)
-        #expect(b.source.hasPrefix("cgroup v1 limit 50.0 MB") && b.source.contains("less 1.0 MB the cgroup charges")
-                && b.source.contains("kernel memory 1.0 MB") && !b.source.contains("recording"))
+        #expect(b.bytes == 97 << 19)
+        #expect(b.source.hasPrefix("cgroup v1 limit 50.0 MB") && b.source.contains("less 1.5 MB the cgroup charges")
+                && b.source.contains("kernel memory 1.5 MB") && !b.source.contains("recording"))
         // Each recording adds its dirty page cache window (4 MiB) to what the cgroup charges.
         let rec = MemoryBudget.resolve(explicit: nil, cgroup: pod, recordings: 2)
-        #expect(rec.bytes == (50 - 1 - 8) << 20)
-        #expect(rec.source.contains("less 9.0 MB") && rec.source.contains("2 recordings x 4.0 MB dirty page cache"))
+        #expect(rec.bytes == (100 - 3 - 16) << 19)
+        #expect(rec.source.contains("less 9.5 MB") && rec.source.contains("2 recordings x 4.0 MB dirty page cache"))
         let tiny = CgroupMemoryLimit(version: 2, limitBytes: 24 << 20, file: "/x/memory.max")
-        #expect(MemoryBudget.resolve(explicit: nil, cgroup: tiny).bytes == 23 << 20)
+        #expect(MemoryBudget.resolve(explicit: nil, cgroup: tiny).bytes == 45 << 19)
     }
 }
