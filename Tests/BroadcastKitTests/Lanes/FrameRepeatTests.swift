@@ -169,7 +169,7 @@ final class AllocationNotingEncoder: VideoEncoder, @unchecked Sendable {
         let enc = AllocationNotingEncoder()
         let clock = StreamClock()
         let lane = VideoLane(encoder: enc, pendingFrames: 2, stats: BroadcastStats(), clock: clock) { _, _ in }
-        lane.start()
+        try lane.start()
         let frames = NoiseFrames()
         let frame = frames.frame(0, pts: MediaTime.now())
         _ = lane.process(frame) { clock.timelineMs($0) }
