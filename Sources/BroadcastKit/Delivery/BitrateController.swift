@@ -106,7 +106,11 @@ package final class BitrateController: @unchecked Sendable {
         guard lastNs > 0 else { return }
         let seconds = Double(nowNs - lastNs) / 1e9
         let sentKbps = Int(Double(sent - before) * 8 / 1000 / seconds)
-        adapt(sentKbps: sentKbps, backlogMs: destinations[i].queue.queuedDurationMs)
+        // The backlog includes what waits in the kernel's send buffer (~128 KB: most of a second
+        // at 1 Mbit/s), so a link that is slightly over-driven shows at once, not once it is full.
+        let unsent = (destinations[i].sink as? RTMPPublisher)?.unsentBytes ?? 0
+        let kernelMs = unsent * 8 / max(1, currentKbps + audioKbps)
+        adapt(sentKbps: sentKbps, backlogMs: destinations[i].queue.queuedDurationMs + kernelMs)
     }
 
     /// One second's decision from what the followed destination sent (`sentKbps`, audio
