@@ -10,8 +10,7 @@
 /// - calm (under 100 ms queued) for `calmSeconds`: below the rest level, `returnFraction` (90%)
 ///   of the ceiling, the target climbs back quickly (+25% a second, no higher). After
 ///   `probeIntervalSeconds` calm at rest it probes, as OBS's dynamic bitrate does: the target
-///   steps towards the ceiling, the level the link last carried (at most 8% a step), and no
-///   higher. A probe held calm at the ceiling for
+///   goes to the ceiling, the level the link last carried, and no higher. A probe held calm for
 ///   an interval shows the link carries it: the ceiling rises by a step (3%, then 3x larger for
 ///   each probe held in a row: 9%, 27%, at most 50%) and the next probe goes there. A probe that
 ///   makes the queue grow (at least 100 ms and rising) or congests fails: the target returns to
@@ -162,12 +161,6 @@ package final class BitrateController: @unchecked Sendable {
             guard calmSinceChange >= probeIntervalSeconds else { return }
             probing = false
             probeInterval = probeIntervalSeconds
-            if currentKbps < ceilingKbps {
-                // Held below the ceiling: on towards it.
-                probing = true
-                apply(min(ceilingKbps, currentKbps * 108 / 100 + 10))
-                return
-            }
             // The probe held at the ceiling: the link carries it; raise it by a step and probe there.
             ceilingKbps = min(targetKbps, Int(Double(ceilingKbps) * (1 + ceilingStep)))
             probesHeld += 1
@@ -183,8 +176,8 @@ package final class BitrateController: @unchecked Sendable {
         } else if calmSinceChange >= probeInterval {
             if ceilingKbps <= currentKbps { ceilingKbps = min(targetKbps, Int(Double(currentKbps) * (1 + ceilingStep))) }
             probing = true
-            // Towards the ceiling by at most 8% at a time: a ceiling measured in a burst is not trusted at once.
-            apply(min(ceilingKbps, currentKbps * 108 / 100 + 10))
+            // To the ceiling: a ceiling measured in a burst fails this probe and is measured again.
+            apply(ceilingKbps)
         }
     }
 
