@@ -77,7 +77,7 @@ public enum Usage {
       --test-rotate-every SECONDS    alternate the test frame between WxH and HxW (a rotating phone)
 
     Exit codes
-      0  clean stop (duration reached, end of input, SIGINT or SIGTERM)
+      0  clean stop (duration reached, end of input, SIGINT, SIGTERM or SIGHUP)
       1  --check-heartbeat: the heartbeat file is missing or too old
       2  bad usage or configuration (flags, values, input format, memory plan, an output
          path that is a link, FIFO or device, an unreadable input)

@@ -276,6 +276,8 @@ class HostileServerTests(BroadcastTestCase):
                 s = self.server("--mode", "chunk-flood-connect", "--streams", "65000", "--flood-length", str(length))
                 w = self.watched(s, "--duration", "5")
                 self.finished(w, 60)
+                print(f"\n[hostile] connect flood of {length}-byte messages: exit {w.returncode}, "
+                      f"VmHWM {w.maxrss_mib:.1f} MiB, {w.end - w.start:.1f} s", file=sys.stderr)
                 self.assertEqual(w.returncode, 3, w.describe())
                 self.assertLessEqual(w.maxrss_mib, BUDGET_MIB, w.describe())
                 errors = self.errorLines(w) or [l for _, l in w.lines if l.startswith("broadcast: ")]
@@ -290,6 +292,7 @@ class HostileServerTests(BroadcastTestCase):
         s = self.server("--mode", "chunk-flood-publish", "--after", "1", "--streams", "20000")
         w = self.watched(s, "--duration", "6", "--reconnect-delay", "0.5")
         self.finished(w, 60)
+        print(f"\n[hostile] publish flood: exit {w.returncode}, VmHWM {w.maxrss_mib:.1f} MiB", file=sys.stderr)
         self.assertEqual(w.returncode, 4, w.describe())
         self.assertLessEqual(w.maxrss_mib, BUDGET_MIB, w.describe())
         self.assertEqual(len(self.errorLines(w)), 1, w.describe())
@@ -305,6 +308,8 @@ class HostileServerTests(BroadcastTestCase):
         live = w.wait_for_line("broadcast: live:", 30)
         self.finished(w, 60)
         self.assertIsNotNone(live, w.describe())
+        print(f"\n[hostile] ping flood: live to exit {w.end - live:.2f} s for --duration {seconds}, "
+              f"VmHWM {w.maxrss_mib:.1f} MiB", file=sys.stderr)
         self.assertEqual(w.returncode, 0, w.describe())
         self.assertTrue(any(e["event"] == "ping-flood" for e in s.events()), s.events())
         # From going live to exit: the duration, plus at most 1 s.

@@ -374,14 +374,23 @@ class ServerRestartTest(BroadcastTestCase):
 
 
 class SlowLinkTest(BroadcastTestCase):
-    """30 s through tools/throttle_proxy.py at audio + 50% of the measured video rate."""
+    """Issue 22's steady throttle, shortened: 2500 kbps of noisy 360p through
+    tools/throttle_proxy.py limited to 1200 kbit/s for THROTTLE_S seconds.
 
-    RES = (1280, 720)
+    The target settles within 10 s at a level (its median from then on) of 70-95% of the link and
+    stays within ±15% of that level while the throttle lasts, with at most 1% of frames dropped once settled (the old controller sawed
+    between ~500 and 2500 kbps and dropped ~11%); after the throttle it climbs back to the
+    configured bitrate within RECOVER_S; the recording resumes at IDRs after every drop."""
+
+    RES = (640, 360)
     FPS = 30
-    VIDEO_KBPS = 1500
-    WARMUP_S = 10
-    THROTTLE_S = 30
-    AFTER_S = 25
+    VIDEO_KBPS = 2500
+    LINK_KBPS = 1200
+    WARMUP_S = 5
+    THROTTLE_S = 26
+    AFTER_S = 30
+    SETTLE_S = 10
+    RECOVER_S = 28
 
     def noisy_source(self, seconds: float) -> subprocess.Popen:
         """testsrc2 with temporal noise: x264 has to spend its whole bitrate on it."""
@@ -392,47 +401,14 @@ class SlowLinkTest(BroadcastTestCase):
              "-f", "yuv4mpegpipe", "-pix_fmt", "yuv420p", "-"],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
 
-    def common_args(self, seconds: float) -> list[str]:
-        return ["--source", "y4m:-", "--res", f"{self.RES[1]}p", "--fps", str(self.FPS),
-                "--video-bitrate", str(self.VIDEO_KBPS), "--duration", str(seconds)]
-
-    def test_throttled_link_adapts_and_recovers(self):
-        # 1. The real rates of this source, measured.
-        cal_stats = self.track_file(self.tmp / "calibrate.jsonl")
-        src = self.noisy_source(10)
-        r = self.run_broadcast(["--no-publish", "--record", str(self.tmp / "cal.flv"), *self.common_args(9),
-                                "--stats-json", str(cal_stats), "--quiet"], stdin=src.stdout, timeout=60)
-        src.stdout.close()
-        src.wait(timeout=10)
-        self.assertEqual(r.returncode, 0, r.describe())
-        steady = [s for s in read_stats(cal_stats) if s["time_s"] >= 3 and s["state"] != "finished"]
-        video_kbps = sorted(s["video_kbps"] for s in steady)[len(steady) // 2]
-        audio_kbps = sorted(s["audio_kbps"] for s in steady)[len(steady) // 2]
-        link = int(audio_kbps + 0.5 * video_kbps)
-        print(f"\n[slow link] measured video {video_kbps:.0f} kbps, audio {audio_kbps:.0f} kbps "
-              f"-> throttle {link} kbit/s for {self.THROTTLE_S} s", file=sys.stderr)
-        # The noise must make x264 spend its budget, or the throttle below would not congest. Judged
-        # per encoded frame (the rate control's own unit: bitrate / fps), not per wall-clock second:
-        # on shared cores ffmpeg may deliver fewer than 30 frames a second, and that is not what
-        # this precondition is about.
-        final_cal = read_stats(cal_stats)[-1]
-        self.assertGreater(final_cal["video_frames_sent"], 0, final_cal)
-        bits_per_frame = final_cal["video_bytes_sent"] * 8 / final_cal["video_frames_sent"]
-        budget_per_frame = self.VIDEO_KBPS * 1000 / self.FPS
-        self.assertGreater(bits_per_frame, 0.6 * budget_per_frame,
-                           f"the noisy source should use most of the bitrate: {bits_per_frame:.0f} bits per frame "
-                           f"of a {budget_per_frame:.0f}-bit budget")
-
-        # 2. Stream through the proxy; it throttles from WARMUP_S for THROTTLE_S.
+    def test_throttled_link_settles_then_recovers(self):
         key = new_key()
         nginx = Nginx(self.tmp / "nginx").start()
         self.addCleanup(nginx.stop)
         proxy_port = free_port()
-        proxy_status = self.tmp / "proxy.json"
         proxy = subprocess.Popen([sys.executable, str(TOOLS_DIR / "throttle_proxy.py"), "--listen-port", str(proxy_port),
-                                  "--target-port", str(nginx.port), "--throttle-kbps", str(link),
-                                  "--throttle-from", str(self.WARMUP_S), "--throttle-for", str(self.THROTTLE_S),
-                                  "--status-json", str(proxy_status)],
+                                  "--target-port", str(nginx.port), "--throttle-kbps", str(self.LINK_KBPS),
+                                  "--throttle-from", str(self.WARMUP_S), "--throttle-for", str(self.THROTTLE_S)],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.addCleanup(lambda: (proxy.poll() is None and proxy.terminate(), proxy.wait(timeout=5)))
         self.assertTrue(wait_port(proxy_port), "throttle proxy did not start")
@@ -440,8 +416,9 @@ class SlowLinkTest(BroadcastTestCase):
         total = self.WARMUP_S + self.THROTTLE_S + self.AFTER_S
         stats_path = self.track_file(self.tmp / "stats.jsonl")
         src = self.noisy_source(total + 2)
-        r = self.run_broadcast(["--url", f"rtmp://127.0.0.1:{proxy_port}/live", *self.common_args(total),
-                                "--stats-json", str(stats_path), "--quiet"],
+        r = self.run_broadcast(["--url", f"rtmp://127.0.0.1:{proxy_port}/live", "--source", "y4m:-",
+                                "--res", f"{self.RES[1]}p", "--fps", str(self.FPS), "--video-bitrate", str(self.VIDEO_KBPS),
+                                "--duration", str(total), "--stats-json", str(stats_path), "--quiet"],
                                env={"STREAM_KEY": key}, stdin=src.stdout, timeout=total + 60)
         src.stdout.close()
         src.wait(timeout=10)
@@ -458,26 +435,38 @@ class SlowLinkTest(BroadcastTestCase):
         def window(a, b):
             return [s for s in stats if a <= s["time_s"] < b]
 
-        during, after = window(thr_start, thr_end + 1), window(thr_end, 1e9)
-        drops = final["drops"]
-        congestion_drops = drops["congestion_p_frame"] + drops["congestion_until_idr"] + drops["queue_full"]
-        min_target = min(s["target_video_kbps"] for s in during)
+        def dropped(s):
+            d = s["drops"]
+            return d["congestion_p_frame"] + d["congestion_until_idr"] + d["queue_full"]
+
+        # The noise must make x264 spend its budget, or the throttle would not congest.
+        warm = window(2, thr_start)
+        self.assertTrue(warm, stats)
+        self.assertGreater(sorted(s["video_kbps"] for s in warm)[len(warm) // 2], 0.6 * self.VIDEO_KBPS, warm)
+
+        settled = window(thr_start + self.SETTLE_S, thr_end)
+        targets = [s["target_video_kbps"] for s in settled]
+        level = sorted(targets)[len(targets) // 2]
+        settled_drops = dropped(settled[-1]) - dropped(settled[0])
+        frames = (settled[-1]["time_s"] - settled[0]["time_s"]) * self.FPS
+        delivered = sum(s["video_kbps"] + s["audio_kbps"] for s in settled) / len(settled)
+        after = window(thr_end, 1e9)
         back = next((s["time_s"] - thr_end for s in after if s["target_video_kbps"] >= self.VIDEO_KBPS), None)
-        rate_during = sorted(s["video_kbps"] for s in during)[len(during) // 2]
-        rate_after = [round(s["video_kbps"]) for s in after]
-        print(f"[slow link] target min {min_target} kbps during throttle; congestion drops {congestion_drops} "
-              f"({drops}); median video sent during {rate_during:.0f} kbps; target back at "
-              f"{self.VIDEO_KBPS} {back and round(back, 1)} s after lifting; peak RSS "
-              f"{final['peak_rss_bytes'] / 2**20:.1f} MB; max queue {max(s['queue_ms'] for s in stats)} ms",
-              file=sys.stderr)
+        print(f"\n[slow link] link {self.LINK_KBPS} kbit/s: settled target {min(targets)}-{max(targets)} kbps "
+              f"(level {level}), delivered {delivered:.0f} kbit/s, {settled_drops} of {frames:.0f} frames dropped once settled, "
+              f"target back at {self.VIDEO_KBPS} {back and round(back, 1)} s after lifting; "
+              f"peak RSS {final['peak_rss_bytes'] / 2**20:.1f} MB", file=sys.stderr)
         print("[slow link] target per second: " + " ".join(str(s["target_video_kbps"]) for s in stats), file=sys.stderr)
         print("[slow link] video kbps per second: " + " ".join(str(round(s["video_kbps"])) for s in stats),
               file=sys.stderr)
-        self.assertTrue(congestion_drops > 0 or min_target < self.VIDEO_KBPS,
-                        "neither drops nor bitrate adaptation engaged")
+        self.assertGreaterEqual(level, 0.70 * self.LINK_KBPS, targets)
+        self.assertLessEqual(level, 0.95 * self.LINK_KBPS, targets)
+        for t in targets:
+            self.assertLessEqual(abs(t - level), 0.15 * level, targets)
+        self.assertLessEqual(settled_drops, 0.01 * frames, f"{settled_drops} of {frames:.0f} frames dropped once settled")
         self.assertLess(final["peak_rss_bytes"], BUDGET_BYTES)
         self.assertIsNotNone(back, f"target_video_kbps not back at {self.VIDEO_KBPS} after the limit was lifted")
-        self.assertLessEqual(back, 20.0, "target bitrate must be back within 20 s of lifting the limit")
+        self.assertLessEqual(back, self.RECOVER_S)
 
         recs = nginx.recordings(key)
         self.assertEqual(len(recs), 1, f"{recs}")

@@ -108,3 +108,80 @@ class PMTUBlackHoleTest(BroadcastTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+def nft_available() -> bool:
+    return can_make_namespaces() and shutil.which("nft") is not None
+
+
+@unittest.skipUnless(nft_available(), "needs root, ip, tc and nft (network namespaces)")
+class FullBlackHoleTest(BroadcastTestCase):
+    """Issue 22, defect 9: every packet to and from the ingest dropped for HOLE seconds (nftables
+    in a network namespace, loopback MTU 1500), then the path returns.
+
+    The sender notices the stall (no progress for 10 s) inside the hole. An RST sent then is lost
+    and never repeated, so nginx-rtmp kept the old session and answered "already publishing" to
+    every reconnect until its own timeout (main at e189c00~: exit 4 after 68 s down). Now the
+    broken connection is kept open and reset when the next TCP connect succeeds, i.e. once the
+    path carries packets: the stream resumes."""
+
+    HOLE_AT = 4
+    HOLE = 15
+    SECONDS = 30
+
+    def setUp(self):
+        super().setUp()
+        self.ns = f"bkh{os.getpid() % 100000}"
+        sh("ip", "netns", "add", self.ns)
+        self.addCleanup(subprocess.run, ["ip", "netns", "del", self.ns], capture_output=True)
+        sh("ip", "-n", self.ns, "link", "set", "lo", "mtu", "1500")
+        sh("ip", "-n", self.ns, "link", "set", "lo", "up")
+        (self.tmp / "rec").mkdir()
+        conf = self.tmp / "nginx.conf"
+        conf.write_text(
+            "load_module /usr/lib/nginx/modules/ngx_rtmp_module.so;\n"
+            f"daemon off; master_process off; worker_processes 1; pid {self.tmp}/nginx.pid;\n"
+            f"error_log {self.tmp}/error.log info;\nevents {{ worker_connections 64; }}\n"
+            "rtmp { server { listen 127.0.0.1:1935; chunk_size 4096;\n"
+            f"  application live {{ live on; record all; record_path {self.tmp}/rec; record_unique on; }} }} }}\n")
+        self.nginx = subprocess.Popen(["ip", "netns", "exec", self.ns, "nginx", "-c", str(conf), "-p", str(self.tmp),
+                                       "-e", str(self.tmp / "error.log")],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: (self.nginx.kill(), self.nginx.wait(timeout=10)))
+        time.sleep(1)
+
+    def nft(self, *args: str) -> None:
+        sh("ip", "netns", "exec", self.ns, "nft", *args)
+
+    def test_black_holed_path_resumes_once_the_path_returns(self):
+        key = new_key()
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        err = self.track_file(self.tmp / "stderr.txt")
+        with err.open("wb") as e:
+            proc = subprocess.Popen(["ip", "netns", "exec", self.ns, "env", f"STREAM_KEY={key}", str(BROADCAST_BIN),
+                                     "--source", "test", "--res", "360p", "--video-bitrate", "800",
+                                     "--duration", str(self.SECONDS), "--url", "rtmp://127.0.0.1:1935/live",
+                                     "--stats-json", str(stats), "--reconnect-attempts", "0",
+                                     "--reconnect-delay", "0.5"],
+                                    stdout=subprocess.DEVNULL, stderr=e)
+        self.addCleanup(lambda: proc.poll() is None and proc.kill())
+        time.sleep(self.HOLE_AT)
+        self.nft("add", "table", "inet", "hole")
+        self.nft("add", "chain", "inet", "hole", "in", "{ type filter hook input priority 0; }")
+        self.nft("add", "rule", "inet", "hole", "in", "tcp", "dport", "1935", "drop")
+        self.nft("add", "rule", "inet", "hole", "in", "tcp", "sport", "1935", "drop")
+        time.sleep(self.HOLE)
+        self.nft("delete", "table", "inet", "hole")
+        returned = time.monotonic()
+        code = proc.wait(timeout=self.SECONDS + 30)
+        text = err.read_text()
+        self._captured_texts.append(text)
+        lines = [json.loads(l) for l in stats.read_text().splitlines() if l.strip()]
+        last = lines[-1]
+        self.assertEqual(code, 0, text)
+        self.assertGreaterEqual(last["reconnects"], 1, text)
+        self.assertEqual(last["state"], "finished", last)
+        # Live again within a few seconds of the path's return (the next reconnect attempt).
+        self.assertIn("reconnected", text)
+        self.assertLess(last["downtime_s"], self.HOLE + 8, last)
+        self.assertEqual(len([l for l in text.splitlines() if "already publishing" in l]), 0, text)

@@ -25,6 +25,9 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
     package let connectTimeoutSeconds: Int
     /// Tag body bytes handed to the socket since `open`.
     package var bytesSent: Int { sent.load(ordering: .relaxed) }
+    /// Bytes handed to the socket that the server has not acknowledged yet: the backlog that
+    /// sits in the kernel, invisible in the send queue (the bitrate controller adds it). Any thread.
+    package var unsentBytes: Int { connection.unsentBytes }
     /// CLOCK_MONOTONIC nanoseconds when the last byte of the last tag was written (0 before any).
     package var lastWriteMonotonicNs: UInt64 { lastWrite.load(ordering: .relaxed) }
 

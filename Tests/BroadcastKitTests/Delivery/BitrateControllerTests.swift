@@ -14,11 +14,12 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
     func requestBitrate(kbps: Int) { requested.append(kbps) }
 }
 
-/// The controller's contract (its doc comment): once a second, a backlog over `backlogMs` drops
-/// the video target to 85% of the measured send rate less audio, never below the floor
-/// (target / 8, at least 150); after `calmSeconds` of a near-empty queue it climbs, +25% a second
-/// well below the remembered ceiling, +10% every other second near it, never above the target.
-@Suite(.timeLimit(.minutes(2))) struct BitrateControllerTests {
+/// The controller's contract (its doc comment): a backlog over `backlogMs` makes what the link
+/// carried (the send rate less audio) the ceiling and drops the target to 85% of it, never below
+/// the floor (target / 8, at least 150); calm, it returns quickly to 90% of the ceiling, goes to
+/// the ceiling after a calm interval, and probes 5% above it only after holding it; under a
+/// steady throttle (a simulated link) it settles, and it climbs back when the link recovers.
+@Suite(.timeLimit(.minutes(1))) struct BitrateControllerTests {
     let target = 2500, audio = 128
 
     func controller(_ destinations: [Destination] = []) -> (BitrateController, BitrateRecordingEncoder, BroadcastStats) {
@@ -29,20 +30,22 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         return (c, enc, stats)
     }
 
-    @Test func backlogStepsDownTo85PercentOfTheSendRateLessAudio() {
+    @Test func backlogStepsDownTo85PercentOfWhatTheLinkCarried() {
         let (c, enc, stats) = controller()
         #expect(c.floorKbps == max(150, target / 8))
         c.adapt(sentKbps: 1200, backlogMs: 500)
-        let want = Int(0.85 * 1200) - audio
+        let want = Int(0.85 * Double(1200 - audio))
+        #expect(c.ceilingKbps == 1200 - audio)
         #expect(c.currentKbps == want)
         #expect(enc.requested == [want], "the encoder is asked for the new rate")
         #expect(stats.snapshot().targetVideoKbps == want, "and the stats show it")
         // A backlog of exactly backlogMs is not congestion; 100..backlogMs holds the rate.
-        c.adapt(sentKbps: 500, backlogMs: c.backlogMs)
-        c.adapt(sentKbps: 500, backlogMs: 150)
+        c.adapt(sentKbps: 1200, backlogMs: c.backlogMs)
+        c.adapt(sentKbps: 1200, backlogMs: 150)
         #expect(c.currentKbps == want)
-        // A cut of less than 5% is not worth an encoder reconfiguration.
-        c.adapt(sentKbps: Int(Double(want + audio) / 0.85) - 10, backlogMs: 1000)
+        // A cut of less than 5% is not worth an encoder reconfiguration (the carried rate is the
+        // last three congested seconds' average: 1195).
+        c.adapt(sentKbps: 1190, backlogMs: 1000)
         #expect(c.currentKbps == want && enc.requested.count == 1)
     }
 
@@ -54,54 +57,139 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         #expect(enc.requested.first == c.floorKbps && enc.requested.count == 1, "no reconfiguration at the floor: \(enc.requested)")
     }
 
-    @Test func calmQueueProbesBackUpToTheTargetAndNoFurther() {
-        let (c, enc, _) = controller()
-        c.adapt(sentKbps: 1200, backlogMs: 800)     // the link carried 1200 kbit/s, ceiling ~1072 video
-        let low = c.currentKbps
+    /// Calm after one congested second: quick return to 90% of the ceiling, then probes of one
+    /// step per interval, none past the ceiling until it was held; the ceiling is not forgotten
+    /// by time (the old controller dropped it after 20 s and re-flooded the link).
+    @Test func calmReturnsQuicklyThenProbesGentlyUpToTheCeiling() {
+        let (c, _, _) = controller()
+        c.adapt(sentKbps: 1200, backlogMs: 800)
         let ceiling = 1200 - audio
-        // The first calm second only counts; the climb starts with the second.
+        let low = c.currentKbps
         c.adapt(sentKbps: 1200, backlogMs: 0)
-        #expect(c.currentKbps == low)
-        var rates = [low]
+        #expect(c.currentKbps == low, "the first calm second only counts")
         var changes: [(second: Int, before: Int, after: Int)] = []
-        for second in 2...60 {
+        for second in 0..<60 {
             let before = c.currentKbps
             c.adapt(sentKbps: before + audio, backlogMs: 0)
             if c.currentKbps != before { changes.append((second, before, c.currentKbps)) }
-            rates.append(c.currentKbps)
-            #expect(c.currentKbps >= before, "calm never lowers the rate")
-            #expect(c.currentKbps <= target, "never above the configured target")
-            // Well below the ceiling: at most +25% (+50) a second.
-            if before * 10 < ceiling * 9 {
-                #expect(c.currentKbps <= before * 125 / 100 + 50)
-            }
         }
-        #expect(c.currentKbps == target, "back at the target after a minute of calm: \(rates)")
-        // Near the remembered ceiling (90%..125% of it) it probes in steps of at most +10% (+10),
-        // on alternate seconds only.
-        let near = changes.filter { $0.before * 10 >= ceiling * 9 && $0.before * 4 <= ceiling * 5 }
-        #expect(near.count >= 2, "the climb passes the ceiling by probing: \(rates)")
-        for p in near { #expect(p.after <= p.before * 110 / 100 + 10, "probe step \(p.before) -> \(p.after)") }
-        for (a, b) in zip(near, near.dropFirst()) { #expect(b.second - a.second >= 2, "probes at seconds \(near.map(\.second))") }
-        // At the target nothing more is asked of the encoder.
-        let asked = enc.requested.count
-        for _ in 0..<5 { c.adapt(sentKbps: target + audio, backlogMs: 0) }
-        #expect(enc.requested.count == asked)
+        let steps = changes.map(\.after)
+        #expect(changes.count >= 4, "\(changes)")
+        guard changes.count >= 4 else { return }
+        #expect(changes[0].second == 0 && steps[0] == Int(Double(ceiling) * 0.9), "quick return to 90%: \(changes)")
+        // Then the ceiling after a calm interval; held, 3% above it.
+        #expect(steps[1] == ceiling && changes[1].second - changes[0].second >= c.probeIntervalSeconds, "\(changes)")
+        #expect(steps[2] == ceiling * 103 / 100, "then 3% above it after holding it: \(changes)")
+        for (a, b) in zip(changes, changes.dropFirst()) {
+            #expect(b.after - b.before <= max(10, b.before / 2), "probe step \(b.before) -> \(b.after)")
+            #expect(b.second - a.second >= c.probeIntervalSeconds, "\(changes)")
+        }
+        #expect(c.currentKbps == target, "a link that carries everything is climbed back: \(changes)")
     }
 
-    @Test func withoutARememberedCeilingTheClimbIsFast() {
+    /// The old controller forgot the ceiling 20 s after the last congestion and re-flooded the link.
+    @Test func theCeilingIsNotForgottenByTime() {
         let (c, _, _) = controller()
-        c.adapt(sentKbps: 0, backlogMs: 2000)       // down to the floor; ceiling at the floor
-        // 21 calm-or-busy seconds after the last congestion the ceiling is forgotten.
-        for _ in 0..<21 { c.adapt(sentKbps: 0, backlogMs: 200) }
-        #expect(c.currentKbps == c.floorKbps, "a mid-size backlog holds the rate")
-        c.adapt(sentKbps: 0, backlogMs: 0)
-        var before = c.currentKbps
-        c.adapt(sentKbps: 0, backlogMs: 0)
-        #expect(c.currentKbps == min(target, before * 125 / 100 + 50), "+25% (+50) a second with no ceiling")
-        before = c.currentKbps
-        c.adapt(sentKbps: 0, backlogMs: 0)
-        #expect(c.currentKbps == min(target, before * 125 / 100 + 50))
+        c.adapt(sentKbps: 1200, backlogMs: 800)
+        let held = (c.currentKbps, c.ceilingKbps)
+        // 40 s of a half-full queue (neither calm nor congested) keep the rate and the ceiling.
+        for _ in 0..<40 { c.adapt(sentKbps: 1200, backlogMs: 200) }
+        #expect(c.currentKbps == held.0 && c.ceilingKbps == held.1)
+        // Calm again: back to 90% of the same ceiling, not towards the target.
+        for _ in 0..<4 { c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0) }
+        #expect(c.currentKbps == Int(Double(held.1) * 0.9))
+    }
+
+    @Test func atTheTargetNothingMoreIsAsked() {
+        let (c, enc, _) = controller()
+        for _ in 0..<20 { c.adapt(sentKbps: target + audio, backlogMs: 0) }
+        #expect(enc.requested.isEmpty)
+        #expect(c.currentKbps == target)
+    }
+
+    /// A link of `capacity` kbit/s fed by an encoder that makes the target plus audio on average,
+    /// in 100 ms steps: a 2 s GOP whose keyframe carries 15% of its bits (so a link run at
+    /// exactly its rate never empties its queue); the send queue drops video past 700 ms queued
+    /// (the congestion policy).
+    struct SimulatedLink {
+        var capacityKbps: Double
+        var queuedKbit = 0.0
+        var sentKbitThisSecond = 0.0
+        var framesProduced = 0
+        var framesDropped = 0.0
+        var steps = 0
+
+        mutating func step(videoKbps: Int, audioKbps: Int) {
+            let gop = Double(videoKbps) * 2
+            let video = steps % 20 == 0 ? gop * 0.15 + gop * 0.85 / 20 : gop * 0.85 / 20
+            steps += 1
+            let produced = video + Double(audioKbps) / 10
+            framesProduced += 3
+            queuedKbit += produced
+            let sent = min(queuedKbit, capacityKbps / 10)
+            queuedKbit -= sent
+            sentKbitThisSecond += sent
+            // Past 700 ms queued the send queue drops P-frames: the excess video is lost.
+            let limit = 0.7 * Double(videoKbps + audioKbps)
+            if queuedKbit > limit {
+                let excess = queuedKbit - limit
+                framesDropped += excess / (Double(max(1, videoKbps)) / 30)
+                queuedKbit = limit
+            }
+        }
+
+        func backlogMs(videoKbps: Int, audioKbps: Int) -> Int {
+            Int(queuedKbit / Double(videoKbps + audioKbps) * 1000)
+        }
+    }
+
+    /// Runs `seconds` over a link of `capacity`; returns the target at each second, and drops
+    /// per second.
+    func simulate(_ c: BitrateController, link: inout SimulatedLink, seconds: Int) -> [(kbps: Int, drops: Double)] {
+        var trace: [(Int, Double)] = []
+        for _ in 0..<seconds {
+            let dropsBefore = link.framesDropped
+            for _ in 0..<10 { link.step(videoKbps: c.currentKbps, audioKbps: audio) }
+            let sent = Int(link.sentKbitThisSecond)
+            link.sentKbitThisSecond = 0
+            c.adapt(sentKbps: sent, backlogMs: link.backlogMs(videoKbps: c.currentKbps, audioKbps: audio))
+            trace.append((c.currentKbps, link.framesDropped - dropsBefore))
+        }
+        return trace
+    }
+
+    /// Issue 22's figure: 2500 kbps over a steady 1200 kbit/s link. The target settles within
+    /// 10 s at a level (its median from then on) of 70-95% of the link, stays within ±15% of that
+    /// level, and drops stay under 1%.
+    @Test(arguments: [1200.0, 800.0, 2000.0, 3000.0])
+    func settlesUnderASteadyThrottle(capacity: Double) {
+        let (c, _, _) = controller()
+        var link = SimulatedLink(capacityKbps: capacity)
+        let trace = simulate(c, link: &link, seconds: 300)
+        let settled = trace.dropFirst(10)
+        let rates = settled.map { Double($0.kbps) }
+        let level = rates.sorted()[rates.count / 2]
+        #expect(level >= 0.70 * capacity && level <= 0.95 * capacity,
+                "settled at \(level), outside 70-95% of \(capacity): \(trace.map(\.kbps))")
+        #expect(rates.allSatisfy { abs($0 - level) <= 0.15 * level }, "not within ±15% of \(level): \(trace.map(\.kbps))")
+        let drops = settled.map(\.drops).reduce(0, +)
+        #expect(drops <= 0.01 * Double(settled.count * 30), "\(drops) frames dropped once settled")
+    }
+
+    /// When the throttle lifts, the probes climb back to the target within 35 s (at most one
+    /// backed-off interval, then growing steps).
+    @Test func climbsBackWhenTheLinkRecovers() {
+        let (c, _, _) = controller()
+        var link = SimulatedLink(capacityKbps: 1200)
+        _ = simulate(c, link: &link, seconds: 120)
+        #expect(c.currentKbps < 1200)
+        link.capacityKbps = 10_000
+        let trace = simulate(c, link: &link, seconds: 60)
+        let back = trace.firstIndex { $0.kbps == target }
+        #expect(back.map { $0 <= 35 } == true, "\(trace.map(\.kbps))")
+        #expect(trace.last?.kbps == target)
+        let drops = trace.map(\.drops).reduce(0, +)
+        #expect(drops == 0)
     }
 
     /// The once-a-second tick reads the followed destination's queue and byte count: a destination

@@ -326,6 +326,9 @@ package final class RTMPConnection {
         RTMPSocket.shutdownNow(socketForAbort.load(ordering: .acquiring))
     }
 
+    /// Bytes sent into the kernel and not yet acknowledged by the server. Any thread.
+    package var unsentBytes: Int { RTMPSocket.unsentBytes(socketForAbort.load(ordering: .acquiring)) }
+
     /// True once `abort()` cut this connection.
     package var wasAborted: Bool { aborted.load(ordering: .acquiring) }
 

@@ -123,6 +123,14 @@ package final class RTMPSocket {
         return errno == EAGAIN || errno == EWOULDBLOCK
     }
 
+    /// Bytes in `fd`'s kernel send queue not yet acknowledged by the peer (0 when unknown). Any
+    /// thread: a descriptor closed meanwhile only gives an error, read as 0.
+    package static func unsentBytes(_ fd: Int32) -> Int {
+        guard fd >= 0 else { return 0 }
+        var queued: Int32 = 0
+        return ioctl(fd, UInt(TIOCOUTQ), &queued) == 0 ? max(0, Int(queued)) : 0
+    }
+
     /// Makes every pending and later I/O on this socket fail at once. Any thread.
     package static func shutdownNow(_ fd: Int32) {
         if fd >= 0 { _ = shutdown(fd, Int32(SHUT_RDWR)) }
