@@ -62,7 +62,8 @@ package final class RTMPChunkReader {
     /// Unread input: one chunk's header and payload (at most a whole message) plus one receive.
     package static let inputCapacity = maxMessageLength + (32 << 10)
     /// What a reader holds resident, for `MemoryPlan`: its arena, its input and its stream table.
-    package static let plannedBytes = maxReassemblyBytes + inputCapacity + maxChunkStreams * MemoryLayout<StreamState>.stride
+    package static let plannedBytes = maxReassemblyBytes + inputCapacity + maxMessageLength
+        + maxChunkStreams * MemoryLayout<StreamState>.stride
 
     /// What the last header on one chunk stream said, and where its message is being reassembled.
     struct StreamState {
@@ -94,8 +95,13 @@ package final class RTMPChunkReader {
     private var arenaTop = 0
     private let streams: UnsafeMutablePointer<StreamState>
     private var streamCount = 0
+    /// The last completed message's bytes, reused for the next: a caller that lets the message go
+    /// before asking for the next one (every caller here) makes no allocation per message (the
+    /// server's acknowledgements arrive every few seconds for the life of the stream).
+    private var delivered: [UInt8] = []
 
     package init() {
+        delivered.reserveCapacity(Self.maxMessageLength)
         input = .allocate(capacity: Self.inputCapacity)
         arena = .allocate(byteCount: Self.maxReassemblyBytes, alignment: 16)
         streams = .allocate(capacity: Self.maxChunkStreams)
@@ -247,8 +253,10 @@ package final class RTMPChunkReader {
             streams[slot] = state
             return .some(nil)
         }
+        delivered.removeAll(keepingCapacity: true)
+        delivered.append(contentsOf: UnsafeRawBufferPointer(start: arena + state.offset, count: state.length))
         let message = RTMPMessage(type: state.type, messageStreamID: state.messageStreamID, timestamp: state.timestamp,
-                                  payload: Array(UnsafeRawBufferPointer(start: arena + state.offset, count: state.length)))
+                                  payload: delivered)
         release(&state)
         streams[slot] = state
         try applyControl(message)
