@@ -22,13 +22,16 @@ struct SRTURLTests {
         ("srt://h:0", .invalidPort("0")),
         ("srt://h:70000", .invalidPort("70000")),
         ("srt://h:1/live/key", .pathNotSupported),
-        ("srt://h:1?foo=1", .unknownParameter("foo")),
+        ("srt://h:1?foo=1", .unknownParameter),
+        ("srt://h:1?sk_typed_here", .invalidParameter("a query parameter", "needs a value (NAME=VALUE)")),
         ("srt://h:1?latency=5", .invalidParameter("latency", "must be 20 to 8000 ms")),
         ("srt://h:1?passphrase=short", .invalidParameter("passphrase", "must be 10 to 79 characters")),
         ("srt://h:1?mode=listener", .invalidParameter("mode", "must be caller (broadcast connects to a listening receiver)")),
         ("srt://h:1?streamid=%zz", .invalidParameter("streamid", "is not valid percent-encoded UTF-8")),
         ("srt://h:1?streamid=a%0Ab", .invalidParameter("streamid", "is not valid percent-encoded UTF-8")),
         ("rtmp://h/live", .notSRT),
+        ("srt://[ssphrase=0123&pbke::1]:9000", .invalidParameter("host", "in brackets must be an IPv6 address")),
+        ("srt://[example.com]:9000", .invalidParameter("host", "in brackets must be an IPv6 address")),
     ])
     func refusesBadURLs(url: String, expected: SRTURLError) {
         #expect(throws: expected) { try SRTURL(parsing: url) }
@@ -36,9 +39,22 @@ struct SRTURLTests {
 
     @Test func errorsNeverEchoTheQuery() {
         let secret = "sk_secret_0123456789"
-        for url in ["srt://h:1?streamid=\(secret)&x=\(secret)", "srt://h:1?passphrase=\(secret)&latency=1"] {
+        for url in ["srt://h:1?streamid=\(secret)&x=\(secret)", "srt://h:1?passphrase=\(secret)&latency=1",
+                    "srt://h:1?passphrase&\(secret)", "srt://h:1?\(secret)=1", "srt://h:\(secret)"] {
             do { _ = try SRTURL(parsing: url); Issue.record("accepted \(url)") } catch {
                 #expect(!"\(error)".contains(secret))
+            }
+        }
+    }
+
+    /// Found by `scripts/fuzz --target srt-url`: outside bytes in a refusal are never raw control
+    /// characters, and no query text (a secret typed in the wrong place) is repeated.
+    @Test func refusalsQuoteNoControlBytesAndNoQuery() {
+        for url in ["srt://.a:\u{FFFD}id=\u{01}\u{00}K@9693?streamid=x", "srt://[::1]:9000?passphrase&0246913578abcdef"] {
+            do { _ = try SRTURL(parsing: url); Issue.record("accepted \(url.debugDescription)") } catch {
+                let m = "\(error)"
+                #expect(!m.unicodeScalars.contains { $0.value < 0x20 }, "\(m.debugDescription)")
+                #expect(!m.contains("0246913578abcdef"))
             }
         }
     }

@@ -5,7 +5,8 @@ package enum SRTURLError: Error, Sendable, Equatable, CustomStringConvertible {
     case missingPort
     case invalidPort(String)
     case pathNotSupported
-    case unknownParameter(String)
+    /// Unknown names are not repeated: the query may hold a secret typed in the wrong place.
+    case unknownParameter
     case invalidParameter(String, String)
 
     package var description: String {
@@ -15,8 +16,8 @@ package enum SRTURLError: Error, Sendable, Equatable, CustomStringConvertible {
         case .missingPort: return "SRT URL has no port (srt://HOST:PORT; SRT has no default port)"
         case .invalidPort(let p): return "SRT URL has an invalid port '\(p)'"
         case .pathNotSupported: return "SRT URL takes no path: put the stream id in ?streamid= (or let the stream key fill it)"
-        case .unknownParameter(let n):
-            return "SRT URL: unknown parameter '\(n)' (expected streamid, passphrase, latency, pbkeylen or mode=caller)"
+        case .unknownParameter:
+            return "SRT URL: an unknown parameter in its query (expected streamid, passphrase, latency, pbkeylen or mode=caller)"
         case .invalidParameter(let n, let why): return "SRT URL: \(n) \(why)"
         }
     }
@@ -62,6 +63,9 @@ package struct SRTURL: Sendable, Equatable {
         if hostPort.hasPrefix("[") {
             guard let close = hostPort.firstIndex(of: "]") else { throw .missingHost }
             hostPart = hostPort[hostPort.index(after: hostPort.startIndex)..<close]
+            // Brackets hold an IPv6 address: hex digits, ':' and '.' (an embedded IPv4), nothing else.
+            guard hostPart.contains(":"), hostPart.unicodeScalars.allSatisfy({ $0.properties.isASCIIHexDigit || $0 == ":" || $0 == "." })
+            else { throw .invalidParameter("host", "in brackets must be an IPv6 address") }
             let after = hostPort[hostPort.index(after: close)...]
             guard after.hasPrefix(":") else { throw .missingPort }
             portText = after.dropFirst()
@@ -75,7 +79,7 @@ package struct SRTURL: Sendable, Equatable {
         }
         if hostPart.isEmpty { throw .missingHost }
         if hostPart.contains("@") { throw .invalidParameter("host", "must not carry user:password@") }
-        guard let port = Int(portText), port > 0, port <= 65535 else { throw .invalidPort(String(portText.prefix(16))) }
+        guard let port = Int(portText), port > 0, port <= 65535 else { throw .invalidPort(Self.printable(portText.prefix(16))) }
         host = String(hostPart)
         self.port = port
         latencyMs = Self.defaultLatencyMs
@@ -84,9 +88,12 @@ package struct SRTURL: Sendable, Equatable {
         hasQuery = true
         for pair in rest[rest.index(after: q)...].split(separator: "&", omittingEmptySubsequences: true) {
             let name = pair.prefix { $0 != "=" }
-            guard name.count < pair.count else { throw .invalidParameter(String(name.prefix(24)), "needs a value (NAME=VALUE)") }
+            guard name.count < pair.count else { throw .invalidParameter("a query parameter", "needs a value (NAME=VALUE)") }
             let raw = pair.dropFirst(name.count + 1)
-            guard let value = Self.percentDecoded(raw) else { throw .invalidParameter(String(name), "is not valid percent-encoded UTF-8") }
+            guard let value = Self.percentDecoded(raw) else {
+                throw .invalidParameter(Self.knownNames.contains(String(name)) ? String(name) : "a query parameter",
+                                        "is not valid percent-encoded UTF-8")
+            }
             switch name {
             case "streamid":
                 guard !value.isEmpty, value.utf8.count <= 512 else { throw .invalidParameter("streamid", "must be 1 to 512 bytes") }
@@ -108,7 +115,7 @@ package struct SRTURL: Sendable, Equatable {
                     throw .invalidParameter("mode", "must be caller (broadcast connects to a listening receiver)")
                 }
             default:
-                throw .unknownParameter(String(name.prefix(24)))
+                throw .unknownParameter
             }
         }
     }
@@ -117,6 +124,13 @@ package struct SRTURL: Sendable, Equatable {
     package var redacted: String {
         let h = host.contains(":") ? "[\(host)]" : host
         return "srt://\(h):\(port)" + (hasQuery ? "?****" : "")
+    }
+
+    static let knownNames: Set<String> = ["streamid", "passphrase", "latency", "pbkeylen", "mode"]
+
+    /// Outside text quoted in a message: control characters shown as '?', never written raw.
+    static func printable(_ s: Substring) -> String {
+        String(String.UnicodeScalarView(s.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : $0 }))
     }
 
     private static func percentDecoded(_ s: Substring) -> String? {
