@@ -1,4 +1,4 @@
-"""SRT output against real receivers: FFmpeg's SRT listener (libsrt on the other side), checked by
+"""SRT output against real receivers: FFmpeg's SRT listener and srt-live-transmit (libsrt on the other side), checked by
 PyAV and tools/avsync.py decoding what arrived (never our own TS parser).
 
 - clean link: 20 s at 720p, every frame decodes, A/V sync within 20 ms with every flash paired;
@@ -174,6 +174,32 @@ class SRTCleanLinkTests(SRTTestCase):
         self.assertEqual(d["errors"], 0)
         self.assertEqual(d["video"], last_stats(stats)["video_frames_sent"])
         self.assertGreaterEqual(d["audio_samples"] / 48000, 5.5)
+
+
+class SRTLiveTransmitTests(SRTTestCase):
+    def test_srt_live_transmit_receives_a_stream_that_decodes(self) -> None:
+        """libsrt's own tool as the listener: what it receives, written as is, decodes."""
+        port = free_udp_port()
+        out = self.dir / "slt.ts"
+        with open(out, "wb") as f:
+            recv = subprocess.Popen(["srt-live-transmit", "-q", f"srt://:{port}?mode=listener", "file://con"],
+                                    stdout=f, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: recv.poll() is None and recv.kill())
+        deadline = time.monotonic() + 10
+        while not udp_port_bound(port):
+            self.assertLess(time.monotonic(), deadline, "srt-live-transmit did not listen")
+            time.sleep(0.05)
+        stats = self.dir / "stats.jsonl"
+        r = self.run_broadcast(["--url", f"srt://127.0.0.1:{port}", "--source", "test", "--res", "480p",
+                                "--duration", "6", "--stats-json", stats, "--quiet"], timeout=40)
+        self.assertEqual(r.returncode, 0, r.describe())
+        time.sleep(0.5)
+        recv.terminate()
+        recv.wait(timeout=10)
+        d = decode(out)
+        self.assertEqual(d["codecs"], ["aac", "h264"])
+        self.assertEqual(d["errors"], 0)
+        self.assertEqual(d["video"], last_stats(stats)["video_frames_sent"])
 
 
 class SRTLossyLinkTests(SRTTestCase):
