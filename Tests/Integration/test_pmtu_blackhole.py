@@ -185,3 +185,7 @@ class FullBlackHoleTest(BroadcastTestCase):
         self.assertIn("reconnected", text)
         self.assertLess(last["downtime_s"], self.HOLE + 8, last)
         self.assertEqual(len([l for l in text.splitlines() if "already publishing" in l]), 0, text)
+
+
+if __name__ == "__main__":
+    unittest.main()
