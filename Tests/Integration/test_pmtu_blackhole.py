@@ -77,7 +77,7 @@ class PMTUBlackHoleTest(BroadcastTestCase):
         self.addCleanup(lambda: (self.nginx.kill(), self.nginx.wait(timeout=10)))
         time.sleep(1)
 
-    def test_black_hole_ends_in_exit_4_with_downtime_and_no_stale_lockout(self):
+    def run_with_stall(self, stall) -> None:
         key = new_key()
         stats = self.track_file(self.tmp / "stats.jsonl")
         err = self.track_file(self.tmp / "stderr.txt")
@@ -89,8 +89,7 @@ class PMTUBlackHoleTest(BroadcastTestCase):
                                     stdout=subprocess.DEVNULL, stderr=e)
         self.addCleanup(lambda: proc.poll() is None and proc.kill())
         time.sleep(self.STALL_AT)
-        sh("ip", "netns", "exec", self.r, "tc", "qdisc", "add", "dev", self.router_if, "root", "tbf",
-           "rate", "200mbit", "burst", "4000", "limit", "100000")
+        stall()
         code = proc.wait(timeout=self.SECONDS + 30)
         text = err.read_text()
         self._captured_texts.append(text)
@@ -105,9 +104,10 @@ class PMTUBlackHoleTest(BroadcastTestCase):
         self.assertNotIn("already publishing", text)
         self.assertGreaterEqual(last["reconnects"], 1, text)
 
-
-if __name__ == "__main__":
-    unittest.main()
+    def test_black_hole_ends_in_exit_4_with_downtime_and_no_stale_lockout(self):
+        """The stuck path: a tbf whose burst is below the MTU."""
+        self.run_with_stall(lambda: sh("ip", "netns", "exec", self.r, "tc", "qdisc", "add", "dev", self.router_if,
+                                       "root", "tbf", "rate", "200mbit", "burst", "4000", "limit", "100000"))
 
 
 def nft_available() -> bool:
@@ -185,3 +185,7 @@ class FullBlackHoleTest(BroadcastTestCase):
         self.assertIn("reconnected", text)
         self.assertLess(last["downtime_s"], self.HOLE + 8, last)
         self.assertEqual(len([l for l in text.splitlines() if "already publishing" in l]), 0, text)
+
+
+if __name__ == "__main__":
+    unittest.main()
