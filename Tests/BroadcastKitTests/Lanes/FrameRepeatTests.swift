@@ -125,7 +125,7 @@ final class VideoTagLog: TagSink, @unchecked Sendable {
         #expect(pool.inUse == 1)
     }
 
-    @Test(.enabled(if: AllocationCounter.isLoaded)) func pinningDoesNotAllocate() {
+    @Test(.enabled(if: AllocationCounter.isLoaded, "needs tools/allocshim preloaded (scripts/test does it)")) func pinningDoesNotAllocate() {
         let pool = FramePool(width: 64, height: 64, capacity: 2)
         var smoother = VideoTimestampSmoother(fps: 30)
         _ = smoother.smooth(1_000_000_000)
@@ -165,7 +165,7 @@ final class AllocationNotingEncoder: VideoEncoder, @unchecked Sendable {
 }
 
 @Suite(.timeLimit(.minutes(1))) struct FrameRepeatAllocationTests {
-    @Test(.enabled(if: AllocationCounter.isLoaded)) func repeatsDoNotAllocate() throws {
+    @Test(.enabled(if: AllocationCounter.isLoaded, "needs tools/allocshim preloaded (scripts/test does it)")) func repeatsDoNotAllocate() throws {
         let enc = AllocationNotingEncoder()
         let clock = StreamClock()
         let lane = VideoLane(encoder: enc, pendingFrames: 2, stats: BroadcastStats(), clock: clock) { _, _ in }

@@ -160,7 +160,7 @@ struct TSMuxerTests {
         #expect(out.chunks.isEmpty)
     }
 
-    @Test(.enabled(if: AllocationCounter.isLoaded)) func steadyStateMuxingDoesNotAllocate() throws {
+    @Test(.enabled(if: AllocationCounter.isLoaded, "needs tools/allocshim preloaded (scripts/test does it)")) func steadyStateMuxingDoesNotAllocate() throws {
         let m = TSMuxer(layout: TSStreamLayout(hasVideo: true, audioCodec: .aac))
         final class Discard: TSChunkOutput { var bytes = 0; func sendChunk(_ c: UnsafeRawBufferPointer) throws(TransportError) { bytes += c.count } }
         let out = Discard()

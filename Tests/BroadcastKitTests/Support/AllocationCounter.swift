@@ -5,7 +5,7 @@ import Glibc
 /// Heap allocation counts from tools/allocshim, which `scripts/test` preloads into `swift test`.
 /// The per-thread count is the one to assert on: other suites run in parallel in the same
 /// process and allocate, so process-wide heap figures move under any test that reads them.
-/// Tests that need it are `.enabled(if: AllocationCounter.isLoaded)`: run bare, they show as
+/// Tests that need it are `.enabled(if: AllocationCounter.isLoaded, "needs tools/allocshim preloaded (scripts/test does it)")` (the comment is what the sanitizer allow-list matches): run bare, they show as
 /// skipped, and scripts/test fails on a skip that is not on Tests/skip-allowlist.txt.
 enum AllocationCounter {
     private typealias Counter = @convention(c) () -> UInt64
