@@ -126,7 +126,7 @@ package struct SRTURL: Sendable, Equatable {
         return "srt://\(h):\(port)" + (hasQuery ? "?****" : "")
     }
 
-    static let knownNames: Set<String> = ["streamid", "passphrase", "latency", "pbkeylen", "mode"]
+    package static let knownNames: Set<String> = ["streamid", "passphrase", "latency", "pbkeylen", "mode"]
 
     /// Outside text quoted in a message: control characters shown as '?', never written raw.
     static func printable(_ s: Substring) -> String {
