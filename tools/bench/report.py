@@ -751,6 +751,21 @@ def report(r: dict, made: list[str], results_rel: str) -> str:
             w(f"- {res}: `{e.get('ours_cmd')}`; `{e.get('ffmpeg_cmd')}`")
         w("")
 
+    # ---- adaptive bitrate under a steady throttle (issue 22) ---------------------------------------
+    ab = r.get("abr_soak") or {}
+    if ab.get("rows"):
+        w("## Adaptive bitrate under a steady throttle (issue 22)")
+        w("")
+        w(f"{ab['setup']}. Commit {ab['commit']}; the machine was {ab['load']}. Command: `{ab['command']}`.")
+        w("")
+        w("| | target video kbps | drops | delivered kbit/s |")
+        w("|---|---|---|---|")
+        for x in ab["rows"]:
+            w(f"| {x['phase']} | {x['target']} | {x['drops']} | {x['delivered']} |")
+        w("")
+        w(f"{ab['before']} {ab['memory']} {ab.get('not_run', '')}".strip())
+        w("")
+
     # ---- SRT vs RTMP --------------------------------------------------------------------------------
     sr = r.get("srt") or {}
     if sr.get("rows"):
