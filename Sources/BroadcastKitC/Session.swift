@@ -103,7 +103,9 @@ public func _bkSessionFree(_ p: OpaquePointer?) {
     if s.state == .running { _ = _bkSessionFinish(p) }
     b.control?.close()
     b.control = nil
-    s.onEvent = nil
+    // onEvent may only change before start (BroadcastSession's precondition); a finished session
+    // sends nothing more, and releasing the box releases the callback with it.
+    if s.state == .idle { s.onEvent = nil }
     box.release()
 }
 
