@@ -82,14 +82,16 @@ struct VideoTimestampSmoother: Sendable {
     /// The PTS of a repeated picture `slots` frame periods after the last output (1 unless the
     /// encoder fell behind): the grid extended, not moved. Nil before the first real frame.
     mutating func repeatSlot(slots: Int = 1) -> Int64? {
-        guard anchored, slots > 0 else { return nil }
+        // No repeat at the far end of the timestamp range (hostile or wrapped PTS): the next slot
+        // would not fit in Int64.
+        guard anchored, slots > 0, slotNs < Int64.max - Int64((Double(slots) + 2) * periodNs) else { return nil }
         advance(by: Double(slots) * periodNs)
         if !locked {
             regularRun += slots
             if regularRun >= lockFrames { locked = true }
         }
         repeatRun += slots
-        let value = slotNs + Int64(slotFraction.rounded())
+        let value = slotNs &+ Int64(slotFraction.rounded())
         return emit(value, raw: value)
     }
 
@@ -195,10 +197,11 @@ struct VideoTimestampSmoother: Sendable {
 
     private mutating func emit(_ value: Int64, raw: Int64) -> Int64 {
         // Never repeat or go back, whatever the grid says.
-        let out = lastOutput == Int64.min ? value : max(value, lastOutput + 1)
+        // Saturating: PTS at the ends of Int64 (the fuzzer's, a wrapped source clock) must not trap.
+        let out = lastOutput == Int64.min ? value : max(value, lastOutput == Int64.max ? Int64.max : lastOutput + 1)
         lastOutput = out
-        let moved = out > raw ? out - raw : raw - out
-        if moved >= correctionThresholdNs { corrections += 1 }
+        let (diff, overflow) = out.subtractingReportingOverflow(raw)
+        if overflow || diff.magnitude >= UInt64(correctionThresholdNs) { corrections += 1 }
         return out
     }
 }

@@ -210,3 +210,19 @@ import Testing
         #expect(s.repeatSlot() == nil)
     }
 }
+
+/// Found by `scripts/fuzz` (seeded, `--wild-pts`) after the frame repeat landed: a repeat at the
+/// far end of the PTS range overflowed Int64 and trapped (SIGILL) on the video lane's thread.
+@Suite(.timeLimit(.minutes(1))) struct VideoTimestampSmootherRangeTests {
+    @Test func repeatsAtTheEndOfTheRangeDoNotTrap() {
+        var s = VideoTimestampSmoother(fps: 30)
+        let top = Int64.max - 10_000_000
+        _ = s.smooth(top)
+        _ = s.smooth(top + 5_000_000)
+        #expect(s.repeatSlot(slots: 3) == nil, "no slot fits after the last representable PTS")
+        var t = VideoTimestampSmoother(fps: 30)
+        _ = t.smooth(Int64.max)
+        _ = t.smooth(Int64.max)
+        #expect(t.repeatSlot() == nil)
+    }
+}

@@ -57,10 +57,11 @@ package final class RTMPChunkReader {
     package static let maxChunkStreams = 64
     /// The largest server message we accept (ours are commands and control messages).
     package static let maxMessageLength = 64 << 10
-    /// Bytes all unfinished messages may announce together.
-    package static let maxReassemblyBytes = 256 << 10
+    /// Bytes all unfinished messages may announce together: two of the largest (an honest server
+    /// interleaves at most a status reply with a control message).
+    package static let maxReassemblyBytes = 128 << 10
     /// Unread input: one chunk's header and payload (at most a whole message) plus one receive.
-    package static let inputCapacity = maxMessageLength + (32 << 10)
+    package static let inputCapacity = maxMessageLength + (16 << 10)
     /// What a reader holds resident, for `MemoryPlan`: its arena, its input and its stream table.
     package static let plannedBytes = maxReassemblyBytes + inputCapacity + maxMessageLength
         + maxChunkStreams * MemoryLayout<StreamState>.stride

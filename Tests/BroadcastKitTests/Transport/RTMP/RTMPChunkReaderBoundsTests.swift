@@ -2,7 +2,7 @@ import Testing
 @testable import BroadcastKit
 
 /// Issue 22: what a hostile server can make the reader hold is bounded (64 chunk streams, 64 KB
-/// per message, 256 KB of unfinished messages, a fixed input buffer), and reassembly stays
+/// per message, 128 KB of unfinished messages, a fixed input buffer), and reassembly stays
 /// correct when the arena has to be compacted.
 @Suite(.timeLimit(.minutes(1))) struct RTMPChunkReaderBoundsTests {
     /// A type-0 header on chunk stream `csid` (3-byte basic header) announcing `length` bytes of type 20.
