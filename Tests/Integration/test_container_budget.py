@@ -119,7 +119,8 @@ class ContainerBudgetTests(unittest.TestCase):
         are the benchmarks' business."""
         self.assertEqual(last["state"], "finished", last)
         self.assertEqual(last["video_frames_in"], last["video_frames_encoded"], last)
-        self.assertEqual(last["video_frames_encoded"], last["video_frames_sent"], last)
+        # Repeated pictures (a frame that came late on a loaded machine) are encoded and sent too.
+        self.assertEqual(last["video_frames_encoded"] + last.get("video_frames_repeated", 0), last["video_frames_sent"], last)
         self.assertGreaterEqual(last["video_frames_in"] + last["drops"]["encoder_busy"], seconds * 30 * 0.9, last)
         self.assertGreaterEqual(last["video_frames_sent"], seconds * 5, last)
         self.assertGreaterEqual(last["audio_frames_sent"], seconds * 46 * 0.95, last)   # AAC: 46.9 frames/s
