@@ -48,6 +48,10 @@ package final class AudioMixer: @unchecked Sendable {
     /// later is mixed from where its first buffer lands (the silence stays two frames behind
     /// the wall clock, so a buffer of up to that length is not late).
     package let noSourceGraceNs: Int64 = 100_000_000
+    /// Live producers only (see `Backpressure.repeatsLastPicture`): silence paced by the wall clock
+    /// would trail a producer faster than real time by seconds, and the interleaver would then
+    /// release its video in bursts the send queue counts as congestion.
+    package var silenceWithoutSource = true
     /// True once silence was mixed out because no source had delivered.
     package private(set) var noSourceSilence = false
 
@@ -180,7 +184,7 @@ package final class AudioMixer: @unchecked Sendable {
                 margin = max(margin, 2 * lastBufferNs[s] / 1_000 * AudioClock.rate / 1_000_000)
             }
             if newest == Int64.min {
-                noSourceLocked(nowNs: nowNs)
+                if silenceWithoutSource { noSourceLocked(nowNs: nowNs) }
                 return
             }
             guard outPosition != Int64.min else { return }

@@ -15,6 +15,12 @@ public struct CongestionPolicy: Sendable, Equatable {
 
     public static let `default` = CongestionPolicy()
 
+    /// The same byte cap without the media-time thresholds: for destinations that are not network
+    /// links (recordings, custom sinks), which drop only when the cap is reached.
+    public var byteCapOnly: CongestionPolicy {
+        CongestionPolicy(dropPFramesAfterMs: Int.max, dropAllVideoAfterMs: Int.max, maxBytes: maxBytes)
+    }
+
     /// `maxBytes` value that asks the session to size the cap from the configured bitrates.
     public static let sizedByBitrate = 0
 

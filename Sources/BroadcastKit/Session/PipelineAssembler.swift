@@ -32,6 +32,7 @@ package enum PipelineAssembler {
             let writer = AudioTagWriter(encoder: aenc, interleaver: interleaver)
             let m = AudioMixer(frameSize: aenc.frameSize) { samples, position in writer.encode(samples, position: position) }
             m.flushPaddingFrames = writer.delaySamples
+            m.silenceWithoutSource = cfg.backpressure.repeatsLastPicture
             m.timeline = clock
             audioLanes = [AudioLane(lane: .appAudio, mixer: m, stats: stats), AudioLane(lane: .micAudio, mixer: m, stats: stats)]
             for lane in audioLanes { try lane.prepareResampler() }
@@ -121,8 +122,11 @@ package enum PipelineAssembler {
         return ordered.enumerated().map { i, sink in
             // Each destination gets its own queue and congestion state: a slow one drops in its own
             // queue and never holds the others back.
-            Destination(sink: sink, policy: policy, isPrimary: i == 0, stats: stats,
-                        reconnect: sink.isNetworkPublisher ? cfg.reconnect : .never)
+            // The media-time thresholds are a network link's (OBS's policy): a recording or a custom
+            // sink drops only at the byte cap. A producer faster than real time sends media seconds
+            // per wall second, and the recording of a non-live pipeline lost P-frames as "congestion".
+            Destination(sink: sink, policy: sink.isNetworkPublisher ? policy : policy.byteCapOnly, isPrimary: i == 0,
+                        stats: stats, reconnect: sink.isNetworkPublisher ? cfg.reconnect : .never)
         }
     }
 
