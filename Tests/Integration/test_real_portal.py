@@ -322,8 +322,11 @@ class RealPortalFrameRateAndSilenceTargets(DesktopTestCase):
         with self.subTest("no audio devices: audio plays for >= 95% of the video's span"):
             # The video's span, or the run's length less a second when the video itself fell short.
             self.assertGreaterEqual(a["audio_seconds"], 0.95 * max(a["video_span"], 20 - 1))
-        with self.subTest("no audio devices: one line says it is silence"):
-            self.assertEqual(len([line for line in r.stderr_lines() if "silence" in line.lower()]), 1, r.stderr)
+        with self.subTest("no audio devices: one line per lane says it is silence"):
+            silent = [line for line in r.stderr_lines() if "silence" in line.lower()]
+            self.assertEqual(len(silent), 2, r.stderr)   # app audio and mic, one line each
+            self.assertTrue(any(line.startswith("broadcast: app audio is silence") for line in silent), r.stderr)
+            self.assertTrue(any(line.startswith("broadcast: mic is silence") for line in silent), r.stderr)
 
 
 if __name__ == "__main__":
