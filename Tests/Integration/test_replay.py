@@ -142,6 +142,18 @@ def ffprobe_start_times(path: Path) -> dict[str, float]:
     return {x["codec_type"]: float(x["start_time"]) for x in json.loads(p.stdout)["streams"]}
 
 
+def first_frame_is_flash(path) -> bool:
+    """True when a clip's first picture is the test source's white flash frame. Repeated pictures
+    (a late frame) can move x264's keyframes off whole seconds, so a clip need not start on one,
+    and then its first beep cannot be timed (in the CI run of 2026-12-02 the SIGUSR1 clip started on
+    a flash and was checked: 0.798 against 0.799; the control-socket clip did not)."""
+    import av
+    with av.open(str(path)) as c:
+        for frame in c.decode(c.streams.video[0]):
+            return float(frame.to_ndarray(format="gray").mean()) > 200
+    return False
+
+
 class ReplayTests(BroadcastTestCase):
     def popen(self, args, env=None, preexec=None) -> subprocess.Popen:
         return subprocess.Popen([str(BROADCAST_BIN), *map(str, args)], env=support.clean_env(env), cwd=REPO_ROOT,
@@ -178,7 +190,7 @@ class ReplayTests(BroadcastTestCase):
         # can time (no frame, no audio before it): its beep must sound from the clip's first
         # sample, at full level, not an edit list's worth of priming later (AAC clips carry
         # pre-roll frames and an edit that skips exactly them). Opus clips have no edit list.
-        if audio == "aac":
+        if audio == "aac" and first_frame_is_flash(clip):
             first_level, later_level, ratio = avsync_tool.start_beep_ratio(str(clip))
             print(f"{clip.name}: first-beep level {first_level:.3f} in its first 10 ms, {later_level:.3f} 20 ms on",
                   file=sys.stderr)
