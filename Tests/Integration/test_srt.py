@@ -248,14 +248,16 @@ class SRTCongestionTests(SRTTestCase):
         relay_port = int(relay.stdout.readline().rsplit(":", 1)[1])
         stats = self.dir / "stats.jsonl"
         r = self.run_broadcast(["--url", f"srt://127.0.0.1:{relay_port}?latency=400", "--source", "test", "--res", "720p",
-                                "--video-bitrate", "2500", "--duration", "20", "--stats-json", stats, "--quiet"], timeout=60)
+                                "--video-bitrate", "2500", "--duration", "26", "--stats-json", stats, "--quiet"], timeout=70)
         relay.send_signal(signal.SIGTERM)
         relay.wait(timeout=10)
         self.assertEqual(r.returncode, 0, r.describe())
         l.wait()
         rows = [json.loads(x) for x in stats.read_text().splitlines() if x.strip()]
         targets = [x["target_video_kbps"] for x in rows]
-        late = [x["target_video_kbps"] for x in rows if x["time_s"] >= 14]
+        # The controller steps down once per congested measurement (it keeps the lowest rate the
+        # link carried over three seconds), so it is below the link within about 20 s.
+        late = [x["target_video_kbps"] for x in rows if x["time_s"] >= 22]
         print(f"\n--- srt slow link: targets {targets}; relay {json.loads(status.read_text())}", file=sys.stderr)
         self.assertEqual(targets[0], 2500)
         self.assertTrue(late and max(late) < 1200, f"the target must settle below the 1200 kbit/s link: {targets}")
