@@ -165,6 +165,10 @@ int bk_srt_stats_read(int sock, bk_srt_stats *out) {
     out->packets_lost = s.pktSndLossTotal;
     out->packets_retransmitted = s.pktRetransTotal;
     out->packets_dropped = s.pktSndDropTotal;
+    out->bytes_dropped = (int64_t)s.byteSndDropTotal;
+    out->bytes_sent_unique = (int64_t)s.byteSentUniqueTotal;
+    out->bytes_sent = (int64_t)s.byteSentTotal;
+    out->bytes_retransmitted = (int64_t)s.byteRetransTotal;
     out->send_buffer_bytes = s.byteSndBuf;
     out->send_buffer_ms = s.msSndBuf;
     return 0;

@@ -3,7 +3,7 @@
 /// It follows one destination (`BitrateFollows`): the primary, or the slowest network publisher
 /// that is live (the one with the longest queue this second). Once a second, from that
 /// destination's send rate and queue:
-/// - congested (more than `backlogMs` queued): the video the link carried (the send rate of the
+/// - congested (more than `backlogMs` queued): the video the link carried (the rate it delivered, handed-over bytes less the growth of the transport's undelivered bytes, over the
 ///   last three congested seconds less audio) becomes the remembered ceiling, and the target drops to
 ///   `settleFraction` (85%) of it. A queue that is already draining at or below the rest level
 ///   is left to drain;
@@ -47,6 +47,8 @@ package final class BitrateController: @unchecked Sendable {
     private var probesHeld = 0
     /// Bytes sent per destination at the previous tick, so the followed one may change between ticks.
     private var lastBytes: [Int]
+    /// Undelivered bytes per destination at the previous tick (see `TagSink.undeliveredBytes`).
+    private var lastUndelivered: [Int]
     private var lastNs: Int64 = 0
     private var lastBacklog = 0
     /// The send rates (kbit/s, audio included) of the last three congested seconds, newest
@@ -66,6 +68,7 @@ package final class BitrateController: @unchecked Sendable {
         self.destinations = destinations
         self.follows = follows
         lastBytes = Array(repeating: 0, count: destinations.count)
+        lastUndelivered = Array(repeating: 0, count: destinations.count)
         self.targetKbps = targetKbps
         self.audioKbps = audioKbps
         self.stats = stats
@@ -98,13 +101,21 @@ package final class BitrateController: @unchecked Sendable {
         let i = followed()
         let sent = destinations[i].bytesSent
         let before = lastBytes[i]
+        let undelivered = destinations[i].sink.undeliveredBytes
+        let undeliveredBefore = lastUndelivered[i]
         defer {
-            for (j, d) in destinations.enumerated() { lastBytes[j] = d.bytesSent }
+            for (j, d) in destinations.enumerated() {
+                lastBytes[j] = d.bytesSent
+                lastUndelivered[j] = j == i ? undelivered : d.sink.undeliveredBytes
+            }
             lastNs = nowNs
         }
         guard lastNs > 0 else { return }
         let seconds = Double(nowNs - lastNs) / 1e9
-        let sentKbps = Int(Double(sent - before) * 8 / 1000 / seconds)
+        // What the link delivered: what was handed over, less what the transport's own buffers
+        // took in (a filling TCP or SRT send buffer accepts more than the link carries).
+        let delivered = max(0, (sent - before) - (undelivered - undeliveredBefore))
+        let sentKbps = Int(Double(delivered) * 8 / 1000 / seconds)
         // The backlog includes what waits in the transport (SRT's unacknowledged data) and in
         // the kernel's send buffer (~128 KB: most of a second at 1 Mbit/s), so a link that is slightly over-driven shows at once, not once it is full.
         let unsent = (destinations[i].sink as? RTMPPublisher)?.unsentBytes ?? 0

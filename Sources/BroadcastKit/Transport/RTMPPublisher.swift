@@ -28,6 +28,7 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
     /// Bytes handed to the socket that the server has not acknowledged yet: the backlog that
     /// sits in the kernel, invisible in the send queue (the bitrate controller adds it). Any thread.
     package var unsentBytes: Int { connection.unsentBytes }
+    package var undeliveredBytes: Int { connection.unsentBytes }
     /// CLOCK_MONOTONIC nanoseconds when the last byte of the last tag was written (0 before any).
     package var lastWriteMonotonicNs: UInt64 { lastWrite.load(ordering: .relaxed) }
 

@@ -24,6 +24,11 @@ public protocol TagSink: AnyObject {
     /// Media time waiting inside the transport itself (beyond the destination's send queue), as
     /// congestion backlog for the bitrate controller; 0 by default.
     var transportBacklogMs: Int { get }
+    /// Bytes handed to the transport that did not reach the peer: those not acknowledged yet
+    /// (TCP's send queue, SRT's send buffer) plus, cumulatively, those it discarded (SRT drops
+    /// what is too late). The bitrate controller subtracts their growth from what was handed
+    /// over, so it sees what the link delivered, not what buffers swallowed; 0 by default.
+    var undeliveredBytes: Int { get }
 }
 
 extension TagSink {
@@ -32,6 +37,7 @@ extension TagSink {
     public var reconnectRequested: Bool { false }
     public var linkStats: TransportLinkStats? { nil }
     public var transportBacklogMs: Int { 0 }
+    public var undeliveredBytes: Int { 0 }
 }
 
 /// Transport failures, each mapped to a CLI exit code.

@@ -49,6 +49,10 @@ typedef struct {
     int64_t packets_lost;      /* reported lost by the receiver */
     int64_t packets_retransmitted;
     int64_t packets_dropped;   /* too late to send: dropped by the sender */
+    int64_t bytes_dropped;     /* their bytes */
+    int64_t bytes_sent_unique;   /* handed over by the application */
+    int64_t bytes_sent;          /* on the wire, retransmissions included */
+    int64_t bytes_retransmitted;
     int64_t send_buffer_bytes; /* unacknowledged bytes in the send buffer */
     int64_t send_buffer_ms;    /* their timespan */
 } bk_srt_stats;

@@ -145,6 +145,33 @@ package final class SRTPublisher: TagSink, TSChunkOutput, @unchecked Sendable {
         return now
     }
 
+    /// Bytes in libsrt's send buffer (not yet acknowledged), plus all it dropped as too late,
+    /// plus the share of each interval's new data that the link did not carry: live-mode SRT has
+    /// no congestion control, so an over-driven link shows as retransmissions (the receiver's
+    /// loss reports repeat and over-count), and the wire's retransmitted fraction is the part of
+    /// the capacity that went to repairs, not to the data handed over.
+    package var undeliveredBytes: Int {
+        let s = socket.load(ordering: .acquiring)
+        guard s >= 0 else { return 0 }
+        var raw = bk_srt_stats()
+        guard bk_srt_stats_read(s, &raw) == 0 else { return 0 }
+        let unrepaired = repairs.withLock { r -> Int64 in
+            if raw.bytes_sent < r.wire || raw.bytes_sent_unique < r.unique { r = RepairShare() }  // a new connection
+            let unique = raw.bytes_sent_unique - r.unique, wire = raw.bytes_sent - r.wire
+            let retransmitted = raw.bytes_retransmitted - r.retransmitted
+            if wire > 0 && retransmitted > 0 {
+                r.undelivered += Int64(Double(unique) * Double(min(retransmitted, wire)) / Double(wire))
+            }
+            r.unique = raw.bytes_sent_unique
+            r.wire = raw.bytes_sent
+            r.retransmitted = raw.bytes_retransmitted
+            return r.undelivered
+        }
+        return Int(max(0, raw.send_buffer_bytes) + max(0, raw.bytes_dropped) + unrepaired)
+    }
+    private struct RepairShare { var unique: Int64 = 0, wire: Int64 = 0, retransmitted: Int64 = 0, undelivered: Int64 = 0 }
+    private let repairs = Mutex(RepairShare())
+
     /// Time data waits unacknowledged beyond a round trip, scaled so that half the latency reads
     /// as the bitrate controller's congestion threshold: SRT drops what waits a whole latency.
     package var transportBacklogMs: Int {
