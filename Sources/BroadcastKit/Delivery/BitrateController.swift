@@ -33,7 +33,7 @@ package final class BitrateController: @unchecked Sendable {
     let floorKbps: Int
     let backlogMs = 300
     let calmSeconds = 2
-    let probeIntervalSeconds = 10
+    let probeIntervalSeconds = 12
     let maxProbeIntervalSeconds = 12
     /// Calm seconds a probe must hold to count.
     let probeHoldSeconds = 3

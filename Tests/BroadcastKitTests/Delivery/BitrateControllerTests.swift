@@ -110,7 +110,7 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         #expect(c.ceilingKbps <= ceiling + 1, "the ceiling stays what the link carried: \(c.ceilingKbps)")
         let run = levels.split { $0 != above }.map(\.count).max() ?? 0
         #expect(run <= 2, "the failing probe is judged within 2 s: \(levels)")
-        #expect(c.probeInterval > c.probeIntervalSeconds, "and the next waits longer")
+        #expect(c.probeInterval == c.maxProbeIntervalSeconds, "and the next waits the longest interval")
     }
 
     /// The old controller forgot the ceiling 20 s after the last congestion and re-flooded the link.
