@@ -67,6 +67,7 @@ public struct ConfigurationBuilder {
         config.memoryBudgetSource = budget.source
         config.tlsCAFile = o.caFile
         config.captureReserveBytes = made.captureBytes
+        config.audioMayNeedResampling = made.audioMayNeedResampling
         config.replay = ReplayOptionsCheck.settings(o)
         config.requireAllDestinations = o.requireAll
         config.bitrateFollows = o.bitrateFollows

@@ -12,10 +12,14 @@ extension SourceFactory {
             throw e
         }
         var sources: [CaptureSource] = [y4m]
+        var resample = false
         if let pcm = o.pcmPath {
             let format = try PCMFormat(parsing: o.pcmFormat)
             sources.append(try PCMSource(path: pcm, format: format, lane: .appAudio))
+            resample = format.sampleRate != 48_000
         }
-        return Made(sources: sources, hasVideo: true, hasAudio: o.pcmPath != nil, note: nil)
+        var made = Made(sources: sources, hasVideo: true, hasAudio: o.pcmPath != nil, note: nil)
+        made.audioMayNeedResampling = resample
+        return made
     }
 }

@@ -15,6 +15,9 @@ public enum SourceFactory {
         /// One line per audio lane that sends silence because it has no device (shown even
         /// with --quiet: the stream's audio is not what the user may expect).
         public var silentLanes: [String] = []
+        /// Whether audio may arrive at 44.1 kHz (PipeWire negotiates; the test source and a PCM
+        /// file state their rate), so the plan reserves the lanes' resamplers only then.
+        public var audioMayNeedResampling = true
 
         public init(sources: [CaptureSource], hasVideo: Bool, hasAudio: Bool, note: String?) {
             self.sources = sources
@@ -31,7 +34,9 @@ public enum SourceFactory {
     public static func make(_ o: CommandLineOptions) throws -> Made {
         switch o.source {
         case .test:
-            return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: testHasAudio(o), note: nil)
+            var made = Made(sources: [try testSource(o)], hasVideo: true, hasAudio: testHasAudio(o), note: nil)
+            made.audioMayNeedResampling = false   // the CLI's test source is 48 kHz
+            return made
         case .auto:
             // The screen through the desktop portal when the session offers one; otherwise
             // say so and use the test source.
@@ -44,8 +49,10 @@ public enum SourceFactory {
                 made.silentLanes = silent
                 return made
             }
-            return Made(sources: [try testSource(o)], hasVideo: true, hasAudio: testHasAudio(o),
-                        note: "no desktop screen-capture portal available; using the test source (--source test)")
+            var made = Made(sources: [try testSource(o)], hasVideo: true, hasAudio: testHasAudio(o),
+                            note: "no desktop screen-capture portal available; using the test source (--source test)")
+            made.audioMayNeedResampling = false
+            return made
         case .screen, .screenNode:
             let p = pipeWireOptions(o)
             if o.source == .screenNode && o.screenNode == nil {

@@ -269,6 +269,9 @@ private func write(_ text: String, to path: String) {
         let bgrx = try built(ConfigurationBuilder(environment: ["STREAM_KEY": "k"]),
                              ["--source", "test", "--res", "360p", "--test-pixel-format", "bgrx"])
         #expect(bgrx.configuration.captureReserveBytes == 640 * 360 * 4)
+        // The test source is 48 kHz: its lanes plan no 44.1 kHz resampler (issue 23: the plan's
+        // audio line reserved 1.8 MB that such a run never touches).
+        #expect(!i420.configuration.audioMayNeedResampling)
     }
 
     @Test func realFactoryY4MAndPCMPlanTheirBuffers() throws {
@@ -281,5 +284,9 @@ private func write(_ text: String, to path: String) {
         // One 320x240 I420 frame plus 1024 stereo s16 frames.
         #expect(b.configuration.captureReserveBytes == 320 * 240 * 3 / 2 + 1024 * 4)
         #expect(b.configuration.hasVideo && b.configuration.hasAudio)
+        #expect(!b.configuration.audioMayNeedResampling, "48 kHz PCM needs no resampler")
+        let cd = try built(ConfigurationBuilder(environment: ["STREAM_KEY": "k"]),
+                           ["--source", "y4m:\(dir)/in.y4m", "--pcm", dir + "/in.pcm", "--pcm-format", "s16le:44100:2"])
+        #expect(cd.configuration.audioMayNeedResampling, "44.1 kHz PCM is resampled, and planned")
     }
 }

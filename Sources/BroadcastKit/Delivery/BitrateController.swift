@@ -3,24 +3,26 @@
 /// It follows one destination (`BitrateFollows`): the primary, or the slowest network publisher
 /// that is live (the one with the longest queue this second). Once a second, from that
 /// destination's send rate and queue:
-/// - congested (more than `backlogMs` queued): the video the link carried (the rate it delivered, handed-over bytes less the growth of the transport's undelivered bytes, over the
-///   last three congested seconds less audio) becomes the remembered ceiling, and the target drops to
+/// - congested (more than `backlogMs` queued): the video the link carried (the rate it delivered,
+///   handed-over bytes less the growth of the transport's undelivered bytes, over the last three
+///   congested seconds, less audio) becomes the remembered ceiling, and the target drops to
 ///   `settleFraction` (85%) of it. A queue that is already draining at or below the rest level
 ///   is left to drain;
-/// - calm (under 100 ms queued) for `calmSeconds`: below the rest level, `returnFraction` (90%)
+/// - calm (under 100 ms queued) for `calmSeconds`: below the rest level, `returnFraction` (93%)
 ///   of the ceiling, the target climbs back quickly (+25% a second, no higher). After
 ///   `probeIntervalSeconds` calm at rest it probes, as OBS's dynamic bitrate does: the target
-///   goes to the ceiling, the level the link last carried, and no higher. A probe held calm for
-///   an interval shows the link carries it: the ceiling rises by a step (3%, then 3x larger for
-///   each probe held in a row: 9%, 27%, at most 50%) and the next probe goes there. A probe that
-///   makes the queue grow (at least 100 ms and rising) or congests fails: the target returns to
-///   rest under the re-measured ceiling, the step to 3%, and the next probe waits twice as long
-///   (up to `maxProbeIntervalSeconds`).
+///   goes to the ceiling, the level the link last carried, and no higher. Held, the next probes
+///   go 2.5% above it twice (a path's buffers can hide such a step for seconds, and the rest level
+///   stays within 15% of them), then 9%, 27% and 50% for a link that carries those. A probe fails
+///   when the queue grows (at least 100 ms and rising), congests, or when the link delivered 2%
+///   less than was handed over (the socket buffer took the rest): the target returns to rest
+///   under the ceiling the link last carried, and the next probe waits `maxProbeIntervalSeconds`.
 ///
 /// The ceiling is never forgotten by time, so a link that stays slow is not re-flooded (the saw
 /// of issue 22: 500-2500 kbps every 20 s under a steady 1200 kbit/s throttle). Under a steady
-/// throttle the target rests at 90% of what the link carries, with ever rarer probes to it; a
-/// link that recovers is climbed back within a few probe intervals.
+/// throttle the target rests at 93% of what the link carries most of the time (rests are longer
+/// than the probes that follow them), so it settles at 89-93% of the link and stays within 15%
+/// of that; a link that recovers is climbed back in six probes after at most one rest.
 package final class BitrateController: @unchecked Sendable {
     private let encoder: VideoEncoder
     private let destinations: [Destination]
@@ -31,10 +33,14 @@ package final class BitrateController: @unchecked Sendable {
     let floorKbps: Int
     let backlogMs = 300
     let calmSeconds = 2
-    let probeIntervalSeconds = 4
-    let maxProbeIntervalSeconds = 16
+    let probeIntervalSeconds = 12
+    let maxProbeIntervalSeconds = 12
+    /// Calm seconds a probe must hold to count.
+    let probeHoldSeconds = 3
+    /// A probe above the ceiling fails when the link delivered this much less than was handed over.
+    let carriedShortfallPercent = 2
     let settleFraction = 0.85
-    let returnFraction = 0.90
+    let returnFraction = 0.93
     private(set) var currentKbps: Int
     /// The video rate the link carried when last congested, raised by probes held calm; the
     /// target until the first congestion.
@@ -43,8 +49,12 @@ package final class BitrateController: @unchecked Sendable {
     private(set) var probeInterval: Int
     /// The target is a probe at the ceiling, not yet held calm for an interval.
     private(set) var probing = false
-    /// Probes held in a row: each makes the next rise of the ceiling 3x larger.
+    /// Probes above the ceiling held in a row: each makes the next step 3x larger.
     private var probesHeld = 0
+    /// What the current probe handed over and what the link delivered (kbit/s summed per second).
+    private var probeHanded = 0
+    private var probeDelivered = 0
+    private var probeSeconds = 0
     /// Bytes sent per destination at the previous tick, so the followed one may change between ticks.
     private var lastBytes: [Int]
     /// Undelivered bytes per destination at the previous tick (see `TagSink.undeliveredBytes`).
@@ -78,11 +88,23 @@ package final class BitrateController: @unchecked Sendable {
         probeInterval = probeIntervalSeconds
     }
 
-    /// How much a held probe raises the ceiling: 3%, x3 for each probe held in a row before it, at most 50%.
+    /// How far the next probe goes above the held ceiling: two steps of 2.5% first (what a path's
+    /// buffers can hide for a few seconds; the rest level stays within 15% of them), then 9%,
+    /// 27% and 50% for a link that carried those.
     var ceilingStep: Double {
-        var fraction = 0.03
-        for _ in 0..<min(probesHeld, 3) { fraction *= 3 }
-        return min(0.5, fraction)
+        switch probesHeld {
+        case 0, 1: return 0.025
+        case 2: return 0.09
+        case 3: return 0.27
+        default: return 0.5
+        }
+    }
+
+    /// Calm seconds the current probe must hold: the ceiling is a level the link carried (a short
+    /// check); the second small step, the last before larger ones, is held longest.
+    private var holdSeconds: Int {
+        guard currentKbps > ceilingKbps else { return calmSeconds }
+        return probesHeld == 1 ? probeHoldSeconds + 1 : probeHoldSeconds
     }
 
     /// The index of the destination followed this second.
@@ -116,20 +138,27 @@ package final class BitrateController: @unchecked Sendable {
         // took in (a filling TCP or SRT send buffer accepts more than the link carries).
         let delivered = max(0, (sent - before) - (undelivered - undeliveredBefore))
         let sentKbps = Int(Double(delivered) * 8 / 1000 / seconds)
+        let handedKbps = Int(Double(max(0, sent - before)) * 8 / 1000 / seconds)
         // The backlog includes what waits in the transport (SRT's unacknowledged data) and in
         // the kernel's send buffer (~128 KB: most of a second at 1 Mbit/s), so a link that is slightly over-driven shows at once, not once it is full.
         let unsent = (destinations[i].sink as? RTMPPublisher)?.unsentBytes ?? 0
         let kernelMs = unsent * 8 / max(1, currentKbps + audioKbps)
-        adapt(sentKbps: sentKbps, backlogMs: destinations[i].backlogMs + kernelMs)
+        adapt(sentKbps: sentKbps, backlogMs: destinations[i].backlogMs + kernelMs, handedKbps: handedKbps)
     }
 
-    /// One second's decision from what the followed destination sent (`sentKbps`, audio
-    /// included) and how much it holds queued (`backlogMs`).
-    func adapt(sentKbps: Int, backlogMs backlog: Int) {
+    /// One second's decision from what the followed destination delivered (`sentKbps`, audio
+    /// included), what was handed over to its transport (`handedKbps`; nil: all of it was
+    /// delivered) and how much it holds queued (`backlogMs`).
+    func adapt(sentKbps: Int, backlogMs backlog: Int, handedKbps: Int? = nil) {
         let previous = lastBacklog
         lastBacklog = backlog
         let episodeContinues = inEpisode
         inEpisode = false
+        if probing {
+            probeHanded += handedKbps ?? sentKbps
+            probeDelivered += sentKbps
+            probeSeconds += 1
+        }
         if backlog > backlogMs || (probing && backlog >= 100 && backlog > previous) {
             congestedSent = (congestedSent.1, congestedSent.2, sentKbps)
             congestedSeconds += 1
@@ -142,9 +171,7 @@ package final class BitrateController: @unchecked Sendable {
             calmSinceChange = 0
             if probing {
                 // The link carries no more than the rest level: back there, and probe less often.
-                probing = false
-                probesHeld = 0
-                probeInterval = min(maxProbeIntervalSeconds, probeInterval * 2)
+                endProbe(failed: true)
                 ceilingKbps = min(ceilingKbps, carried)
                 apply(restLevel)
                 return
@@ -160,6 +187,16 @@ package final class BitrateController: @unchecked Sendable {
             if fit < currentKbps * 95 / 100 { apply(fit) }
             return
         }
+        // A probe above the ceiling whose bytes the link did not carry (the transport's own
+        // buffers took the difference) fails before any queue shows; the ceiling stays the level
+        // the link last carried (what got through in two seconds includes what path buffers took).
+        if probing && currentKbps > ceilingKbps && probeSeconds >= 2
+            && probeDelivered * 100 < probeHanded * (100 - carriedShortfallPercent) {
+            endProbe(failed: true)
+            calm = 0
+            apply(restLevel)
+            return
+        }
         guard backlog < 100 else {
             calm = 0
             return
@@ -168,28 +205,43 @@ package final class BitrateController: @unchecked Sendable {
         calmSinceChange += 1
         guard calm >= calmSeconds else { return }
         if probing {
-            // A probe is judged after the base interval; only the wait before one is backed off.
-            guard calmSinceChange >= probeIntervalSeconds else { return }
-            probing = false
-            probeInterval = probeIntervalSeconds
-            // The probe held at the ceiling: the link carries it; raise it by a step and probe there.
-            ceilingKbps = min(targetKbps, Int(Double(ceilingKbps) * (1 + ceilingStep)))
-            probesHeld += 1
-            if ceilingKbps > currentKbps {
-                probing = true
-                apply(ceilingKbps)
+            guard calmSinceChange >= holdSeconds else { return }
+            if currentKbps > ceilingKbps {
+                // Held above the ceiling, every byte carried: the link carries this level, and
+                // the next step may be larger.
+                ceilingKbps = currentKbps
+                probesHeld += 1
             }
+            // Held at the ceiling (the level the link last carried): step gently above it.
+            endProbe(failed: false)
+            let next = min(targetKbps, Int(Double(ceilingKbps) * (1 + ceilingStep)))
+            if next > currentKbps { startProbe(next) }
             return
         }
         guard currentKbps < targetKbps else { return }
         if currentKbps < restLevel {
             apply(min(restLevel, currentKbps * 125 / 100 + 50))
         } else if calmSinceChange >= probeInterval {
-            if ceilingKbps <= currentKbps { ceilingKbps = min(targetKbps, Int(Double(currentKbps) * (1 + ceilingStep))) }
-            probing = true
-            // To the ceiling: a ceiling measured in a burst fails this probe and is measured again.
-            apply(ceilingKbps)
+            // To the ceiling, the level the link last carried: a ceiling measured in a burst fails
+            // this probe and is measured again.
+            startProbe(max(ceilingKbps, min(targetKbps, currentKbps + 1)))
         }
+    }
+
+    private func startProbe(_ kbps: Int) {
+        probing = true
+        probeHanded = 0
+        probeDelivered = 0
+        probeSeconds = 0
+        apply(kbps)
+    }
+
+    /// A failed probe doubles the wait before the next one and restarts the steps at 3%.
+    private func endProbe(failed: Bool) {
+        probing = false
+        guard failed else { return }
+        probesHeld = 0
+        probeInterval = min(maxProbeIntervalSeconds, probeInterval * 2)
     }
 
     /// Where the target rests below the ceiling between probes.

@@ -48,6 +48,10 @@ public struct BroadcastConfiguration: Sendable {
     public var allowPresetDowngrade: Bool = true
     /// Memory the capture source holds outside the session (its frame buffers), for the plan.
     public var captureReserveBytes: Int = 0
+    /// Whether audio may arrive at 44.1 kHz. False when every audio source is known to deliver
+    /// 48 kHz: the lanes then reserve no resampler (0.9 MB each in the memory plan) and a 44.1 kHz
+    /// buffer is dropped as malformed.
+    public var audioMayNeedResampling: Bool = true
     /// Extra CA certificates (PEM) trusted for rtmps://, besides the system store.
     public var tlsCAFile: String? = nil
     /// How RTMP destinations retry after a lost connection.

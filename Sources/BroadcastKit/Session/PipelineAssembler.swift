@@ -35,7 +35,7 @@ package enum PipelineAssembler {
             m.silenceWithoutSource = cfg.backpressure.repeatsLastPicture
             m.timeline = clock
             audioLanes = [AudioLane(lane: .appAudio, mixer: m, stats: stats), AudioLane(lane: .micAudio, mixer: m, stats: stats)]
-            for lane in audioLanes { try lane.prepareResampler() }
+            if cfg.audioMayNeedResampling { for lane in audioLanes { try lane.prepareResampler() } }
             mixer = m
         }
 

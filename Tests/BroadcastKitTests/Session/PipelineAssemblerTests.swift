@@ -55,6 +55,17 @@ final class ScriptedSink: TagSink, @unchecked Sendable {
         #expect(p.plan.fits)
     }
 
+    /// Issue 23: a session whose audio is known to be 48 kHz reserves no resampler, and the plan's
+    /// audio line says so (before, it planned 2 x 0.9 MB that a 48 kHz run never touches).
+    @Test func fortyEightKilohertzAudioPlansNoResampler() throws {
+        let with = try PipelineAssembler.assemble(config([.discard], video: false), stats: BroadcastStats())
+        var c = config([.discard], video: false)
+        c.audioMayNeedResampling = false
+        let without = try PipelineAssembler.assemble(c, stats: BroadcastStats())
+        #expect(with.plan.audioBytes - without.plan.audioBytes == 2 * Resampler.reservedBytes)
+        #expect(without.plan.audioBytes == (without.mixer?.reservedBytes ?? 0) + without.audioLanes.reduce(0) { $0 + $1.reservedBytes })
+    }
+
     @Test func audioOnlyHasNoVideoStage() throws {
         let p = try PipelineAssembler.assemble(config([.discard], video: false), stats: BroadcastStats())
         #expect(p.videoLane == nil && p.videoEncoder == nil && p.plan.framePoolBytes == 0)
