@@ -675,10 +675,10 @@ class Bench:
     REPLAY_BUDGET = "256M"   # roomy and the same with and without the ring: no ladder step differs
 
     def replay_plan(self, res: str, seconds: int) -> dict:
-        """The ring line (MiB) and the x264 configuration of --print-memory-plan for a replay run."""
+        """The ring line (MiB) and the x264 configuration of --print-memory-plan=json for a replay run."""
         plan = memplan.read_plan(self.broadcast, ["--res", res, "--source", "test", "--memory-budget",
                                                   self.REPLAY_BUDGET, "--replay-seconds", str(seconds), "--key", "x"])
-        return {"ring_mib": plan.ring_mb, "x264": plan.x264, "text": plan.text.strip()}
+        return {"ring_mib": plan.ring_mb, "x264": plan.x264, "plan": plan.doc}
 
     def replay(self) -> None:
         # (a) The ring's memory per second: VmHWM of a test-source push (moving pattern) with
