@@ -16,6 +16,8 @@ package final class FLVFileSink: ClosingSink, @unchecked Sendable {
     package let hasVideo: Bool
     package let dropCacheInterval: Int
 
+    package var kind: TagSinkKind { .flv }
+
     package var displayName: String { path }
     /// Bytes of complete tags (and the file header) on disk.
     package var bytesWritten: Int { committed.load(ordering: .relaxed) }
@@ -54,7 +56,7 @@ package final class FLVFileSink: ClosingSink, @unchecked Sendable {
         scratch.deallocate()
     }
 
-    package func open() throws {
+    package func open() throws(TransportError) {
         close()
         failed.store(false, ordering: .relaxed)
         committed.store(0, ordering: .relaxed)
@@ -77,7 +79,7 @@ package final class FLVFileSink: ClosingSink, @unchecked Sendable {
         committed.store(header.count, ordering: .relaxed)
     }
 
-    package func write(_ tag: FLVTag) throws {
+    package func write(_ tag: FLVTag) throws(TransportError) {
         guard fd >= 0, !failed.load(ordering: .relaxed) else { return }
         var body = tag.body
         if tag.type == .scriptData { body = Self.strippingSetDataFrame(body) }
