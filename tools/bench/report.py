@@ -162,23 +162,13 @@ def plots(r: dict, outdir: Path) -> list[str]:
 
 
 def report(r: dict, made: list[str], results_rel: str) -> str:
-    """BENCHMARKS.md: each section rendered by its own function, in this order."""
+    """BENCHMARKS.md: each section rendered by its own function, in this order. The sections only
+    render; every verdict in them comes from bktools.targets."""
     L: list[str] = []
     w = L.append
     _header(r, w, made, results_rel)
-    _targets(r, w, made)
-    _floor(r, w, made)
-    _real_time(r, w, made)
-    _scale(r, w, made)
-    _levers(r, w, made)
-    _destinations(r, w, made)
-    _replay(r, w, made)
-    _avsync(r, w, made)
-    _quality_under_budget(r, w, made)
-    _adaptive_bitrate_under_a_steady_throttle(r, w, made)
-    _srt_vs_rtmp(r, w, made)
-    _memory_plan_against_vmhwm(r, w, made)
-    _commands(r, w, made)
+    for section in SECTIONS:
+        section(r, w, made)
     return "\n".join(L)
 
 
@@ -924,6 +914,10 @@ def _commands(r: dict, w, made: list[str]) -> None:
       "are passed in `$STREAM_KEY`. Section durations (s): "
       + ", ".join(f"{k[8:-2]} {v:.0f}" for k, v in meta.items() if k.startswith("section_")) + ".")
     w("")
+
+
+SECTIONS = (_targets, _floor, _real_time, _scale, _levers, _destinations, _replay, _avsync, _quality_under_budget,
+            _adaptive_bitrate_under_a_steady_throttle, _srt_vs_rtmp, _memory_plan_against_vmhwm, _commands)
 
 
 def fleet(r: dict) -> str:
