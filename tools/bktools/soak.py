@@ -239,6 +239,7 @@ class Soak:
         self.ingest_dir = out / "ingest"
         self.ingest_started = False
         self.ref_budget = ""
+        self.reference_proc: subprocess.Popen | None = None
 
     # --- setup -------------------------------------------------------------------------------
     def prepare_out(self) -> None:
@@ -388,8 +389,10 @@ class Soak:
             args += ["--throttle-for", o.tfor]
         say(f"soak: reference run without the ring: scripts/soak {' '.join(args)} (log in {self.out}/reference.log)")
         with open(self.out / "reference.log", "w") as log:
-            rc = subprocess.run([str(REPO / "scripts" / "soak"), *args, "--", *o.extra], stdout=log,
-                                stderr=subprocess.STDOUT).returncode
+            self.reference_proc = subprocess.Popen([str(REPO / "scripts" / "soak"), *args, "--", *o.extra],
+                                                   stdout=log, stderr=subprocess.STDOUT)
+            rc = self.reference_proc.wait()
+            self.reference_proc = None
         try:
             return json.loads((self.out / "reference" / "soak.json").read_text())["max_hwm_kb"], rc
         except (OSError, ValueError, KeyError):
@@ -501,6 +504,8 @@ class Soak:
         return verdict
 
     def cleanup(self) -> None:
+        # A reference soak still running gets TERM and cleans up its own cgroup and ingest.
+        stop(self.reference_proc, wait_s=30)
         stop(self.proc)
         stop(self.proxy)
         self.stop_ingest()
@@ -512,7 +517,7 @@ def main(argv: list[str]) -> int:
     try:
         o = parse_args(argv)
     except UsageFailure as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {e} (scripts/soak --help for usage)", file=sys.stderr)
         return 2
     broadcast = Path(os.environ.get("BROADCAST_BIN") or REPO / ".build" / "release" / "broadcast")
     if not os.access(broadcast, os.X_OK):
