@@ -565,7 +565,9 @@ class ToolkitTests(unittest.TestCase):
         self.assertEqual(text.headroom_fraction, p.headroom_fraction)
         self.assertAlmostEqual(text.ring_mb, p.ring_mb, delta=0.05)
         # The soak's command-line reader gives the exact KiB from the JSON file.
-        f = Path(self.tmp) / "plan.json"
+        d = Path(tempfile.mkdtemp(prefix="plan-reader-"))
+        self.addCleanup(shutil.rmtree, d, True)
+        f = d / "plan.json"
         f.write_text(json.dumps(p.doc) + "\n")
         r = subprocess.run([sys.executable, "-m", "bktools.plan", "ring-kib", str(f)], capture_output=True,
                            text=True, timeout=30, env=dict(os.environ, PYTHONPATH=str(Path(REPO) / "tools")))
