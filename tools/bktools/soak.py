@@ -489,7 +489,10 @@ class Soak:
                 "plan_x264": (plan.x264 if plan else None) or "",
                 "reference_plan_x264": (ref_plan.x264 if ref_plan else None) or "",
                 "ring_reference": int(o.ring_reference), "reference_minutes": num(o.ref_minutes),
-                "reference_max_hwm_kb": ref_hwm, "reference_rc": ref_rc}
+                "reference_max_hwm_kb": ref_hwm, "reference_rc": ref_rc,
+                # Added for tools/bench/abr_soak.py, which rebuilds the command from this file.
+                "source": o.source, "replay_every_s": int(o.replay_every) if o.replay else None,
+                "extra_args": o.extra}
         (self.out / "soak.json").write_text(json.dumps(meta, indent=1) + "\n")
 
         verdict = subprocess.run([sys.executable, str(REPO / "tools" / "soak_plot.py"), str(self.out)]).returncode
