@@ -24,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 from bktools.ingest import start_ingest  # noqa: E402  (tools/ is on PYTHONPATH: scripts/lib/common.sh)
-from bktools.plan import parse_plan as _parse_plan  # noqa: E402
+from bktools.plan import plan_from_json  # noqa: E402
 from bktools.procmeasure import cpu_seconds, status_kb  # noqa: E402, F401
 
 
@@ -36,16 +36,16 @@ def new_key() -> str:
 def parse_plan(text: str) -> dict[str, float]:
     """`--print-memory-plan=json` output -> {line label: MiB} plus "total", "headroom" and
     "budget" (MiB, one decimal as the text form shows them) and "total_bytes"."""
-    try:
-        plan = json.loads(text)["plan"]
-    except (ValueError, KeyError):
+    plan = plan_from_json(text)
+    if plan.doc is None:
         return {}
+    p = plan.doc["plan"]
     mib = lambda b: round(b / 2**20, 1)  # noqa: E731
-    out: dict[str, float] = {line["label"]: mib(line["bytes"]) for line in plan["lines"]}
-    out["total"] = mib(plan["total_bytes"])
-    out["total_bytes"] = plan["total_bytes"]
-    out["headroom"] = mib(plan["headroom_bytes"])
-    out["budget"] = mib(plan["budget_bytes"])
+    out: dict[str, float] = {label: round(v, 1) for label, v in plan.lines.items()}
+    out["total"] = mib(p["total_bytes"])
+    out["total_bytes"] = p["total_bytes"]
+    out["headroom"] = mib(p["headroom_bytes"])
+    out["budget"] = mib(p["budget_bytes"])
     return out
 
 

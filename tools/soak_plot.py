@@ -157,7 +157,7 @@ def judge_ring(meta: dict, rss: list[dict], stats: list[dict], peak_kb: int, sum
     plan_kb = meta.get("plan_ring_kb")
     summary["plan_ring_kb"] = plan_kb
     if not plan_kb:
-        reasons.append("no 'replay ring' line in the memory plan (plan.txt)")
+        reasons.append("no replay ring line in the memory plan (plan.json)")
         return
     # The ring's pages are touched as bytes first pass through it: once what was sent (everything the
     # interleaver released, which the ring also got) reaches the planned size, it has wrapped.

@@ -7,10 +7,10 @@ import BroadcastKit
 /// The `broadcast` command from parsed argv to exit code: parse, build the configuration,
 /// print the memory plan or start the session, run it, report. Returns instead of exiting so
 /// the executable stays a thin driver.
-public enum BroadcastCommand {
+package enum BroadcastCommand {
     /// Runs the command; `arguments` exclude the program name, `environment` holds
     /// `STREAM_KEY`/`BROADCAST_URL` when set (and the test-only `BROADCAST_TEST_FAULT`). Every error is said as one `broadcast: ` line.
-    public static func run(arguments: [String], environment: [String: String]) -> ExitCode {
+    package static func run(arguments: [String], environment: [String: String]) -> ExitCode {
         let options: CommandLineOptions
         do {
             options = try CommandLineOptions.parse(arguments)

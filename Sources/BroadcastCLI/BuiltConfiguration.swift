@@ -3,16 +3,16 @@ import BroadcastKit
 
 /// What `ConfigurationBuilder` makes of the options: a session configuration, the capture
 /// sources to start, and the notices to show the user.
-public struct BuiltConfiguration {
+package struct BuiltConfiguration {
     /// Ready for `BroadcastSession(configuration:)`.
-    public var configuration: BroadcastConfiguration
+    package var configuration: BroadcastConfiguration
     /// Made but not started.
-    public var sources: [CaptureSource]
+    package var sources: [CaptureSource]
     /// Lines to print (without the `broadcast: ` prefix), already filtered by `--quiet`.
-    public var notices: [String]
+    package var notices: [String]
 
     /// The parts as built.
-    public init(configuration: BroadcastConfiguration, sources: [CaptureSource], notices: [String]) {
+    package init(configuration: BroadcastConfiguration, sources: [CaptureSource], notices: [String]) {
         self.configuration = configuration
         self.sources = sources
         self.notices = notices

@@ -2,132 +2,132 @@ import BroadcastCapture
 import BroadcastKit
 
 /// Everything `broadcast` was asked to do, parsed and validated; nothing here touches the system.
-public struct CommandLineOptions: Sendable {
+package struct CommandLineOptions: Sendable {
     /// What `--source` asked for.
-    public enum Source: Equatable, Sendable {
+    package enum Source: Equatable, Sendable {
         case auto, test, screen, screenNode
         case y4m(String)
     }
 
     /// The defaults: local ingest, 720p30, auto source, 50 MB budget.
-    public init() {}
+    package init() {}
 
     /// `--key`: the stream key given on the command line (scrubbed from argv after parsing).
-    public var keyFromArgv: String?
+    package var keyFromArgv: String?
     /// `--key-file`: a file whose first line is the stream key.
-    public var keyFile: String?
+    package var keyFile: String?
     /// `--srt-passphrase-file`: a file whose first line is the SRT passphrase (every srt:// destination).
-    public var srtPassphraseFile: String?
+    package var srtPassphraseFile: String?
     /// `--url`, in the order given (it may repeat: one destination each, the first is the primary).
-    public var urls: [DestinationSpec] = []
+    package var urls: [DestinationSpec] = []
     /// The first `--url`'s ingest base URL.
-    public var url: String? { urls.first?.url }
+    package var url: String? { urls.first?.url }
     /// `--require-all`: any lost destination fails the run.
-    public var requireAll = false
+    package var requireAll = false
     /// False with `--no-enhanced-rtmp-connect`: plain RTMP connect, no reconnect requests.
-    public var enhancedRTMPConnect = true
+    package var enhancedRTMPConnect = true
     /// `--bitrate-follows`: the destination the adaptive bitrate follows.
-    public var bitrateFollows = BitrateFollows.primary
+    package var bitrateFollows = BitrateFollows.primary
     /// `--service`: ingest URL and limits of a streaming service.
-    public var service: ServicePreset?
+    package var service: ServicePreset?
     /// `--res`: output size.
-    public var resolution = Resolution(width: 1280, height: 720)
+    package var resolution = Resolution(width: 1280, height: 720)
     /// `--fps`: output frame rate.
-    public var fps = 30
+    package var fps = 30
     /// `--video-bitrate` in kbps; nil picks one from the size and rate.
-    public var videoKbps: Int?
+    package var videoKbps: Int?
     /// `--audio-codec`.
-    public var audioCodec = AudioCodec.aac
+    package var audioCodec = AudioCodec.aac
     /// `--audio-bitrate` in kbps; nil means 128 for AAC, 96 for Opus.
-    public var audioKbps: Int?
+    package var audioKbps: Int?
     /// `--source`.
-    public var source = Source.auto
+    package var source = Source.auto
     /// `--pcm`: raw PCM file (or `-`) for the app-audio lane.
-    public var pcmPath: String?
+    package var pcmPath: String?
     /// `--pcm-format`, e.g. `s16le:48000:2`.
-    public var pcmFormat = "s16le:48000:2"
+    package var pcmFormat = "s16le:48000:2"
     /// Whether `--pcm-format` was given (it needs `--pcm`).
-    public var pcmFormatGiven = false
+    package var pcmFormatGiven = false
     /// `--duration` in seconds.
-    public var duration: Double?
+    package var duration: Double?
     /// `--record`: also write the FLV here.
-    public var recordPath: String?
+    package var recordPath: String?
     /// `--record-min-free` in bytes; nil means 10 minutes at the bitrates.
-    public var recordMinFree: Int?
+    package var recordMinFree: Int?
     /// `--ca-file`: extra CA (PEM) for rtmps://.
-    public var caFile: String?
+    package var caFile: String?
     /// False with `--no-publish`.
-    public var publish = true
+    package var publish = true
     /// `--replay-seconds`: keep the last N seconds for clips (SIGUSR1, `saveReplay`).
-    public var replaySeconds: Int?
+    package var replaySeconds: Int?
     /// `--replay-dir`: where clips go (default: the current directory).
-    public var replayDirectory: String?
+    package var replayDirectory: String?
     /// `--control`: the control socket's path.
-    public var controlPath: String?
+    package var controlPath: String?
     /// `--stats-json`: one JSON object per second goes here.
-    public var statsJSON: String?
+    package var statsJSON: String?
     /// `--heartbeat`: bumped once a second while the stream makes progress.
-    public var heartbeatPath: String?
+    package var heartbeatPath: String?
     /// `--check-heartbeat`: only check that file's age (with `--max-age`, default 10 s) and exit.
-    public var checkHeartbeat: String?
-    public var maxAge = 10.0
+    package var checkHeartbeat: String?
+    package var maxAge = 10.0
     /// `--memory-budget` in bytes; nil: the default, lowered to the cgroup limit (`MemoryBudget.resolve`).
-    public var memoryBudget: Int?
+    package var memoryBudget: Int?
     /// `--print-memory-plan`.
-    public var printMemoryPlan = false
+    package var printMemoryPlan = false
     /// `--print-memory-plan=json`: the plan as one JSON object (`MemoryPlan.json` plus the run's settings).
-    public var memoryPlanJSON = false
+    package var memoryPlanJSON = false
     /// `--quiet`.
-    public var quiet = false
+    package var quiet = false
     /// `--help`.
-    public var help = false
+    package var help = false
     /// `--version`.
-    public var version = false
+    package var version = false
     /// `--preset`: the x264 preset.
-    public var preset = "veryfast"
+    package var preset = "veryfast"
     /// `--reconnect-attempts` (0 = forever).
-    public var reconnectAttempts = 20
+    package var reconnectAttempts = 20
     /// `--reconnect-delay` in seconds.
-    public var reconnectDelay = 2.0
+    package var reconnectDelay = 2.0
     /// `--x264-threads`.
-    public var x264Threads: Int?
+    package var x264Threads: Int?
     // PipeWire capture.
     /// `--screen-node`: PipeWire node name or id.
-    public var screenNode: String?
+    package var screenNode: String?
     /// `--app-audio`: sink whose monitor is the app audio.
-    public var appAudioNode: String?
+    package var appAudioNode: String?
     /// `--mic`: microphone node.
-    public var micNode: String?
+    package var micNode: String?
     /// `--no-app-audio`.
-    public var noAppAudio = false
+    package var noAppAudio = false
     /// `--no-mic`.
-    public var noMic = false
+    package var noMic = false
     /// `--list-sources`.
-    public var listSources = false
+    package var listSources = false
     /// `--cursor`: `embedded` or `hidden`.
-    public var cursor = "embedded"
+    package var cursor = "embedded"
     // Test-source impairments.
     /// `--test-audio-skew-ppm`.
-    public var skewPPM = 0.0
+    package var skewPPM = 0.0
     /// `--test-jitter-ms`.
-    public var jitterMs = 0.0
+    package var jitterMs = 0.0
     /// `--test-mic-delay-ms`.
-    public var micDelayMs = 0
+    package var micDelayMs = 0
     /// `--test-app-buffer-frames`.
-    public var appBufferFrames: Int?
+    package var appBufferFrames: Int?
     /// `--test-gap-at` in seconds.
-    public var gapAt: Double?
+    package var gapAt: Double?
     /// `--test-gap-ms`.
-    public var gapMs = 0
+    package var gapMs = 0
     /// `--test-pixel-format`.
-    public var testPixelFormat = PixelFormat.i420
+    package var testPixelFormat = PixelFormat.i420
     /// `--test-pattern`: the test source's picture.
-    public var testPattern = TestPatternKind.moving
+    package var testPattern = TestPatternKind.moving
     /// `--test-rotate-every`: seconds between WxH and HxW frames, or nil for no rotation.
-    public var testRotateEvery: Double?
+    package var testRotateEvery: Double?
 
     /// Parses argv (without the program name); throws `UsageError` with a one-line message.
-    public static func parse(_ args: [String]) throws -> CommandLineOptions {
+    package static func parse(_ args: [String]) throws -> CommandLineOptions {
         var o = CommandLineOptions()
         var s = ArgumentScanner(args)
         while let name = try s.nextOption() {

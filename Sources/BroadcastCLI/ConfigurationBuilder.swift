@@ -6,19 +6,19 @@ import BroadcastKit
 
 /// Turns parsed options and the environment into a `BroadcastConfiguration` and its sources.
 /// Every problem comes back as a `ConfigurationError` value; nothing here exits or connects.
-public struct ConfigurationBuilder {
+package struct ConfigurationBuilder {
     /// The ingest used when neither `--url`, `$BROADCAST_URL` nor `--service` names one.
-    public static let defaultURL = "rtmp://127.0.0.1:1935/live"
+    package static let defaultURL = "rtmp://127.0.0.1:1935/live"
 
     /// `STREAM_KEY` and `BROADCAST_URL` are read from here (empty values count as unset).
-    public var environment: [String: String]
+    package var environment: [String: String]
     /// Makes the capture sources; replaceable so tests need no PipeWire or portal.
-    public var makeSources: (CommandLineOptions) throws -> SourceFactory.Made
+    package var makeSources: (CommandLineOptions) throws -> SourceFactory.Made
     /// The memory cgroup limit that lowers the default budget (nil: none); replaceable for tests.
-    public var cgroupLimit: CgroupMemoryLimit?
+    package var cgroupLimit: CgroupMemoryLimit?
 
     /// A builder reading `environment`, making sources with `makeSources`.
-    public init(environment: [String: String],
+    package init(environment: [String: String],
                 makeSources: @escaping (CommandLineOptions) throws -> SourceFactory.Made = SourceFactory.make,
                 cgroupLimit: CgroupMemoryLimit? = CgroupMemoryLimit.current()) {
         self.environment = environment
@@ -28,7 +28,7 @@ public struct ConfigurationBuilder {
 
     /// Builds everything `o` asks for, in the order a user would fix things: key and URL,
     /// encoder limits, output paths, then the sources (which may open an input).
-    public func build(_ o: CommandLineOptions) -> Result<BuiltConfiguration, ConfigurationError> {
+    package func build(_ o: CommandLineOptions) -> Result<BuiltConfiguration, ConfigurationError> {
         do throws(ConfigurationError) {
             return .success(try buildOrThrow(o))
         } catch {

@@ -1,15 +1,15 @@
 /// Why the options cannot become a broadcast: one line for the user and the exit code it maps to.
-public struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equatable {
+package struct ConfigurationError: Error, CustomStringConvertible, Sendable, Equatable {
     /// 2 for usage and configuration problems, 3 when a capture permission was denied.
-    public var exitCode: ExitCode
+    package var exitCode: ExitCode
     /// One line, without the `broadcast: ` prefix.
-    public var message: String
+    package var message: String
 
     /// An error exiting with `exitCode` and saying `message`.
-    public init(_ exitCode: ExitCode, _ message: String) {
+    package init(_ exitCode: ExitCode, _ message: String) {
         self.exitCode = exitCode
         self.message = message
     }
 
-    public var description: String { message }
+    package var description: String { message }
 }

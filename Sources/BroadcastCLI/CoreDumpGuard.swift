@@ -8,17 +8,17 @@ import CLinuxProcess
 /// /proc/PID/root as the desktop user to identify the caller, refuses it. The cost of staying
 /// dumpable: a process of the same user may ptrace it or read its memory, as it may any of that
 /// user's processes. Embedders decide this for their own process.
-public enum CoreDumpGuard {
+package enum CoreDumpGuard {
     /// Turns core dumps off for this process; false if the kernel refused either setting.
     @discardableResult
-    public static func apply() -> Bool { bk_disable_core_dumps() == 0 }
+    package static func apply() -> Bool { bk_disable_core_dumps() == 0 }
 
     /// Marks the pages that hold `secret`'s bytes MADV_DONTDUMP, for a core written by a writer
     /// that ignores coredump_filter, or after a same-user process raised the filter again. Only a
     /// string with its own heap storage (more than 15 UTF-8 bytes) has pages to mark; false when
     /// there were none or the kernel refused.
     @discardableResult
-    public static func excludeFromCore(_ secret: String) -> Bool {
+    package static func excludeFromCore(_ secret: String) -> Bool {
         guard secret.utf8.count > 15 else { return false }
         return secret.utf8.withContiguousStorageIfAvailable { bytes in
             bk_exclude_from_core(bytes.baseAddress, bytes.count) == 0
@@ -27,10 +27,10 @@ public enum CoreDumpGuard {
 
     /// Whether this process is dumpable (PR_GET_DUMPABLE): true since core dumps are kept off by
     /// RLIMIT_CORE and coredump_filter instead.
-    public static var isDumpable: Bool { bk_is_dumpable() == 1 }
+    package static var isDumpable: Bool { bk_is_dumpable() == 1 }
 
     /// The process's coredump_filter bits (0 once `apply()` ran), or nil if unreadable.
-    public static var coredumpFilter: Int? {
+    package static var coredumpFilter: Int? {
         let bits = bk_coredump_filter()
         return bits < 0 ? nil : Int(bits)
     }

@@ -4,19 +4,19 @@
 /// `key-file` gives this destination its own key (else `--key`, `--key-file`, `$STREAM_KEY`, or
 /// the key in the URL's path); `service` applies that service's limits to the shared encode (the
 /// strictest of all destinations' services wins).
-public struct DestinationSpec: Sendable {
-    public var url: String
-    public var keyFile: String?
-    public var service: ServicePreset?
+package struct DestinationSpec: Sendable {
+    package var url: String
+    package var keyFile: String?
+    package var service: ServicePreset?
 
-    public init(url: String, keyFile: String? = nil, service: ServicePreset? = nil) {
+    package init(url: String, keyFile: String? = nil, service: ServicePreset? = nil) {
         self.url = url
         self.keyFile = keyFile
         self.service = service
     }
 
     /// Parses one `--url` value; throws `UsageError` (which never repeats a value: it may hold a key).
-    public static func parse(_ value: String) throws -> DestinationSpec {
+    package static func parse(_ value: String) throws -> DestinationSpec {
         var parts = value.split(separator: ",", omittingEmptySubsequences: false).map(String.init)
         let url = parts.removeFirst()
         guard !url.isEmpty else { throw UsageError("--url needs a URL before its ,key-file= or ,service= settings") }

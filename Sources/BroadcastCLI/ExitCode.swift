@@ -1,5 +1,5 @@
 /// The documented exit codes of `broadcast`.
-public enum ExitCode: Int32, Sendable {
+package enum ExitCode: Int32, Sendable {
     /// Clean stop: duration reached, end of input, or SIGINT/SIGTERM/SIGHUP.
     case success = 0
     /// `--check-heartbeat`: the heartbeat file is missing or older than `--max-age`.

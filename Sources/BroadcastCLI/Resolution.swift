@@ -1,13 +1,13 @@
 import BroadcastKit
 /// Output resolution from `--res`: a named preset or WxH.
-public struct Resolution: Equatable, Sendable {
+package struct Resolution: Equatable, Sendable {
     /// Pixels, even.
-    public var width: Int
+    package var width: Int
     /// Pixels, even.
-    public var height: Int
+    package var height: Int
 
     /// The named sizes `--res` accepts.
-    public static let presets: [(String, Resolution)] = [
+    package static let presets: [(String, Resolution)] = [
         ("360p", Resolution(width: 640, height: 360)),
         ("480p", Resolution(width: 854, height: 480)),
         ("720p", Resolution(width: 1280, height: 720)),
@@ -15,13 +15,13 @@ public struct Resolution: Equatable, Sendable {
     ]
 
     /// A size as given; `init(parsing:)` validates.
-    public init(width: Int, height: Int) {
+    package init(width: Int, height: Int) {
         self.width = width
         self.height = height
     }
 
     /// Parses `720p` or `WxH`; throws `UsageError` for other text or odd/out-of-range sizes.
-    public init(parsing s: String) throws {
+    package init(parsing s: String) throws {
         if let p = Resolution.presets.first(where: { $0.0 == s.lowercased() }) {
             self = p.1
             return
@@ -38,7 +38,7 @@ public struct Resolution: Equatable, Sendable {
     }
 
     /// A bitrate that suits the size at 30 fps (x1.5 at 60 fps), in kbit/s.
-    public func defaultVideoKbps(fps: Int) -> Int {
+    package func defaultVideoKbps(fps: Int) -> Int {
         BroadcastLimits.defaultVideoBitrateKbps(width: width, height: height, fps: fps)
     }
 }

@@ -7,12 +7,12 @@ import BroadcastKit
 /// so /proc/PID/cmdline and `ps` stop showing it once parsing is done (it was visible until
 /// then; hence the warning), and in its environment block, so /proc/PID/environ stops showing
 /// `$STREAM_KEY` and `$BROADCAST_URL`.
-public enum SecretScrubber {
+package enum SecretScrubber {
     /// Copies the named variables out of the environment; for each name in `secret`, then
     /// overwrites the value's bytes in place with `*` and unsets it. /proc/PID/environ reads the
     /// block the kernel set up at exec, which unsetenv alone leaves untouched. Call it before any
     /// thread starts; the value was readable there from exec until this call.
-    public static func takeEnvironment(_ names: [String], secret: Set<String>) -> [String: String] {
+    package static func takeEnvironment(_ names: [String], secret: Set<String>) -> [String: String] {
         var values: [String: String] = [:]
         for name in names {
             guard let p = getenv(name) else { continue }
@@ -32,13 +32,13 @@ public enum SecretScrubber {
     /// Overwrites every secret the options carry on the command line: the `--key` value, and in
     /// each `--url` value the key at the end of its path and the query of its application part
     /// (`?token=...`). Call it right after parsing; the values were readable until then.
-    public static func scrubArgv(_ o: CommandLineOptions) {
+    package static func scrubArgv(_ o: CommandLineOptions) {
         scrubArgv(CommandLine.unsafeArgv, count: Int(CommandLine.argc), key: o.keyFromArgv,
                   urlKeys: o.urls.map(\.url))
     }
 
     /// The warning for keys given on the command line, or nil when none was (or with `--quiet`).
-    public static func argvWarning(_ o: CommandLineOptions) -> String? {
+    package static func argvWarning(_ o: CommandLineOptions) -> String? {
         guard !o.quiet else { return nil }
         let inURL = o.urls.contains { urlSecretRange($0.url) != nil }
         if o.keyFromArgv != nil {

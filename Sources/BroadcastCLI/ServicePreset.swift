@@ -1,19 +1,19 @@
 /// Ingest URLs and the limits each service documents for RTMP contribution.
-public struct ServicePreset: Sendable {
+package struct ServicePreset: Sendable {
     /// The `--service` name.
-    public let name: String
+    package let name: String
     /// Default ingest base URL.
-    public let url: String
+    package let url: String
     /// Limits the service documents; bitrates above are capped, sizes and rates above refused.
-    public let maxVideoKbps: Int
-    public let maxAudioKbps: Int
-    public let maxHeight: Int
-    public let maxFPS: Int
+    package let maxVideoKbps: Int
+    package let maxAudioKbps: Int
+    package let maxHeight: Int
+    package let maxFPS: Int
     /// Keyframe interval the service asks for.
-    public let keyframeSeconds: Int
+    package let keyframeSeconds: Int
 
     /// Every supported service.
-    public static let all: [ServicePreset] = [
+    package static let all: [ServicePreset] = [
         // Twitch: up to 6000 kbps video, AAC up to 160 kbps, 2 s keyframes, up to 1080p60.
         ServicePreset(name: "twitch", url: "rtmp://live.twitch.tv/app", maxVideoKbps: 6000, maxAudioKbps: 160,
                       maxHeight: 1080, maxFPS: 60, keyframeSeconds: 2),
@@ -30,7 +30,7 @@ public struct ServicePreset: Sendable {
     ]
 
     /// The preset called `s` (any case); throws `UsageError` otherwise.
-    public static func named(_ s: String) throws -> ServicePreset {
+    package static func named(_ s: String) throws -> ServicePreset {
         guard let p = all.first(where: { $0.name == s.lowercased() }) else {
             throw UsageError("--service expects one of \(all.map { $0.name }.joined(separator: ", ")), got '\(s)'")
         }

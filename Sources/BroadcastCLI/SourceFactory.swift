@@ -2,24 +2,24 @@ import BroadcastCapture
 import BroadcastKit
 
 /// Builds the capture sources the options ask for.
-public enum SourceFactory {
+package enum SourceFactory {
     /// The sources made, what they deliver, and a notice for the user.
-    public struct Made {
+    package struct Made {
         /// Made, not started.
-        public var sources: [CaptureSource]
+        package var sources: [CaptureSource]
         /// Which lanes the sources feed.
-        public var hasVideo: Bool
-        public var hasAudio: Bool
+        package var hasVideo: Bool
+        package var hasAudio: Bool
         /// A notice for the user (e.g. the fallback to the test source).
-        public var note: String?
+        package var note: String?
         /// One line per audio lane that sends silence because it has no device (shown even
         /// with --quiet: the stream's audio is not what the user may expect).
-        public var silentLanes: [String] = []
+        package var silentLanes: [String] = []
         /// Whether audio may arrive at 44.1 kHz (PipeWire negotiates; the test source and a PCM
         /// file state their rate), so the plan reserves the lanes' resamplers only then.
-        public var audioMayNeedResampling = true
+        package var audioMayNeedResampling = true
 
-        public init(sources: [CaptureSource], hasVideo: Bool, hasAudio: Bool, note: String?) {
+        package init(sources: [CaptureSource], hasVideo: Bool, hasAudio: Bool, note: String?) {
             self.sources = sources
             self.hasVideo = hasVideo
             self.hasAudio = hasAudio
@@ -27,11 +27,11 @@ public enum SourceFactory {
         }
 
         /// Capture buffers the sources keep resident, for the memory plan.
-        public var captureBytes: Int { sources.reduce(0) { $0 + $1.plannedResidentBytes } }
+        package var captureBytes: Int { sources.reduce(0) { $0 + $1.plannedResidentBytes } }
     }
 
     /// Makes the sources for `o` (opens a Y4M input to read its header; asks PipeWire or the portal).
-    public static func make(_ o: CommandLineOptions) throws -> Made {
+    package static func make(_ o: CommandLineOptions) throws -> Made {
         switch o.source {
         case .test:
             var made = Made(sources: [try testSource(o)], hasVideo: true, hasAudio: testHasAudio(o), note: nil)

@@ -1,9 +1,9 @@
 /// Bitrates and sizes as ffmpeg users type them: `2500`, `2500k`, `2.5M`; `50M`, `512K`, `1G`, `52428800`.
-public enum UnitValue {
+package enum UnitValue {
     /// A bitrate in kbit/s: a plain number is kbps; `k` is kbps, `M` Mbps, `G` Gbps (decimal, like
     /// ffmpeg's `-b:v`); `bps`/`b` may follow a unit letter (`2500kbps`). Rounded to whole kbps;
     /// nil if malformed.
-    public static func kbps(_ text: String) -> Int? {
+    package static func kbps(_ text: String) -> Int? {
         var body = Substring(text)
         // "2500bps" is refused rather than read as 2500 kbps: a bare number is kbps.
         for tail in ["bps", "b"] where body.lowercased().hasSuffix(tail) {
@@ -26,7 +26,7 @@ public enum UnitValue {
 
     /// A size in bytes: plain bytes, or `K`/`M`/`G`/`T` (binary, 1024-based; `KB`, `MiB`, … too).
     /// Whole bytes only for plain numbers; nil if malformed or beyond 1 TiB.
-    public static func bytes(_ text: String) -> Int? {
+    package static func bytes(_ text: String) -> Int? {
         var body = Substring(text)
         let upper = text.uppercased()
         for tail in ["IB", "B"] where upper.hasSuffix(tail) && body.count > tail.count {

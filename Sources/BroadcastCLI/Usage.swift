@@ -1,12 +1,12 @@
 import BroadcastKit
 
 /// The `--help` text and `--version` line.
-public enum Usage {
+package enum Usage {
     /// Printed by `--version`.
-    public static let version = "broadcast \(BuildVersion.description)"
+    package static let version = "broadcast \(BuildVersion.description)"
 
     /// Printed by `--help`.
-    public static let text = """
+    package static let text = """
     Usage: broadcast [options]
 
     Streams video, app audio and mic audio as H.264 + AAC/Opus in FLV over RTMP, inside a hard

@@ -20,6 +20,8 @@
 
 /* Audio slices handed out at most this long (AudioBuffer.maxFrames is 22050). */
 #define BK_PW_MAX_AUDIO_FRAMES 4096
+/* Buffers an audio capture stream asks for (see set_audio_buffer_params). */
+#define BK_PW_AUDIO_BUFFERS 8
 
 struct bk_pw_capture {
     bk_pw_capture_config config;
@@ -273,6 +275,25 @@ static void set_video_buffer_params(struct bk_pw_capture *c)
     pw_stream_update_params(c->stream, params, 2);
 }
 
+/*
+ * Audio: ask for 8 buffers (PipeWire's default for a stream is 2). This stream's process callback
+ * runs on our thread loop, not in the graph's cycle: the graph can hand us a new buffer only
+ * when we have given one back, so with 2 a callback more than one quantum late (21 ms at
+ * 1024/48000: a starved CPU) leaves the producer no buffer for the next cycle and that cycle's
+ * samples are lost upstream of us, which shows as a PTS hole of exactly one quantum. 8 rides out
+ * about 150 ms of lateness; each buffer is one quantum of audio (a few KiB touched).
+ */
+static void set_audio_buffer_params(struct bk_pw_capture *c)
+{
+    uint8_t storage[256];
+    struct spa_pod_builder b = SPA_POD_BUILDER_INIT(storage, sizeof(storage));
+    const struct spa_pod *params[1];
+    params[0] = spa_pod_builder_add_object(&b,
+        SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
+        SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(BK_PW_AUDIO_BUFFERS, BK_PW_AUDIO_BUFFERS, 32));
+    pw_stream_update_params(c->stream, params, 1);
+}
+
 static void on_param_changed(void *data, uint32_t id, const struct spa_pod *param)
 {
     struct bk_pw_capture *c = data;
@@ -313,6 +334,7 @@ static void on_param_changed(void *data, uint32_t id, const struct spa_pod *para
             fail(c, "PipeWire audio: negotiated format is not F32/S16, 1-2 channels, 44.1/48 kHz");
             return;
         }
+        set_audio_buffer_params(c);
         snprintf(msg, sizeof(msg), "audio %s %d ch %d Hz",
                  c->sample_format == BK_PW_SAMPLE_F32 ? "F32" : "S16", c->channels, c->rate);
     }
@@ -465,6 +487,12 @@ static int connect_stream(struct bk_pw_capture *c, char *err, size_t err_len)
             SPA_FORMAT_AUDIO_rate, SPA_POD_Int(cfg->rate > 0 ? cfg->rate : 48000),
             SPA_FORMAT_AUDIO_channels, SPA_POD_Int(ch),
             SPA_FORMAT_AUDIO_position, SPA_POD_Array(sizeof(uint32_t), SPA_TYPE_Id, ch, positions));
+        /* Stated at connect too: the adapter may negotiate the stream's buffers before the
+         * format callback runs (see set_audio_buffer_params). */
+        params[1] = spa_pod_builder_add_object(&b,
+            SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
+            SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(BK_PW_AUDIO_BUFFERS, BK_PW_AUDIO_BUFFERS, 32));
+        n_params = 2;
     }
     int res = pw_stream_connect(c->stream, PW_DIRECTION_INPUT, cfg->target_id,
                                 PW_STREAM_FLAG_AUTOCONNECT | PW_STREAM_FLAG_MAP_BUFFERS, params, n_params);

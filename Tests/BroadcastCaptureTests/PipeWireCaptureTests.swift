@@ -33,6 +33,14 @@ final class PipeWireRecordingSink: SampleBufferSink, @unchecked Sendable {
         }
     }
     let state = Mutex(State())
+    /// Holds the capture thread once, for `ms`, in the first `lane` buffer after `afterSamples`:
+    /// a consumer (or a starved CPU) late by several graph cycles.
+    let stall: (lane: SampleBufferType, afterSamples: Int, ms: Int)?
+    private let stalled = Atomic<Bool>(false)
+
+    init(stall: (lane: SampleBufferType, afterSamples: Int, ms: Int)? = nil) {
+        self.stall = stall
+    }
 
     func process(_ buffer: SampleBuffer, type: SampleBufferType) -> ProcessResult {
         switch buffer {
@@ -61,10 +69,15 @@ final class PipeWireRecordingSink: SampleBufferSink, @unchecked Sendable {
                 case .s16: mono[i] = Float(audio.data.load(fromByteOffset: idx * 2, as: Int16.self)) / 32768
                 }
             }
-            state.withLock {
+            let held = state.withLock {
                 $0.audio[type, default: []].append(contentsOf: mono)
                 $0.audioPTS[type, default: []].append(audio.pts)
                 $0.audioFrames[type, default: []].append(audio.frameCount)
+                return $0.audio[type, default: []].count
+            }
+            if let stall, stall.lane == type, held >= stall.afterSamples,
+               !stalled.exchange(true, ordering: .relaxed) {
+                usleep(UInt32(stall.ms * 1000))
             }
         }
         return .accepted
@@ -227,6 +240,27 @@ struct PipeWireCaptureTests {
             #expect(zip(pts, pts.dropFirst()).allSatisfy { $0 < $1 }, "\(lane) PTS not increasing")
             #expect(pts.allSatisfy { $0 >= start - 500_000_000 && $0 <= end }, "\(lane) PTS not on CLOCK_MONOTONIC")
         }
+    }
+
+    /// The tone-purity flake (issue 25): under load, one 1024-sample cycle went missing upstream
+    /// of us (a PTS hole of +21 ms). PipeWire gave an audio stream 2 buffers, so a callback more
+    /// than one cycle late left the graph no buffer to fill. A callback held for 100 ms (almost 5
+    /// cycles, as a starved CPU does) must lose nothing.
+    @Test("audio survives a capture callback 100 ms late", .enabled(if: PipeWireTestEnvironment.hasTestNodes,
+                                             "needs a PipeWire daemon with pw-test-screen, app-sink, test-mic: eval \"$(scripts/pipewire-up)\""))
+    func lateCallbackLosesNoAudio() throws {
+        let sink = PipeWireRecordingSink(stall: (lane: .appAudio, afterSamples: 48_000, ms: 100))
+        let sources = try PipeWireCapture.makeSources(PipeWireOptions(screenNode: "pw-test-screen",
+                                                                     appAudioNode: "app-sink", micNode: "test-mic"))
+        for s in sources { try s.start(into: sink) }
+        Thread.sleep(forTimeInterval: 2.5)
+        for s in sources { s.stop() }
+        for s in sources { #expect(s.error == nil, "\(s.description): \(String(describing: s.error))") }
+        let st = sink.state.withLock { $0 }
+        let app = st.audio[.appAudio] ?? []
+        #expect(app.count > 48_000 + 4_800, "the stall was not reached: \(app.count) samples")
+        let holes = st.holes(.appAudio)
+        #expect(holes.isEmpty, "samples lost while the callback was late: \(holes)")
     }
 
     @Test("size changes mid-stream pass through as frames of the new size",

@@ -68,7 +68,7 @@ class DestinationTests(BroadcastTestCase):
         sent = self.assertVideoAccounted(stats, produced=seconds * FPS)
         last = read_stats(stats)[-1]
         dests = last["destinations"]
-        self.assertEqual([d["kind"] for d in dests], ["rtmp", "rtmp", "file"], last)
+        self.assertEqual([d["kind"] for d in dests], ["rtmp", "rtmp", "flv"], last)
         self.assertEqual(dests[0]["name"], f"{a.url}/****")
         self.assertEqual(dests[1]["name"], f"{b.url}/****")
         # One encode: every destination got the same bytes, and nothing was dropped on loopback.

@@ -549,13 +549,47 @@ class ToolkitTests(unittest.TestCase):
         self.assertIsNotNone(p.ring_mb, p.text)
         self.assertEqual(p.headroom_fraction, 0.04, p.text)
         self.assertEqual(p.budget_mb, 50.0, p.text)
-        # The lines add up to the total (each rounded to 0.1 MB), the headroom line excluded.
-        body = sum(v for k, v in p.lines.items() if not k.startswith("headroom"))
-        self.assertAlmostEqual(body, p.total_mb, delta=0.05 * len(p.lines))
+        self.assertIsNotNone(p.doc, "read from --print-memory-plan=json")
+        # The lines (bytes, nothing rounded) add up to the total.
+        self.assertAlmostEqual(sum(p.lines.values()), p.total_mb, places=6)
+        self.assertEqual(p.ring_kib, p.ring_bytes // 1024)
         # The soak's reference budget leaves the same room without the ring: budget - ring / (1 - 4%).
         budget = 50 << 20
         ref = memplan.reference_budget_bytes(p, budget)
-        self.assertAlmostEqual((budget - ref) / (1 << 20), p.ring_mb / 0.96, delta=0.01)
+        self.assertEqual(budget - ref, round(p.ring_bytes / 0.96))
+        # The text form says the same (what older benchmark results stored): MiB to one decimal.
+        t = subprocess.run([str(bin_), "--res", "720p", "--source", "test", "--replay-seconds", "30",
+                            "--no-publish", "--print-memory-plan"], capture_output=True, text=True, timeout=60)
+        text = memplan.parse_plan(t.stdout + t.stderr)
+        self.assertEqual(text.x264, p.x264)
+        self.assertEqual(text.headroom_fraction, p.headroom_fraction)
+        self.assertAlmostEqual(text.ring_mb, p.ring_mb, delta=0.05)
+        # The soak's command-line reader gives the exact KiB from the JSON file.
+        d = Path(tempfile.mkdtemp(prefix="plan-reader-"))
+        self.addCleanup(shutil.rmtree, d, True)
+        f = d / "plan.json"
+        f.write_text(json.dumps(p.doc) + "\n")
+        r = subprocess.run([sys.executable, "-m", "bktools.plan", "ring-kib", str(f)], capture_output=True,
+                           text=True, timeout=30, env=dict(os.environ, PYTHONPATH=str(Path(REPO) / "tools")))
+        self.assertEqual(r.stdout.strip(), str(p.ring_bytes // 1024), r.stderr)
+
+    def test_report_verdicts_come_from_the_targets_table(self):
+        from bktools import targets
+        self.assertTrue(targets.PIPELINE_CPU_VS_FLOOR.met(1.05))
+        self.assertFalse(targets.PIPELINE_CPU_VS_FLOOR.met(1.051))
+        self.assertIsNone(targets.PEAK_RSS_720P_MIB.met(None))
+        self.assertTrue(targets.PSNR_VS_FFMPEG_DB.met(-0.30))
+        self.assertFalse(targets.PSNR_VS_FFMPEG_DB.met(-0.40))
+        ok = targets.sync_verdict(True, 4.0, 1.0, 5.0)
+        self.assertEqual((ok.ok, ok.max_exceeded, ok.drift_exceeded), (True, False, False))
+        over = targets.sync_verdict(True, 6.0, 6.0, 5.0)
+        self.assertEqual((over.ok, over.max_exceeded, over.drift_exceeded), (False, True, True))
+        self.assertFalse(targets.sync_verdict(False, 1.0, 0.0, 5.0).ok)
+        self.assertIsNone(targets.sync_verdict(None, 1.0, 0.0, 5.0).ok)
+        # report.py states no limit of its own: every comparison in its Targets section goes through bktools.targets.
+        src = (Path(REPO) / "tools" / "bench" / "report.py").read_text()
+        body = src[src.index("def _targets("):src.index("def _floor(")]
+        self.assertNotRegex(body, r"(<=|>=|<|>) *[0-9.]+[,)]", "a verdict with a literal limit in report.py")
 
     def test_targets_are_the_requirements(self):
         from bktools import targets

@@ -70,9 +70,11 @@ class VideoOnlyTest(BroadcastTestCase):
         mp4 = self.tmp / "v.mp4"
         clips = self.tmp / "clips"
         clips.mkdir()
+        stats = self.tmp / "stats.jsonl"
         proc = subprocess.Popen([str(BROADCAST_BIN), "--no-publish", "--record", str(mp4), "--source", "test",
                                  "--no-app-audio", "--no-mic", "--res", "360p", "--duration", "5",
-                                 "--replay-seconds", "10", "--replay-dir", str(clips), "--quiet"],
+                                 "--replay-seconds", "10", "--replay-dir", str(clips), "--stats-json", str(stats),
+                                 "--quiet"],
                                 env=support.clean_env(None), cwd=REPO_ROOT, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         time.sleep(3.5)
@@ -83,6 +85,9 @@ class VideoOnlyTest(BroadcastTestCase):
         saved = sorted(clips.glob("replay-*.mp4"))
         self.assertEqual(len(saved), 1, err.decode(errors="replace")[-2000:])
         self.assertVideoOnly(saved[0], 30)
+        # The recording's line in the stats names it an MP4 file (it was "custom", then "file").
+        last = json.loads(stats.read_text().strip().splitlines()[-1])
+        self.assertEqual([(d["kind"], d["name"]) for d in last["destinations"]], [("mp4", str(mp4))], last)
 
     def test_y4m_without_pcm_is_video_only(self) -> None:
         y4m = self.tmp / "in.y4m"

@@ -1,14 +1,15 @@
-"""The one reader of the memory plan (`broadcast --print-memory-plan`), and of `--stats-json`.
+"""The one reader of the memory plan (`broadcast --print-memory-plan=json`), and of `--stats-json`.
 
-Every tool, soak and test reads the plan through `read_plan` (it runs the CLI) or `parse_plan`
-(text already captured). When the CLI gains `--print-memory-plan=json`, `read_plan` switches to
-it and builds the same `Plan`: no caller changes.
+Every tool, soak and test reads the plan through `read_plan` (it runs the CLI and reads the JSON:
+bytes per line, nothing rounded), `plan_from_json` (JSON already captured) or, for plans stored
+as the CLI's text by older benchmark runs, `parse_plan`.
 
-    python -m bktools.plan ring-kib PLAN.txt           the replay ring line, KiB
-    python -m bktools.plan reference-budget-kib PLAN.txt BUDGET_BYTES
+    python -m bktools.plan ring-kib PLAN.json          the replay ring line, KiB
+    python -m bktools.plan reference-budget-kib PLAN.json BUDGET_BYTES
                                                        a budget that leaves a run without the
                                                        ring exactly the room this one has
-    python -m bktools.plan x264 PLAN.txt               the x264 configuration line
+    python -m bktools.plan x264 PLAN.json              the x264 configuration
+    (PLAN may also be the text form.)
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+MIB = float(1 << 20)
 _LINE = re.compile(r"^  (?P<name>\S.*?)\s{2,}(?P<value>\S.*)$")
 _MB = re.compile(r"^(?P<mb>[\d.]+) MB\b")
 _HEADROOM = re.compile(r"^headroom kept free \((?P<pct>[\d.]+)%\)$")
@@ -37,6 +39,8 @@ class Plan:
     budget_from: str | None = None
     fits: bool | None = None
     text: str = ""
+    ring_bytes: int | None = None
+    doc: dict | None = None
 
     def line_mb(self, prefix: str) -> float | None:
         """The first line whose name starts with `prefix` ("replay ring", "x264 working frames")."""
@@ -45,6 +49,13 @@ class Plan:
     @property
     def ring_mb(self) -> float | None:
         return self.line_mb("replay ring (")
+
+    @property
+    def ring_kib(self) -> int | None:
+        """The replay ring line in KiB: exact from the JSON plan, else from the text's MiB."""
+        if self.ring_bytes is not None:
+            return self.ring_bytes // 1024
+        return None if self.ring_mb is None else int(self.ring_mb * 1024)
 
     def as_dict(self) -> dict:
         return {"lines": self.lines, "x264": self.x264, "total_mb": self.total_mb, "budget_mb": self.budget_mb,
@@ -85,21 +96,56 @@ def parse_plan(text: str) -> Plan:
     return plan
 
 
+def plan_from_json(text: str) -> Plan:
+    """The plan in `--print-memory-plan=json`'s output (an empty `Plan` when there is none: a
+    refused run prints its error instead)."""
+    plan = Plan(text=text)
+    doc = None
+    for raw in text.splitlines():
+        if raw.startswith("{"):
+            try:
+                doc = json.loads(raw)
+                break
+            except json.JSONDecodeError:
+                continue
+    if not doc or "plan" not in doc:
+        return plan
+    p = doc["plan"]
+    plan.doc = doc
+    plan.lines = {line["label"]: line["bytes"] / MIB for line in p.get("lines", [])}
+    plan.ring_bytes = next((line["bytes"] for line in p.get("lines", []) if line.get("key") == "replay_ring"), None)
+    plan.x264 = p.get("x264_configuration")
+    plan.total_mb = p["total_bytes"] / MIB if p.get("total_bytes") is not None else None
+    budget = p.get("budget_bytes")
+    plan.budget_mb = budget / MIB if budget else None
+    headroom = p.get("headroom_bytes")
+    plan.headroom_fraction = headroom / budget if budget and headroom is not None else None
+    plan.budget_from = p.get("budget_source")
+    plan.fits = p.get("fits")
+    return plan
+
+
+def read_any(text: str) -> Plan:
+    """The plan in either form the CLI prints (JSON first, else the text)."""
+    plan = plan_from_json(text)
+    return plan if plan.doc is not None else parse_plan(text)
+
+
 def read_plan(broadcast: str | Path, args: list[str], env: dict | None = None, timeout: float = 60) -> Plan:
-    """Runs `broadcast ARGS --print-memory-plan` and reads what it printed (a plan that does not
+    """Runs `broadcast ARGS --print-memory-plan=json` and reads the plan (a plan that does not
     fit is printed too, with exit 2)."""
-    p = subprocess.run([str(broadcast), *map(str, args), "--print-memory-plan"], env=env, capture_output=True,
+    p = subprocess.run([str(broadcast), *map(str, args), "--print-memory-plan=json"], env=env, capture_output=True,
                        text=True, stdin=subprocess.DEVNULL, timeout=timeout)
-    return parse_plan(p.stdout + "\n" + p.stderr)
+    return plan_from_json(p.stdout + "\n" + p.stderr)
 
 
 def reference_budget_bytes(plan: Plan, budget_bytes: int) -> int:
     """The budget that leaves a run without the replay ring exactly the room this plan's run has
     for everything else. The plan keeps `headroom_fraction` of the budget free, so the room is
     (1 - h) of the budget, and the reference's budget is this one less ring / (1 - h)."""
-    ring = plan.ring_mb or 0.0
+    ring = plan.ring_bytes if plan.ring_bytes is not None else (plan.ring_mb or 0.0) * MIB
     h = plan.headroom_fraction if plan.headroom_fraction is not None else 0.0
-    return budget_bytes - int(round(ring * (1 << 20) / (1.0 - h)))
+    return budget_bytes - int(round(ring / (1.0 - h)))
 
 
 def read_stats(path: str | Path) -> list[dict]:
@@ -118,11 +164,11 @@ def read_stats(path: str | Path) -> list[dict]:
 
 def main(argv: list[str]) -> int:
     if len(argv) >= 2 and argv[0] in ("ring-kib", "x264", "reference-budget-kib", "json"):
-        plan = parse_plan(Path(argv[1]).read_text(errors="replace"))
+        plan = read_any(Path(argv[1]).read_text(errors="replace"))
         if argv[0] == "ring-kib":
-            if plan.ring_mb is None:
+            if plan.ring_kib is None:
                 return 1
-            print(int(plan.ring_mb * 1024))
+            print(plan.ring_kib)
         elif argv[0] == "x264":
             if plan.x264 is None:
                 return 1

@@ -122,17 +122,6 @@ package final class Destination: @unchecked Sendable {
         rateLastNs = nowNs
     }
 
-    /// "rtmp", "file", "discard" or "custom".
-    package var kind: String {
-        switch sink {
-        case is RTMPPublisher: return "rtmp"
-        case is SRTPublisher: return "srt"
-        case is FLVFileSink, is MP4FileSink: return "file"
-        case is DiscardSink: return "discard"
-        default: return "custom"
-        }
-    }
-
     /// This destination's line in a stats report (no key: the name is the redacted display name).
     package var statsNow: DestinationStats {
         let word: String
@@ -143,7 +132,7 @@ package final class Destination: @unchecked Sendable {
         case .failed: word = "failed"
         case .closed: word = endedDown.load(ordering: .acquiring) ? "lost" : "closed"
         }
-        return DestinationStats(name: sink.displayName, kind: kind, state: word,
+        return DestinationStats(name: sink.displayName, kind: sink.kind.rawValue, state: word,
                                 kbps: Double(rateBitsPerSecond.load(ordering: .relaxed)) / 1000,
                                 bytesSent: bytesSent, queueBytes: queue.queuedBytes, queueMs: queue.queuedDurationMs,
                                 drops: queue.droppedTags, reconnects: reconnects, downtimeSeconds: downtimeSeconds,
@@ -156,13 +145,7 @@ package final class Destination: @unchecked Sendable {
 
     /// Opens the sink on the caller's thread (so start-up errors reach `start()`), then starts the sender.
     package func open() throws(TransportError) {
-        do {
-            try sink.open()
-        } catch let e as TransportError {
-            throw e
-        } catch {
-            throw TransportError.connectFailed("\(sink.displayName): \(error)")
-        }
+        try sink.open()
         setState(.live)
         do {
             try thread.start { [self] in run() }
@@ -186,7 +169,7 @@ package final class Destination: @unchecked Sendable {
                 if tag.type == .video && !tag.isHeader && tag.isKeyframe && sink.reconnectRequested {
                     guard reconnectAtKeyframe() else { return }
                 }
-                do {
+                do throws(TransportError) {
                     try sink.write(tag)
                     lastWriteNs = MediaTime.now()
                     sentBytes.add(tag.body.count, ordering: .relaxed)
@@ -199,7 +182,7 @@ package final class Destination: @unchecked Sendable {
                         if tag.captureNs > 0 { latency.record(MediaTime.now() - tag.captureNs) }
                     }
                 } catch {
-                    handleFailure((error as? TransportError) ?? .writeFailed("\(error)"))
+                    handleFailure(error)
                 }
             }
             if state == .reconnecting { reconnectLoop() }
@@ -213,20 +196,26 @@ package final class Destination: @unchecked Sendable {
         keyframeAskedForRequest = false
         onEvent?(.warning("\(sink.displayName): the server asked for a reconnect (E-RTMP); reconnecting at this keyframe"))
         do {
-            try sink.open()
-            for h in headers {
-                try sink.write(FLVTag(type: h.type, timestampMs: 0,
-                                      body: UnsafeRawBufferPointer(start: headerStore.baseAddress! + h.offset, count: h.length),
-                                      isKeyframe: h.keyframe, isHeader: true))
-            }
+            try reopen()
         } catch {
-            handleFailure((error as? TransportError) ?? .connectFailed("\(error)"))
+            handleFailure(error)
             return false
         }
         stats.update { $0.reconnects += 1 }
         reconnectCount.add(1, ordering: .relaxed)
         onEvent?(.reconnected(count: stats.snapshot().reconnects))
         return true
+    }
+
+    /// Opens the sink again and resends the stream's headers: every new session (a reconnect, a
+    /// server's reconnect request) starts with them, so it is decodable from its first keyframe.
+    private func reopen() throws(TransportError) {
+        try sink.open()
+        for h in headers {
+            try sink.write(FLVTag(type: h.type, timestampMs: 0,
+                                  body: UnsafeRawBufferPointer(start: headerStore.baseAddress! + h.offset, count: h.length),
+                                  isKeyframe: h.keyframe, isHeader: true))
+        }
     }
 
     private func handleFailure(_ error: TransportError) {
@@ -276,17 +265,12 @@ package final class Destination: @unchecked Sendable {
                 nanosleep(&ts, nil)
             }
             do {
-                try sink.open()
-                for h in headers {
-                    try sink.write(FLVTag(type: h.type, timestampMs: 0,
-                                          body: UnsafeRawBufferPointer(start: headerStore.baseAddress! + h.offset, count: h.length),
-                                          isKeyframe: h.keyframe, isHeader: true))
-                }
+                try reopen()
             } catch {
                 // A stop cut this attempt short: the run ends while down (exit 4, with the
                 // downtime), whatever the cut socket reported; never a refusal.
                 if stopping.load(ordering: .acquiring) { return }
-                let e = (error as? TransportError) ?? .connectFailed("\(error)")
+                let e = error
                 failure.withLock { $0 = e }
                 if e.isRefusal {
                     setState(.failed)

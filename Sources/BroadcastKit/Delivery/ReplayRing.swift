@@ -11,12 +11,13 @@
 /// until the next keyframe and counted; the live stream never waits. Nothing is allocated per tag.
 package final class ReplayRing: @unchecked Sendable {
     /// One stored tag body (the whole FLV body, so the header tells its codec packet type).
-    private struct Entry {
+    private struct Entry: TagByteRingEntry {
         var offset: Int
         var length: Int32
         var isVideo: Bool
         var isSync: Bool
         var timestampMs: Int64
+        var byteCount: Int { Int(length) }
     }
 
     /// Sizes of a ring for `seconds`, from the encoders' settings.
@@ -60,9 +61,7 @@ package final class ReplayRing: @unchecked Sendable {
     package let capacity: Capacity
     private let hasVideo: Bool
     private let audioCodec: AudioCodec?
-    private let storage: UnsafeMutableRawBufferPointer
-    private var bytes: RingAllocator
-    private var entries: FixedRing<Entry>
+    private var entries: TagByteRing<Entry>
     /// Sequence numbers of the sync entries held, oldest first.
     private var syncs: FixedRing<Int64>
     /// Sequence number of `entries[0]`, and of the next entry appended.
@@ -80,17 +79,13 @@ package final class ReplayRing: @unchecked Sendable {
         self.capacity = capacity
         self.hasVideo = hasVideo
         self.audioCodec = audioCodec
-        storage = .allocate(byteCount: capacity.bytes, alignment: 16)
-        // Resident from the start, as the plan counts it: the ring walks its whole capacity before
-        // wrapping, so at a content bitrate below the planned one its pages would keep becoming
-        // resident for many minutes (VmHWM growth long after the ring's N seconds were full).
-        storage.initializeMemory(as: UInt8.self, repeating: 0)
-        bytes = RingAllocator(capacity: capacity.bytes)
-        entries = FixedRing(capacity: capacity.entries)
+        // Resident from the start, as the plan counts it (TagByteRing touches it all at init): the
+        // ring walks its whole capacity before wrapping, so at a content bitrate below the planned
+        // one its pages would keep becoming resident for many minutes (VmHWM growth long after the
+        // ring's N seconds were full).
+        entries = TagByteRing(bytes: capacity.bytes, entries: capacity.entries)
         syncs = FixedRing(capacity: capacity.syncPoints)
     }
-
-    deinit { storage.deallocate() }
 
     private var windowMs: Int64 { Int64(seconds) * 1000 }
 
@@ -129,14 +124,18 @@ package final class ReplayRing: @unchecked Sendable {
         // Keep only what the window needs: drop the oldest GOP once the next one alone covers it.
         while syncs.count >= 2, entryTime(syncs[1]) <= ts - windowMs, syncs[1] <= pinSeq { evictFrontGOP() }
         let size = tag.body.count
-        var offset: Int? = nil
+        var space: UnsafeMutableRawBufferPointer? = nil
         while true {
-            if !entries.isFull && !(isSync && syncs.isFull) { offset = bytes.allocate(size) }
-            if offset != nil { break }
+            if !(isSync && syncs.isFull) {
+                space = entries.append(size: size) {
+                    Entry(offset: $0, length: Int32(size), isVideo: isVideo, isSync: isSync, timestampMs: ts)
+                }
+            }
+            if space != nil { break }
             guard syncs.count >= 2, syncs[1] <= pinSeq else { break }
             evictFrontGOP()
         }
-        guard let o = offset else {
+        guard let body = space else {
             // Full against a pin (or one GOP larger than the ring): wait for the next sync point.
             if !waitingForSync { droppedTags += 1 }
             waitingForSync = true
@@ -144,8 +143,7 @@ package final class ReplayRing: @unchecked Sendable {
             return
         }
         waitingForSync = false
-        (storage.baseAddress! + o).copyMemory(from: tag.body.baseAddress!, byteCount: size)
-        entries.append(Entry(offset: o, length: Int32(size), isVideo: isVideo, isSync: isSync, timestampMs: ts))
+        body.baseAddress!.copyMemory(from: tag.body.baseAddress!, byteCount: size)
         if isSync {
             syncs.append(nextSeq)
             if !hasVideo { lastAudioSyncMs = ts }
@@ -172,8 +170,7 @@ package final class ReplayRing: @unchecked Sendable {
                 seq -= 1
             }
         }
-        while frontSeq < keepFrom, let e = entries.removeFirst() {
-            bytes.freeOldest(offset: e.offset, count: Int(e.length))
+        while frontSeq < keepFrom, entries.removeFirst() != nil {
             frontSeq += 1
         }
     }
@@ -181,7 +178,6 @@ package final class ReplayRing: @unchecked Sendable {
     private func resetLocked() {
         entries.removeAll()
         syncs.removeAll()
-        bytes.reset()
         frontSeq = nextSeq
     }
 
@@ -216,13 +212,12 @@ package final class ReplayRing: @unchecked Sendable {
             if !entries[Int(seq - frontSeq)].isVideo { preRoll += 1; preStart = seq }
             seq -= 1
         }
-        let base = storage.baseAddress!
         func describe(_ e: Entry) -> MP4Sample {
             let header = headerSize(isVideo: e.isVideo)
-            let body = UnsafeRawBufferPointer(start: base + e.offset, count: Int(e.length))
+            let body = entries.body(e)
             return MP4Sample(isVideo: e.isVideo, isKeyframe: e.isSync, timestampMs: e.timestampMs,
                              compositionOffsetMs: e.isVideo ? MP4TrackLayout.compositionOffsetMs(body) : 0,
-                             data: UnsafeRawPointer(base + e.offset + header), size: Int(e.length) - header)
+                             data: body.baseAddress! + header, size: Int(e.length) - header)
         }
         var n = 0
         seq = preStart

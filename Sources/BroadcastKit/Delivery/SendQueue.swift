@@ -7,7 +7,7 @@ import Synchronization
 /// congestion policy: a dropped video frame always starts a drop-until-keyframe run, so no
 /// P-frame is ever sent without its references.
 package final class SendQueue: @unchecked Sendable {
-    private struct Entry {
+    private struct Entry: TagByteRingEntry {
         var offset: Int
         var length: Int
         var timestampMs: UInt32
@@ -15,12 +15,11 @@ package final class SendQueue: @unchecked Sendable {
         var isKeyframe: Bool
         var isHeader: Bool
         var captureNs: Int64
+        var byteCount: Int { length }
     }
 
     package let policy: CongestionPolicy
-    private let ring: UnsafeMutableRawBufferPointer
-    private var entries: FixedRing<Entry>
-    private var bytes: RingAllocator
+    private var entries: TagByteRing<Entry>
     private var droppingVideoUntilKeyframe = false
     private var closed = false
     /// The sender is inside `withNext`'s body, reading the head entry in place.
@@ -36,27 +35,22 @@ package final class SendQueue: @unchecked Sendable {
 
     package init(policy: CongestionPolicy, maxEntries: Int = 4096, stats: BroadcastStats? = nil) {
         self.policy = policy
-        ring = .allocate(byteCount: policy.maxBytes, alignment: 16)
-        // Touched now, all of it: the ring restarts at offset 0 whenever it empties, so an
-        // untouched ring's pages became resident only as deep as congestion ever filled it, and
-        // stayed (the 45-min soak grew 0.47 MB of anon during a throttle, in steps). The plan
-        // counts the whole cap, so holding it from the start only makes VmHWM match the plan.
-        ring.initializeMemory(as: UInt8.self, repeating: 0)
-        bytes = RingAllocator(capacity: policy.maxBytes)
-        entries = FixedRing(capacity: maxEntries)
+        // Touched at init, all of it (TagByteRing): the ring restarts at offset 0 whenever it
+        // empties, so an untouched ring's pages became resident only as deep as congestion ever
+        // filled it, and stayed (the 45-min soak grew 0.47 MB of anon during a throttle, in steps).
+        // The plan counts the whole cap, so holding it from the start makes VmHWM match the plan.
+        entries = TagByteRing(bytes: policy.maxBytes, entries: maxEntries)
         self.stats = stats
     }
 
-    deinit { ring.deallocate() }
-
     /// Bytes preallocated by this queue, for the memory plan.
-    package var reservedBytes: Int { policy.maxBytes + entries.reservedBytes }
+    package var reservedBytes: Int { entries.reservedBytes }
 
     /// Tags this queue refused (every reason), for the per-destination stats.
     package var droppedTags: Int { dropped.load(ordering: .relaxed) }
 
     /// Queued body bytes right now.
-    package var queuedBytes: Int { cond.withLock { bytes.usedBytes } }
+    package var queuedBytes: Int { cond.withLock { entries.usedBytes } }
 
     /// Media time between the oldest and newest queued tags.
     package var queuedDurationMs: Int { cond.withLock { durationLocked() } }
@@ -91,7 +85,10 @@ package final class SendQueue: @unchecked Sendable {
                     return queued > policy.dropAllVideoAfterMs ? .congestionUntilIDR : .congestionPFrame
                 }
             }
-            guard !entries.isFull, let offset = bytes.allocate(tag.body.count) else {
+            guard let space = entries.append(size: tag.body.count, { offset in
+                Entry(offset: offset, length: tag.body.count, timestampMs: tag.timestampMs, type: tag.type,
+                      isKeyframe: tag.isKeyframe, isHeader: tag.isHeader, captureNs: tag.captureNs)
+            }) else {
                 if tag.type == .video {
                     droppingVideoUntilKeyframe = true
                     needKeyframe = true
@@ -99,10 +96,8 @@ package final class SendQueue: @unchecked Sendable {
                 return .queueFull
             }
             if tag.body.count > 0 {
-                (ring.baseAddress! + offset).copyMemory(from: tag.body.baseAddress!, byteCount: tag.body.count)
+                space.baseAddress!.copyMemory(from: tag.body.baseAddress!, byteCount: tag.body.count)
             }
-            entries.append(Entry(offset: offset, length: tag.body.count, timestampMs: tag.timestampMs, type: tag.type,
-                                 isKeyframe: tag.isKeyframe, isHeader: tag.isHeader, captureNs: tag.captureNs))
             cond.broadcast()
             return nil
         }
@@ -128,16 +123,15 @@ package final class SendQueue: @unchecked Sendable {
         consuming = true
         cond.unlock()
         let tag = FLVTag(type: e.type, timestampMs: e.timestampMs,
-                         body: UnsafeRawBufferPointer(start: ring.baseAddress! + e.offset, count: e.length),
+                         body: entries.body(e),
                          isKeyframe: e.isKeyframe, isHeader: e.isHeader, captureNs: e.captureNs)
         body(tag)
         cond.withLock {
             consuming = false
             if purgeRequested {
                 purgeRequested = false
-                entries.removeAll(); bytes.reset()
+                entries.removeAll()
             } else {
-                bytes.freeOldest(offset: e.offset, count: e.length)
                 entries.removeFirst()
             }
             cond.broadcast()
@@ -151,7 +145,7 @@ package final class SendQueue: @unchecked Sendable {
             if consuming {
                 purgeRequested = true
             } else {
-                entries.removeAll(); bytes.reset()
+                entries.removeAll()
             }
             cond.broadcast()
         }

@@ -8,19 +8,18 @@
 package final class Interleaver: @unchecked Sendable {
     package let maxWaitNs: Int64
 
-    private struct Entry {
+    private struct Entry: TagByteRingEntry {
         var offset: Int
         var length: Int
         var timestampMs: Int64
         var arrivalNs: Int64
         var isKeyframe: Bool
         var captureNs: Int64
+        var byteCount: Int { length }
     }
 
     private final class Track {
-        let storage: UnsafeMutableRawBufferPointer
-        var bytes: RingAllocator
-        var entries: FixedRing<Entry>
+        var entries: TagByteRing<Entry>
         let type: FLVTagType
         let expected: Bool
         var lastReleasedMs: Int64 = -1
@@ -28,17 +27,7 @@ package final class Interleaver: @unchecked Sendable {
         init(type: FLVTagType, bytes capacity: Int, entries n: Int, expected: Bool) {
             self.type = type
             self.expected = expected
-            storage = .allocate(byteCount: capacity, alignment: 16)
-            storage.initializeMemory(as: UInt8.self, repeating: 0)   // resident from the start: see RingAllocator
-            bytes = RingAllocator(capacity: capacity)
-            entries = FixedRing(capacity: n)
-        }
-
-        deinit { storage.deallocate() }
-
-        func pop() {
-            guard let e = entries.removeFirst() else { return }
-            bytes.freeOldest(offset: e.offset, count: e.length)
+            entries = TagByteRing(bytes: capacity, entries: n)   // resident from the start: see RingAllocator
         }
     }
 
@@ -60,7 +49,7 @@ package final class Interleaver: @unchecked Sendable {
     }
 
     /// Bytes preallocated, for the memory plan.
-    package var reservedBytes: Int { video.bytes.capacity + audio.bytes.capacity }
+    package var reservedBytes: Int { video.entries.byteCapacity + audio.entries.byteCapacity }
 
     /// Stages one tag body, written by `write` into the space given (exactly `bodySize` bytes).
     package func submit(type: FLVTagType, timestampMs: Int64, isKeyframe: Bool, bodySize: Int, nowNs: Int64,
@@ -68,19 +57,23 @@ package final class Interleaver: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         let track = type == .video ? video : audio
-        var offset = track.entries.isFull ? nil : track.bytes.allocate(bodySize)
-        if offset == nil {
+        var space = track.entries.append(size: bodySize) {
+            Entry(offset: $0, length: bodySize, timestampMs: timestampMs, arrivalNs: nowNs, isKeyframe: isKeyframe,
+                  captureNs: captureNs)
+        }
+        if space == nil {
             // Staging full: the other track is late beyond reason; release without waiting.
             releaseLocked(nowNs: nowNs, force: true)
-            offset = track.entries.isFull ? nil : track.bytes.allocate(bodySize)
+            space = track.entries.append(size: bodySize) {
+                Entry(offset: $0, length: bodySize, timestampMs: timestampMs, arrivalNs: nowNs, isKeyframe: isKeyframe,
+                      captureNs: captureNs)
+            }
         }
-        guard let o = offset else {
+        guard let body = space else {
             stats.countDrop(.queueFull)
             return
         }
-        write(UnsafeMutableRawBufferPointer(start: track.storage.baseAddress! + o, count: bodySize))
-        track.entries.append(Entry(offset: o, length: bodySize, timestampMs: timestampMs, arrivalNs: nowNs,
-                                   isKeyframe: isKeyframe, captureNs: captureNs))
+        write(body)
         releaseLocked(nowNs: nowNs, force: false)
     }
 
@@ -121,9 +114,9 @@ package final class Interleaver: @unchecked Sendable {
             lastReleasedMs = ts
             pick.lastReleasedMs = ts
             output(FLVTag(type: pick.type, timestampMs: UInt32(truncatingIfNeeded: ts),
-                          body: UnsafeRawBufferPointer(start: pick.storage.baseAddress! + e.offset, count: e.length),
+                          body: pick.entries.body(e),
                           isKeyframe: e.isKeyframe, captureNs: e.captureNs))
-            pick.pop()
+            pick.entries.removeFirst()
         }
     }
 }

@@ -3,9 +3,10 @@ package final class DiscardSink: TagSink, @unchecked Sendable {
     package private(set) var tags = 0
     package private(set) var bytes = 0
     package init() {}
+    package var kind: TagSinkKind { .discard }
     package var displayName: String { "discard" }
-    package func open() throws {}
-    package func write(_ tag: FLVTag) throws {
+    package func open() throws(TransportError) {}
+    package func write(_ tag: FLVTag) throws(TransportError) {
         tags += 1
         bytes += tag.body.count
     }

@@ -16,6 +16,8 @@ package final class FLVFileSink: ClosingSink, @unchecked Sendable {
     package let hasVideo: Bool
     package let dropCacheInterval: Int
 
+    package var kind: TagSinkKind { .flv }
+
     package var displayName: String { path }
     /// Bytes of complete tags (and the file header) on disk.
     package var bytesWritten: Int { committed.load(ordering: .relaxed) }
@@ -54,7 +56,7 @@ package final class FLVFileSink: ClosingSink, @unchecked Sendable {
         scratch.deallocate()
     }
 
-    package func open() throws {
+    package func open() throws(TransportError) {
         close()
         failed.store(false, ordering: .relaxed)
         committed.store(0, ordering: .relaxed)
@@ -71,13 +73,13 @@ package final class FLVFileSink: ClosingSink, @unchecked Sendable {
                                0, 0, 0, 9, 0, 0, 0, 0]
         let ok = header.withUnsafeMutableBytes { buf -> Bool in
             var iov = iovec(iov_base: buf.baseAddress, iov_len: buf.count)
-            return writeFully(&iov, count: 1, total: buf.count)
+            return FileWrites.writeFully(fd, &iov, count: 1, total: buf.count)
         }
         if !ok { throw fail() }
         committed.store(header.count, ordering: .relaxed)
     }
 
-    package func write(_ tag: FLVTag) throws {
+    package func write(_ tag: FLVTag) throws(TransportError) {
         guard fd >= 0, !failed.load(ordering: .relaxed) else { return }
         var body = tag.body
         if tag.type == .scriptData { body = Self.strippingSetDataFrame(body) }
@@ -107,7 +109,7 @@ package final class FLVFileSink: ClosingSink, @unchecked Sendable {
             iov[0] = iovec(iov_base: h.baseAddress, iov_len: Self.tagHeaderSize)
             iov[1] = iovec(iov_base: UnsafeMutableRawPointer(mutating: body.baseAddress), iov_len: bodySize)
             iov[2] = iovec(iov_base: h.baseAddress! + Self.tagHeaderSize, iov_len: 4)
-            return writeFully(iov.baseAddress!, count: 3, total: total)
+            return FileWrites.writeFully(fd, iov.baseAddress!, count: 3, total: total)
         }
         if !ok { throw fail() }
         let end = committed.load(ordering: .relaxed) + total
@@ -142,31 +144,6 @@ package final class FLVFileSink: ClosingSink, @unchecked Sendable {
         return UnsafeRawBufferPointer(rebasing: body[prefix.count...])
     }
 
-    /// writev until `total` bytes are out, resuming after partial writes and EINTR.
-    private func writeFully(_ iov: UnsafeMutablePointer<iovec>, count: Int, total: Int) -> Bool {
-        var remaining = total
-        var first = 0
-        while remaining > 0 {
-            let n = writev(fd, iov + first, Int32(count - first))
-            if n < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            if n == 0 { errno = EIO; return false }
-            remaining -= n
-            var advance = n
-            while first < count && advance >= iov[first].iov_len {
-                advance -= iov[first].iov_len
-                first += 1
-            }
-            if first < count && advance > 0 {
-                iov[first].iov_base = iov[first].iov_base.map { $0 + advance }
-                iov[first].iov_len -= advance
-            }
-        }
-        return true
-    }
-
     /// Cuts the file back to the last complete tag, closes it and builds the error.
     private func fail(during what: String = "write") -> TransportError {
         let reason = SystemError.describe()
@@ -182,11 +159,8 @@ package final class FLVFileSink: ClosingSink, @unchecked Sendable {
 
     /// False when the write-back failed (errno set): what was written may not be on disk.
     private func dropWrittenPages(upTo end: Int) -> Bool {
-        guard end > syncedUpTo else { return true }
-        // Dirty pages cannot be dropped: write them back first.
-        guard fdatasync(fd) == 0 else { return false }
-        _ = posix_fadvise(fd, off_t(syncedUpTo), off_t(end - syncedUpTo), POSIX_FADV_DONTNEED)
-        syncedUpTo = end
+        guard FileWrites.dropWrittenPages(fd, from: syncedUpTo, to: end) else { return false }
+        syncedUpTo = max(syncedUpTo, end)
         return true
     }
 

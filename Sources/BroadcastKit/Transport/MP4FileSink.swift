@@ -13,6 +13,7 @@ import Synchronization
 /// complete fragment and `TransportError.fileError` is thrown once, as `FLVFileSink` does.
 package final class MP4FileSink: ClosingSink, @unchecked Sendable {
     package let path: String
+    package var kind: TagSinkKind { .mp4 }
     package var displayName: String { path }
     private var layout: MP4TrackLayout
     private let expectsVideo: Bool
@@ -82,7 +83,7 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
         samples.deallocate()
     }
 
-    package func open() throws {
+    package func open() throws(TransportError) {
         close()
         failed = false
         stagedBytes = 0
@@ -98,7 +99,7 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
         }
     }
 
-    package func write(_ tag: FLVTag) throws {
+    package func write(_ tag: FLVTag) throws(TransportError) {
         guard fd >= 0, !failed else { return }
         let body = tag.body
         switch tag.type {
@@ -147,7 +148,7 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
 
     private var isFirstFragmentPending = true
 
-    private func flush(nextVideoMs: Int64?) throws {
+    private func flush(nextVideoMs: Int64?) throws(TransportError) {
         guard let w = writer, sampleCount > 0 else { return }
         let ok = w.writeFragment(fd: fd, samples: UnsafeBufferPointer(start: samples, count: sampleCount),
                                  originMs: 0, nextVideoMs: nextVideoMs)

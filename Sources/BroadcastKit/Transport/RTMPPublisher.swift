@@ -19,6 +19,7 @@ import Synchronization
 /// `open`/`write`/`close` come from the destination's single sender thread; `bytesSent`,
 /// `lastWriteMonotonicNs` and `abortPendingIO` may be used from any thread.
 package final class RTMPPublisher: TagSink, @unchecked Sendable {
+    package var kind: TagSinkKind { .rtmp }
     /// The destination with the key replaced by "****".
     package let displayName: String
     package var isNetworkPublisher: Bool { true }
@@ -95,7 +96,7 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
 
     deinit { close() }
 
-    package func open() throws {
+    package func open() throws(TransportError) {
         close()
         if reconnectRequested {
             reconnectRequested = false
@@ -127,7 +128,7 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
         lastDrainNs = UInt64(MediaTime.now())
     }
 
-    package func write(_ tag: FLVTag) throws {
+    package func write(_ tag: FLVTag) throws(TransportError) {
         guard connection.isOpen, streamID != 0 else {
             throw TransportError.writeFailed("\(displayName): not connected")
         }

@@ -4,10 +4,12 @@
 public protocol TagSink: AnyObject {
     /// Human-readable destination with secrets redacted (safe for logs).
     var displayName: String { get }
-    /// Connects or opens. Throws `TransportError`.
-    func open() throws
-    /// Writes one tag. Throws `TransportError` when the destination failed.
-    func write(_ tag: FLVTag) throws
+    /// What this sink is, as the stats name it ("rtmp", "srt", "flv", "mp4", "discard", "custom").
+    var kind: TagSinkKind { get }
+    /// Connects or opens.
+    func open() throws(TransportError)
+    /// Writes one tag; throws when the destination failed.
+    func write(_ tag: FLVTag) throws(TransportError)
     /// Flushes and closes; safe to call twice.
     func close()
     /// Called from another thread when a stop deadline passed while `write` may still be
@@ -31,7 +33,15 @@ public protocol TagSink: AnyObject {
     var undeliveredBytes: Int { get }
 }
 
+/// The kind of a destination's sink, as its line in the stats names it.
+public enum TagSinkKind: String, Sendable {
+    case rtmp, srt, flv, mp4, discard
+    /// A sink the embedding application supplied.
+    case custom
+}
+
 extension TagSink {
+    public var kind: TagSinkKind { .custom }
     public func abortPendingIO() {}
     public var isNetworkPublisher: Bool { false }
     public var reconnectRequested: Bool { false }

@@ -9,8 +9,8 @@ import Testing
         var displayName: String { "/tmp/a.mp4" }
         private(set) var closeFailure: TransportError?
         var failOnClose = true
-        func open() throws {}
-        func write(_ tag: FLVTag) throws {}
+        func open() throws(TransportError) {}
+        func write(_ tag: FLVTag) throws(TransportError) {}
         func close() {
             if failOnClose { closeFailure = .fileError("/tmp/a.mp4: write failed after 100 bytes, file kept valid: No space left on device (errno 28)") }
         }

@@ -66,7 +66,7 @@ final class BreakableSink: TagSink, @unchecked Sendable {
     private var breakNextWrite = false, opensToFail = 0, opens = 0, writeCount = 0
     var displayName: String { "rtmp://test.invalid/app" }
     var isNetworkPublisher: Bool { true }
-    func open() throws {
+    func open() throws(TransportError) {
         let fail = lock.withLock { () -> Bool in
             opens += 1
             if opensToFail > 0 { opensToFail -= 1; return true }
@@ -74,7 +74,7 @@ final class BreakableSink: TagSink, @unchecked Sendable {
         }
         if fail { throw TransportError.connectFailed("refused by the test") }
     }
-    func write(_ tag: FLVTag) throws {
+    func write(_ tag: FLVTag) throws(TransportError) {
         let fail = lock.withLock { () -> Bool in
             if breakNextWrite { breakNextWrite = false; return true }
             writeCount += 1

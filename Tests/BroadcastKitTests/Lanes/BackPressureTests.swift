@@ -10,8 +10,8 @@ final class StalledSink: TagSink, @unchecked Sendable {
     var released = false
     var written = 0
     var displayName: String { "stalled" }
-    func open() throws {}
-    func write(_ tag: FLVTag) throws {
+    func open() throws(TransportError) {}
+    func write(_ tag: FLVTag) throws(TransportError) {
         written += 1
         if tag.isHeader { return }
         gate.withLock { while !released { gate.wait() } }

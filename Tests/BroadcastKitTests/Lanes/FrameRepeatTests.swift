@@ -10,8 +10,8 @@ final class VideoTagLog: TagSink, @unchecked Sendable {
     private var times: [UInt32] = []
     private var keys: [UInt32] = []
     var displayName: String { "video-log" }
-    func open() throws {}
-    func write(_ tag: FLVTag) throws {
+    func open() throws(TransportError) {}
+    func write(_ tag: FLVTag) throws(TransportError) {
         guard tag.type == .video, !tag.isHeader else { return }
         lock.withLock {
             times.append(tag.timestampMs)

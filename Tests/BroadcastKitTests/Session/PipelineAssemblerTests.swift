@@ -15,8 +15,8 @@ final class ScriptedSink: TagSink, @unchecked Sendable {
         self.failWrites = failWrites
     }
     var isNetworkPublisher: Bool { network }
-    func open() throws {}
-    func write(_ tag: FLVTag) throws {
+    func open() throws(TransportError) {}
+    func write(_ tag: FLVTag) throws(TransportError) {
         if failWrites { throw TransportError.writeFailed("scripted failure") }
         written.withLock { $0.append(tag.type) }
     }

@@ -57,7 +57,7 @@ import Testing
         do {
             try sink.open()
             Issue.record("open on /dev/full should fail")
-        } catch let error as TransportError {
+        } catch {
             guard case .fileError(let message) = error else { Issue.record("wrong error \(error)"); return }
             #expect(message == "/dev/full: is a character device, not a regular file (only a regular file or a new name is written)")
         } catch { Issue.record("unexpected \(error)") }

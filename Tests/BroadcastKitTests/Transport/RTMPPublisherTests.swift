@@ -100,7 +100,7 @@ import Testing
             do {
                 try frame.withUnsafeBytes { try publisher.write(FLVTag(type: .audio, timestampMs: UInt32(i * 23), body: $0)) }
                 usleep(10_000)
-            } catch let error as TransportError { failure = error }
+            } catch let e as TransportError { failure = e } catch { Issue.record("untyped error \(error)") }
         }
         let error = try #require(failure)
         guard case .writeFailed(let message) = error else { Issue.record("wrong error \(error)"); return }
@@ -115,7 +115,7 @@ import Testing
         do {
             try publisher.open()
             Issue.record("connected to a closed port")
-        } catch let error as TransportError {
+        } catch {
             guard case .connectFailed(let message) = error else { Issue.record("wrong error: \(error)"); return }
             #expect(!message.contains("SECRET"))
             #expect(!error.description.contains("SECRET"))
@@ -136,7 +136,7 @@ import Testing
         do {
             try publisher.open()
             Issue.record("publish was accepted; nginx log: \(nginx.errorLog)")
-        } catch let error as TransportError {
+        } catch {
             guard case .publishRejected(let message) = error else { Issue.record("wrong error: \(error)"); return }
             #expect(!message.contains("SECRET"))
         }
@@ -185,7 +185,7 @@ import Testing
         do {
             try second.open()
             Issue.record("a second publish of the same name was accepted")
-        } catch let error as TransportError {
+        } catch {
             guard case .streamNameInUse(let message) = error else { Issue.record("wrong error: \(error)"); return }
             #expect(message.contains("NetStream.Publish.BadName"))
             #expect(!message.contains("SECRET"))

@@ -86,7 +86,7 @@ package final class MP4FragmentWriter {
                                           audioEditMediaTime: audioLeadSamples, into: &w)
         guard !w.overflowed else { errno = EOVERFLOW; return false }
         iov[0] = iovec(iov_base: buf.baseAddress, iov_len: w.count)
-        guard Self.writeFully(fd, iov, count: 1, total: w.count) else { return false }
+        guard FileWrites.writeFully(fd, iov, count: 1, total: w.count) else { return false }
         bytesWritten += w.count
         return true
     }
@@ -127,18 +127,18 @@ package final class MP4FragmentWriter {
         for pass in 0..<2 {
             for s in samples where s.isVideo == (pass == 0) {
                 if n == Self.iovCapacity {
-                    guard Self.writeFully(fd, iov, count: n, total: pending) else { return false }
+                    guard FileWrites.writeFully(fd, iov, count: n, total: pending) else { return false }
                     n = 0; pending = 0
                 }
                 iov[n] = iovec(iov_base: UnsafeMutableRawPointer(mutating: s.data), iov_len: Int(s.size))
                 n += 1; pending += Int(s.size)
             }
         }
-        guard Self.writeFully(fd, iov, count: n, total: pending) else { return false }
+        guard FileWrites.writeFully(fd, iov, count: n, total: pending) else { return false }
         bytesWritten += w.count + videoBytes + audioBytes
         if dropCacheInterval > 0 && bytesWritten - syncedUpTo >= dropCacheInterval {
-            _ = fdatasync(fd)
-            _ = posix_fadvise(fd, off_t(syncedUpTo), off_t(bytesWritten - syncedUpTo), POSIX_FADV_DONTNEED)
+            // A failed write-back fails the fragment (it was ignored): its bytes may not be on disk.
+            guard FileWrites.dropWrittenPages(fd, from: syncedUpTo, to: bytesWritten) else { return false }
             syncedUpTo = bytesWritten
         }
         return true
@@ -231,30 +231,5 @@ package final class MP4FragmentWriter {
         w.end(trun)
         w.end(traf)
         return offsetAt
-    }
-
-    /// writev until `total` bytes are out, resuming after partial writes and EINTR.
-    static func writeFully(_ fd: Int32, _ iov: UnsafeMutablePointer<iovec>, count: Int, total: Int) -> Bool {
-        var remaining = total
-        var first = 0
-        while remaining > 0 {
-            let n = writev(fd, iov + first, Int32(count - first))
-            if n < 0 {
-                if errno == EINTR { continue }
-                return false
-            }
-            if n == 0 { errno = EIO; return false }
-            remaining -= n
-            var advance = n
-            while first < count && advance >= iov[first].iov_len {
-                advance -= iov[first].iov_len
-                first += 1
-            }
-            if first < count && advance > 0 {
-                iov[first].iov_base = iov[first].iov_base.map { $0 + advance }
-                iov[first].iov_len -= advance
-            }
-        }
-        return true
     }
 }

@@ -20,7 +20,7 @@ import Synchronization
 package final class SRTPublisher: TagSink, TSChunkOutput, @unchecked Sendable {
     package let displayName: String
     package var isNetworkPublisher: Bool { true }
-    package var kind: String { "srt" }
+    package var kind: TagSinkKind { .srt }
     private let url: SRTURL
     private let streamID: String?
     private let buffers: SRTBuffers
@@ -60,7 +60,7 @@ package final class SRTPublisher: TagSink, TSChunkOutput, @unchecked Sendable {
         error.deallocate()
     }
 
-    package func open() throws {
+    package func open() throws(TransportError) {
         close()
         aborted.store(false, ordering: .releasing)
         guard url.port > 0 else { throw TransportError.connectFailed("invalid SRT URL") }
@@ -89,7 +89,7 @@ package final class SRTPublisher: TagSink, TSChunkOutput, @unchecked Sendable {
         socket.store(s, ordering: .releasing)
     }
 
-    package func write(_ tag: FLVTag) throws {
+    package func write(_ tag: FLVTag) throws(TransportError) {
         guard socket.load(ordering: .acquiring) >= 0 else {
             throw TransportError.writeFailed("\(displayName): not connected")
         }
