@@ -104,6 +104,11 @@ package enum BroadcastCommand {
         }
         // Start-up is over: the code it touched need not stay resident for the whole run.
         ProcessTuning.releaseStartupPages()
+        // ...but the first clip's code would come back long after the replay ring filled.
+        if session.configuration.replay.seconds > 0 {
+            session.rehearseReplaySave()
+            ReplaySignal.rehearseAnnouncement()
+        }
         let code = StreamLoop(session: session, sources: built.sources, reporter: reporter, heartbeat: heartbeat,
                               duration: options.duration, quiet: options.quiet,
                               testFault: TestFault(environment["BROADCAST_TEST_FAULT"])).run()

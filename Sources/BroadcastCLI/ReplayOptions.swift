@@ -23,6 +23,16 @@ enum ReplaySignal {
     /// Requests counted so far.
     static var count: Int { replaySignals.load(ordering: .relaxed) }
 
+    /// Formats a saved clip's line and control event once, unsent, so their code is resident
+    /// before the first clip (see `BroadcastSession.rehearseReplaySave`).
+    static func rehearseAnnouncement() {
+        let clip = ReplayClip(path: "/rehearsal.mp4", durationSeconds: 30, bytes: 1)
+        let line = "replay: saved \(clip.path) (\(fixed(clip.durationSeconds, 1)) s, \(clip.bytes) bytes)"
+            + "{\"event\":\"replay-saved\",\(ControlServer.clipJSON(clip))}"
+        rehearsed.store(line.utf8.count, ordering: .relaxed)
+    }
+    private static let rehearsed = Atomic<Int>(0)
+
     /// Starts a save for a SIGUSR1 (or says why there is nothing to save). Failures are printed
     /// by the session's warning event; success here.
     static func save(_ session: BroadcastSession, quiet: Bool) {

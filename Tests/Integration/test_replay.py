@@ -265,6 +265,33 @@ class ReplayTests(BroadcastTestCase):
         audio = [x for x in r["streams"] if x.get("kind") == "audio"]
         self.assertTrue(audio and all(a.get("gaps", 0) == 0 for a in audio), r["streams"])
 
+    def test_first_clip_does_not_raise_vmhwm(self):
+        """The CLI drops its start-up code pages once live; the first clip's save path (naming,
+        the MP4 writer, number formatting) used to fault about 1.2 MB of them back in, a VmHWM step
+        long after the ring filled (the 45-minute soak: +1.49 MB). A rehearsal at start keeps them."""
+        clips = self.tmp / "clips"
+        clips.mkdir()
+        proc = self.popen(["--no-publish", "--source", "test", "--res", "720p", "--replay-seconds", "5",
+                           "--replay-dir", clips, "--duration", "16", "--quiet"])
+
+        def hwm_kb() -> int:
+            for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+            raise AssertionError("no VmHWM")
+        time.sleep(9)                          # the 5 s ring is full
+        before = hwm_kb()
+        proc.send_signal(signal.SIGUSR1)
+        time.sleep(3)
+        after = hwm_kb()
+        rc, err = self.finish(proc)
+        print(f"\n--- first clip: VmHWM {before} -> {after} kB", file=sys.stderr)
+        self.assertEqual(rc, 0, err[-2000:])
+        self.assertEqual(len(list(clips.glob("replay-*.mp4"))), 1, err[-2000:])
+        self.assertEqual([p.name for p in clips.iterdir() if not p.name.startswith("replay-") or p.suffix != ".mp4"], [],
+                         "the rehearsal leaves no file")
+        self.assertLessEqual(after - before, 512, f"the first clip raised VmHWM by {after - before} kB")
+
     def test_local_clipping_and_failed_save(self):
         clips = self.tmp / "clips"
         clips.mkdir()

@@ -31,6 +31,8 @@ package final class ReplaySaver: @unchecked Sendable {
     private var busy = false
     private var stopping = false
     private var running = false
+    /// What the last rehearsal wrote (kept so that the work is not optimised away; tests read it).
+    package private(set) var rehearsedBytes = 0
 
     package init(ring: ReplayRing, layout: MP4TrackLayout, settings: ReplaySettings) {
         self.ring = ring
@@ -94,6 +96,53 @@ package final class ReplaySaver: @unchecked Sendable {
             lock.withLock { busy = false }
             r.completion(result)
         }
+    }
+
+    /// Runs the save path once on a synthetic one-sample clip into a temporary file in the clip
+    /// directory, removed at once. A process that dropped its start-up code pages
+    /// (`ProcessTuning.releaseStartupPages`) would otherwise fault the save's code back in at
+    /// the first clip (about 1.2 MB of the binary's text: naming, the MP4 writer, number
+    /// formatting), so VmHWM would step up long after the ring filled. Skipped while a real save
+    /// is pending or running; any failure here is silent (the real save reports its own).
+    package func rehearse() {
+        rehearsedBytes = 0
+        let free: Bool = lock.withLock {
+            guard running, !stopping, !busy, pending == nil else { return false }
+            busy = true
+            return true
+        }
+        guard free else { return }
+        defer { lock.withLock { busy = false } }
+        let path = Self.timestampedPath(directory: settings.directory)
+        guard let (fd, temporary) = try? OutputFile.createTemporary(beside: path) else { return }
+        defer {
+            close(fd)
+            unlink(temporary)
+        }
+        var payload = (UInt64(0), UInt64(0))
+        withUnsafeBytes(of: &payload) { bytes in
+            guard let base = bytes.baseAddress else { return }
+            var count = 0
+            if writer.layout.video != nil {
+                samples[count] = MP4Sample(isVideo: true, isKeyframe: true, timestampMs: 0, compositionOffsetMs: 0,
+                                           data: base, size: bytes.count)
+                count += 1
+            }
+            if writer.layout.audio != nil, count < sampleCapacity {
+                samples[count] = MP4Sample(isVideo: false, isKeyframe: true, timestampMs: 0, compositionOffsetMs: 0,
+                                           data: base, size: bytes.count)
+                count += 1
+            }
+            writer.reset()
+            writer.audioLeadSamples = 0
+            guard writer.writeInit(fd: fd, durationMs: 33) else { return }
+            _ = writer.writeFragment(fd: fd, samples: UnsafeBufferPointer(start: samples, count: count), originMs: 0,
+                                     nextVideoMs: nil)
+            writer.patchDuration(fd: fd)
+        }
+        let refusal = "replay: \(OutputFileError(path, "already exists (never replaced)")); the stream is unaffected"
+        rehearsedBytes = writer.bytesWritten + refusal.utf8.count
+        writer.reset()
     }
 
     /// `DIR/replay-YYYYMMDD-HHMMSS.mp4` in UTC, with `-2`, `-3`... when that name is taken.

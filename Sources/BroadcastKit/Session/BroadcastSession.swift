@@ -252,6 +252,13 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         }
     }
 
+    /// Runs the replay save path once on nothing (see `ReplaySaver.rehearse`), for a process
+    /// that has just dropped its start-up code pages; nothing when the replay buffer is off.
+    package func rehearseReplaySave() {
+        guard state == .running else { return }
+        pipeline?.replay?.rehearse()
+    }
+
     /// `saveReplay(to:seconds:completion:)`, waiting for the clip: the calling thread blocks,
     /// the stream does not.
     @discardableResult

@@ -22,4 +22,10 @@ public struct ReplayClip: Sendable, Equatable {
     public var durationSeconds: Double
     /// File size.
     public var bytes: Int
+
+    package init(path: String, durationSeconds: Double, bytes: Int) {
+        self.path = path
+        self.durationSeconds = durationSeconds
+        self.bytes = bytes
+    }
 }
