@@ -127,6 +127,7 @@ package final class Destination: @unchecked Sendable {
         switch sink {
         case is RTMPPublisher: return "rtmp"
         case is SRTPublisher: return "srt"
+        case is WHIPPublisher: return "whip"
         case is FLVFileSink, is MP4FileSink: return "file"
         case is DiscardSink: return "discard"
         default: return "custom"

@@ -47,6 +47,7 @@ package enum PipelineAssembler {
                                    + MP4FileSink.plannedBytes(cfg))
         var plan = fixed
         plan.transportBytes = SRTPublisher.plannedBytes(cfg)
+        plan.whipBytes = WHIPPublisher.plannedBytes(cfg)
         plan.captureBytes = cfg.captureReserveBytes
         plan.networkReaderBytes = destinations.all.filter { $0.sink is RTMPPublisher }.count * RTMPChunkReader.plannedBytes
         plan.budgetSource = cfg.memoryBudgetSource
@@ -65,6 +66,10 @@ package enum PipelineAssembler {
                 writer.submit(p, captureNs: arrival)
             }
         }
+        if let lane = videoLane {
+            // PLI/FIR from a WHIP endpoint: the next frame is encoded as an IDR.
+            for d in destinations.all { (d.sink as? WHIPPublisher)?.keyframeRequester = { lane.requestKeyframe() } }
+        }
         ReplayAssembly.noteLongestFit(&plan, cfg)
         let pipeline = Pipeline(videoEncoder: videoEncoder, audioEncoder: audioEncoder, videoLane: videoLane,
                                 audioLanes: audioLanes, mixer: mixer, interleaver: interleaver, destinations: destinations,
@@ -77,6 +82,13 @@ package enum PipelineAssembler {
     /// checked by their publisher's open, which reports them the same way).
     static func validateNetworkDestinations(_ cfg: BroadcastConfiguration) throws(BroadcastError) {
         for d in cfg.destinations {
+            if case .whip(let url, _) = d {
+                do { _ = try WHIPURL(parsing: url) } catch { throw .configuration("\(error)") }
+                if cfg.hasAudio && cfg.audio.codec != .opus {
+                    throw .configuration("a WHIP destination needs Opus audio (--audio-codec opus); AAC cannot be sent over WebRTC")
+                }
+                continue
+            }
             guard case .srt(let url, _, let passphrase) = d else { continue }
             do { _ = try SRTURL(parsing: url) } catch { throw .configuration("\(error)") }
             if let p = passphrase, !SRTURL.passphraseLengths.contains(p.count) {
@@ -108,6 +120,9 @@ package enum PipelineAssembler {
                 return SRTPublisher(url: url, streamKey: key, passphrase: passphrase, hasVideo: cfg.hasVideo,
                                     audio: cfg.hasAudio ? cfg.audio : nil, maxBitrateKbps: cfg.video.maxBitrateKbps,
                                     connectTimeoutSeconds: cfg.connectTimeoutSeconds)
+            case .whip(let url, let token):
+                return WHIPPublisher(url: url, token: token, hasVideo: cfg.hasVideo, hasAudio: cfg.hasAudio,
+                                     connectTimeoutSeconds: cfg.connectTimeoutSeconds, caFile: cfg.tlsCAFile)
             case .file(let path) where MP4FileSink.isMP4(path):
                 return MP4FileSink(path: path, video: cfg.hasVideo ? cfg.video : nil, audio: cfg.hasAudio ? cfg.audio : nil,
                                    audioDelaySamples: audioDelaySamples)
