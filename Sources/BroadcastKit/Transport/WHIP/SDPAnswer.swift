@@ -24,7 +24,7 @@ package struct SDPAnswer: Equatable {
     package init(parsing text: String) throws(TransportError) {
         var kind = ""
         var rejected = false
-        for raw in text.split(whereSeparator: { $0 == "\n" || $0 == "\r" }) {
+        for raw in text.split(whereSeparator: \.isNewline) {
             let line = Substring(raw)
             if line.hasPrefix("m=") {
                 let f = line.dropFirst(2).split(separator: " ")

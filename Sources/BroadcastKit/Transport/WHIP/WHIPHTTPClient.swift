@@ -86,7 +86,7 @@ package struct WHIPHTTPClient {
         let raw = UnsafeRawBufferPointer(rebasing: buffer[..<used])
         guard let end = Self.headerEnd(raw) else { throw .connectFailed("\(displayName): a malformed HTTP response to \(method)") }
         let headers = String(decoding: raw[..<end], as: UTF8.self)
-        let statusLine = headers.prefix { $0 != "\r" }
+        let statusLine = headers.prefix { !$0.isNewline }
         let parts = statusLine.split(separator: " ", maxSplits: 2)
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]), (100...599).contains(status) else {
             throw .connectFailed("\(displayName): a malformed HTTP status line in the response to \(method)")
@@ -104,7 +104,7 @@ package struct WHIPHTTPClient {
 
     /// The first header `name` (lower case), trimmed.
     package static func header(_ name: String, in headers: String) -> String? {
-        for line in headers.split(separator: "\r\n").dropFirst() {
+        for line in headers.split(whereSeparator: \.isNewline).dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
             if line[..<colon].lowercased() == name {
                 return String(line[line.index(after: colon)...].drop { $0 == " " || $0 == "\t" })

@@ -1,0 +1,137 @@
+"""A WHIP endpoint (RFC 9725) on an independent WebRTC stack, aiortc + aiohttp, for the WHIP tests.
+
+    python whip_endpoint.py --token TOKEN --report OUT.json [--pli-after-frames N]
+
+Listens on 127.0.0.1 (a free port, printed as {"port": P} on stdout), answers POST /whip/live with
+201 + Location when the bearer token matches (401 otherwise, counted), decodes every frame that
+arrives through aiortc's own decoders (FFmpeg via PyAV), and writes the report when the resource is
+DELETEd, or on SIGTERM:
+
+    {"posts", "unauthorized", "deletes", "answer_codecs", "video_frames", "video_sizes", "keyframes",
+     "audio_seconds", "pli_sent_at", "keyframe_after_pli"}
+
+`--pli-after-frames N` sends one PLI once N frames have decoded and reports how many frames later
+the first keyframe decoded (keyframe_after_pli; 1 = the very next frame).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+
+from aiohttp import web
+from aiortc import RTCPeerConnection, RTCSessionDescription
+from aiortc.mediastreams import MediaStreamError
+
+
+class Endpoint:
+    def __init__(self, token: str, report: str, pli_after: int | None):
+        self.token = token
+        self.report_path = report
+        self.pli_after = pli_after
+        self.r = {"posts": 0, "unauthorized": 0, "deletes": 0, "answer_codecs": [], "video_frames": 0,
+                  "video_sizes": {}, "keyframes": 0, "audio_seconds": 0.0, "pli_sent_at": None,
+                  "keyframe_after_pli": None, "errors": []}
+        self.pcs: list[RTCPeerConnection] = []
+        self.done = asyncio.Event()
+
+    def authorized(self, request: web.Request) -> bool:
+        return request.headers.get("Authorization", "") == f"Bearer {self.token}"
+
+    async def post(self, request: web.Request) -> web.Response:
+        self.r["posts"] += 1
+        if not self.authorized(request):
+            self.r["unauthorized"] += 1
+            return web.Response(status=401, text="bad token")
+        if request.content_type != "application/sdp":
+            return web.Response(status=415)
+        offer = await request.text()
+        pc = RTCPeerConnection()
+        self.pcs.append(pc)
+
+        @pc.on("track")
+        def on_track(track):
+            asyncio.ensure_future(self.consume(pc, track))
+
+        await pc.setRemoteDescription(RTCSessionDescription(sdp=offer, type="offer"))
+        answer = await pc.createAnswer()
+        await pc.setLocalDescription(answer)
+        sdp = pc.localDescription.sdp
+        self.r["answer_codecs"] = sorted({line.split(" ", 1)[1].split("/")[0].lower()
+                                          for line in sdp.splitlines() if line.startswith("a=rtpmap:")})
+        n = len(self.pcs)
+        return web.Response(status=201, text=sdp, content_type="application/sdp",
+                            headers={"Location": f"/whip/resource/{n}"})
+
+    async def consume(self, pc: RTCPeerConnection, track) -> None:
+        try:
+            while True:
+                frame = await track.recv()
+                if track.kind == "video":
+                    self.r["video_frames"] += 1
+                    size = f"{frame.width}x{frame.height}"
+                    self.r["video_sizes"][size] = self.r["video_sizes"].get(size, 0) + 1
+                    if frame.key_frame:
+                        self.r["keyframes"] += 1
+                        if self.r["pli_sent_at"] is not None and self.r["keyframe_after_pli"] is None:
+                            self.r["keyframe_after_pli"] = self.r["video_frames"] - self.r["pli_sent_at"]
+                    if self.pli_after is not None and self.r["pli_sent_at"] is None and self.r["video_frames"] >= self.pli_after:
+                        for t in pc.getTransceivers():
+                            if t.kind == "video":
+                                ssrc = t.receiver._RTCRtpReceiver__remote_streams  # noqa: SLF001
+                                for s in list(ssrc.keys()):
+                                    await t.receiver._send_rtcp_pli(s)
+                        self.r["pli_sent_at"] = self.r["video_frames"]
+                else:
+                    self.r["audio_seconds"] += frame.samples / frame.sample_rate
+        except MediaStreamError:
+            pass
+        except Exception as e:  # noqa: BLE001 - reported, not hidden
+            self.r["errors"].append(repr(e))
+
+    async def delete(self, request: web.Request) -> web.Response:
+        if not self.authorized(request):
+            self.r["unauthorized"] += 1
+            return web.Response(status=401)
+        self.r["deletes"] += 1
+        await asyncio.sleep(0.2)
+        self.done.set()
+        return web.Response(status=200)
+
+    def write_report(self) -> None:
+        self.r["audio_seconds"] = round(self.r["audio_seconds"], 3)
+        with open(self.report_path, "w") as f:
+            json.dump(self.r, f)
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--token", required=True)
+    ap.add_argument("--report", required=True)
+    ap.add_argument("--pli-after-frames", type=int)
+    a = ap.parse_args()
+    ep = Endpoint(a.token, a.report, a.pli_after_frames)
+    app = web.Application()
+    app.router.add_post("/whip/live", ep.post)
+    app.router.add_delete("/whip/resource/{n}", ep.delete)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001
+    print(json.dumps({"port": port}), flush=True)
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, ep.done.set)
+    await ep.done.wait()
+    ep.write_report()
+    for pc in ep.pcs:
+        await pc.close()
+    await runner.cleanup()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
+    sys.exit(0)
