@@ -21,7 +21,9 @@ package enum PipelineAssembler {
         // Interleaver staging must hold the largest frame the VBV allows plus the wait window.
         let videoStaging = max(512 << 10, cfg.video.maxBitrateKbps * 1000 / 8 * 2)
         let interleaver = Interleaver(hasVideo: cfg.hasVideo, hasAudio: cfg.hasAudio, videoBytes: videoStaging,
-                                      stats: stats) { [unowned destinations] tag in
+                                      stats: stats,
+                                      direct: destinations.hasUnordered ? { [unowned destinations] in destinations.pushUnordered($0) } : nil
+        ) { [unowned destinations] tag in
             destinations.push(tag)
             replayRing?.append(tag)
         }

@@ -29,6 +29,9 @@ public protocol TagSink: AnyObject {
     /// what is too late). The bitrate controller subtracts their growth from what was handed
     /// over, so it sees what the link delivered, not what buffers swallowed; 0 by default.
     var undeliveredBytes: Int { get }
+    /// Takes each track's tags as soon as they are encoded, without the interleaver's wait for the
+    /// other track (WHIP: RTP streams are timed per track); default false.
+    var tracksUnordered: Bool { get }
 }
 
 extension TagSink {
@@ -38,6 +41,7 @@ extension TagSink {
     public var linkStats: TransportLinkStats? { nil }
     public var transportBacklogMs: Int { 0 }
     public var undeliveredBytes: Int { 0 }
+    public var tracksUnordered: Bool { false }
 }
 
 /// Transport failures, each mapped to a CLI exit code.

@@ -18,6 +18,7 @@ import Synchronization
 package final class WHIPPublisher: TagSink, @unchecked Sendable {
     package let displayName: String
     package var isNetworkPublisher: Bool { true }
+    package var tracksUnordered: Bool { true }
     private let url: WHIPURL
     private let urlError: String?
     private let token: String

@@ -1,0 +1,106 @@
+"""WHIP output (issue 27) against an independent WebRTC stack: Tests/Integration/whip_endpoint.py
+(aiortc + aiohttp; aiortc's ICE, DTLS, SRTP, jitter buffer and FFmpeg decoders via PyAV).
+
+- basic: 20 s at 720p: H.264 + Opus negotiated, >= 95% of the frames decoded at 1280x720, >= 18 s
+  of decoded audio, the resource DELETEd at the end; the endpoint's PLI (sent between two natural
+  keyframes) is answered by a keyframe within 2 frames; the token appears in no output or stats;
+- bad token: 401 -> exit 3 at once, one POST (no retry), the token in no output.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from support import REPO_ROOT, BroadcastTestCase, new_key
+
+PY = sys.executable
+ENDPOINT = Path(__file__).with_name("whip_endpoint.py")
+
+
+class Endpoint:
+    """whip_endpoint.py, started and stopped by pid; its report read after DELETE or SIGTERM."""
+
+    def __init__(self, tmp: Path, token: str, pli_after_frames: int | None = None):
+        self.report = tmp / "whip-report.json"
+        self.log = tmp / "whip-endpoint.log"
+        args = [PY, str(ENDPOINT), "--token", token, "--report", str(self.report)]
+        if pli_after_frames is not None:
+            args += ["--pli-after-frames", str(pli_after_frames)]
+        self.proc = subprocess.Popen(args, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=open(self.log, "wb"))
+        line = self.proc.stdout.readline().decode()
+        if not line:
+            raise AssertionError(f"whip_endpoint.py did not start: {self.log.read_text()[-2000:]}")
+        self.port = json.loads(line)["port"]
+        self.url = f"http://127.0.0.1:{self.port}/whip/live"
+
+    def finish(self, wait: float = 10) -> dict:
+        """The report: waits for the endpoint to exit after DELETE, else stops it (SIGTERM)."""
+        try:
+            self.proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=10)
+        return json.loads(self.report.read_text())
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class WHIPTest(BroadcastTestCase):
+    def endpoint(self, token: str, **kw) -> Endpoint:
+        ep = Endpoint(self.tmp, token, **kw)
+        self.addCleanup(ep.stop)
+        return ep
+
+    def test_basic_720p_with_pli(self):
+        key = new_key()
+        # Natural keyframes every 2 s (frames 1, 61, 121, ...); the PLI goes out after frame 75.
+        ep = self.endpoint(key, pli_after_frames=75)
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        r = self.run_broadcast(["--url", ep.url, "--source", "test", "--res", "720p", "--duration", "20",
+                                "--stats-json", stats], env={"STREAM_KEY": key}, timeout=90)
+        self.assertEqual(r.returncode, 0, r.describe())
+        rep = ep.finish()
+        self.track_file(ep.log)
+        self.assertEqual(rep["errors"], [], rep)
+        self.assertIn("h264", rep["answer_codecs"])
+        self.assertIn("opus", rep["answer_codecs"])
+        self.assertEqual(rep["posts"], 1, rep)
+        self.assertEqual(rep["deletes"], 1, f"the resource must be DELETEd on stop: {rep}")
+        produced = 20 * 30
+        at720 = rep["video_sizes"].get("1280x720", 0)
+        self.assertGreaterEqual(at720, 0.95 * produced, f"decoded at 1280x720: {rep['video_sizes']} of {produced}")
+        self.assertEqual(set(rep["video_sizes"]), {"1280x720"}, rep["video_sizes"])
+        self.assertGreaterEqual(rep["audio_seconds"], 18.0, rep)
+        self.assertIsNotNone(rep["pli_sent_at"], rep)
+        self.assertIsNotNone(rep["keyframe_after_pli"], f"no keyframe after the PLI: {rep}")
+        self.assertLessEqual(rep["keyframe_after_pli"], 2, f"PLI answered {rep['keyframe_after_pli']} frames later: {rep}")
+
+    def test_bad_token_exit_3_no_retry(self):
+        good, bad = new_key(), new_key()
+        ep = self.endpoint(good)
+        start = time.monotonic()
+        r = self.run_broadcast(["--url", ep.url, "--source", "test", "--res", "360p", "--duration", "20"],
+                               env={"STREAM_KEY": bad}, timeout=60)
+        took = time.monotonic() - start
+        rep = ep.finish(wait=0.5)
+        self.assertEqual(r.returncode, 3, r.describe())
+        self.assertLess(took, 15, f"a refused token must end the run at once: {took:.1f} s")
+        self.assertEqual(rep["posts"], 1, f"401 must not be retried: {rep}")
+        self.assertEqual(rep["unauthorized"], 1, rep)
+        self.assertTrue(any("401" in line for line in r.stderr_lines()), r.describe())
+
+    def test_aac_requested_is_refused(self):
+        key = new_key()
+        r = self.run_broadcast(["--url", "http://127.0.0.1:9/whip/live", "--source", "test", "--audio-codec", "aac",
+                                "--duration", "1"], env={"STREAM_KEY": key}, timeout=30)
+        self.assertEqual(r.returncode, 2, r.describe())
+        self.assertEqual(len(r.stderr_lines()), 1, r.describe())
+        self.assertIn("Opus", r.stderr)
