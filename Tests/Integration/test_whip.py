@@ -4,6 +4,9 @@
 - basic: 20 s at 720p: H.264 + Opus negotiated, >= 95% of the frames decoded at 1280x720, >= 18 s
   of decoded audio, the resource DELETEd at the end; the endpoint's PLI (sent between two natural
   keyframes) is answered by a keyframe within 2 frames; the token appears in no output or stats;
+- loss: 2% of the datagrams dropped each way (tools/udp_relay.py in front of aiortc): NACKs are
+  answered from the packet history and >= 95% of the frames decode whole (aiortc hands only
+  complete frames to its decoder);
 - bad token: 401 -> exit 3 at once, one POST (no retry), the token in no output.
 """
 
@@ -25,12 +28,14 @@ ENDPOINT = Path(__file__).with_name("whip_endpoint.py")
 class Endpoint:
     """whip_endpoint.py, started and stopped by pid; its report read after DELETE or SIGTERM."""
 
-    def __init__(self, tmp: Path, token: str, pli_after_frames: int | None = None):
+    def __init__(self, tmp: Path, token: str, pli_after_frames: int | None = None, relay_loss: float | None = None):
         self.report = tmp / "whip-report.json"
         self.log = tmp / "whip-endpoint.log"
         args = [PY, str(ENDPOINT), "--token", token, "--report", str(self.report)]
         if pli_after_frames is not None:
             args += ["--pli-after-frames", str(pli_after_frames)]
+        if relay_loss is not None:
+            args += ["--relay-loss", str(relay_loss)]
         self.proc = subprocess.Popen(args, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=open(self.log, "wb"))
         line = self.proc.stdout.readline().decode()
         if not line:
@@ -82,6 +87,24 @@ class WHIPTest(BroadcastTestCase):
         self.assertIsNotNone(rep["pli_sent_at"], rep)
         self.assertIsNotNone(rep["keyframe_after_pli"], f"no keyframe after the PLI: {rep}")
         self.assertLessEqual(rep["keyframe_after_pli"], 2, f"PLI answered {rep['keyframe_after_pli']} frames later: {rep}")
+
+    def test_loss_repaired_by_nack(self):
+        key = new_key()
+        ep = self.endpoint(key, relay_loss=0.02)
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        r = self.run_broadcast(["--url", ep.url, "--source", "test", "--res", "720p", "--duration", "10",
+                                "--stats-json", stats], env={"STREAM_KEY": key}, timeout=90)
+        self.assertEqual(r.returncode, 0, r.describe())
+        rep = ep.finish()
+        self.assertEqual(rep["errors"], [], rep)
+        relay = rep["relay"]
+        self.assertGreater(relay["to_target_dropped"], 20, f"the relay must have dropped datagrams: {relay}")
+        last = json.loads(stats.read_text().splitlines()[-1])
+        link = last["destinations"][0]["link"]
+        self.assertGreater(link["packets_retransmitted"], 0, link)
+        produced = 10 * 30
+        self.assertGreaterEqual(rep["video_sizes"].get("1280x720", 0), 0.95 * produced,
+                                f"frames decoded through 2% loss: {rep['video_sizes']} of {produced}; relay {relay}; link {link}")
 
     def test_bad_token_exit_3_no_retry(self):
         good, bad = new_key(), new_key()

@@ -1,6 +1,6 @@
 """A WHIP endpoint (RFC 9725) on an independent WebRTC stack, aiortc + aiohttp, for the WHIP tests.
 
-    python whip_endpoint.py --token TOKEN --report OUT.json [--pli-after-frames N]
+    python whip_endpoint.py --token TOKEN --report OUT.json [--pli-after-frames N] [--relay-loss P]
 
 Listens on 127.0.0.1 (a free port, printed as {"port": P} on stdout), answers POST /whip/live with
 201 + Location when the bearer token matches (401 otherwise, counted), decodes every frame that
@@ -12,6 +12,10 @@ DELETEd, or on SIGTERM:
 
 `--pli-after-frames N` sends one PLI once N frames have decoded and reports how many frames later
 the first keyframe decoded (keyframe_after_pli; 1 = the very next frame).
+
+`--relay-loss P` puts tools/udp_relay.py (P loss each way) in front of aiortc's first host
+candidate and answers with the relay's address as the only candidate, so every datagram the
+client sends (and what aiortc answers) crosses the lossy path; the relay's counts are in "relay".
 """
 
 from __future__ import annotations
@@ -19,8 +23,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import signal
+import subprocess
 import sys
+from pathlib import Path
 
 from aiohttp import web
 from aiortc import RTCPeerConnection, RTCSessionDescription
@@ -28,7 +35,9 @@ from aiortc.mediastreams import MediaStreamError
 
 
 class Endpoint:
-    def __init__(self, token: str, report: str, pli_after: int | None):
+    def __init__(self, token: str, report: str, pli_after: int | None, relay_loss: float | None = None):
+        self.relay_loss = relay_loss
+        self.relay: subprocess.Popen | None = None
         self.token = token
         self.report_path = report
         self.pli_after = pli_after
@@ -60,11 +69,43 @@ class Endpoint:
         answer = await pc.createAnswer()
         await pc.setLocalDescription(answer)
         sdp = pc.localDescription.sdp
+        if self.relay_loss is not None:
+            sdp = self.through_relay(sdp)
         self.r["answer_codecs"] = sorted({line.split(" ", 1)[1].split("/")[0].lower()
                                           for line in sdp.splitlines() if line.startswith("a=rtpmap:")})
         n = len(self.pcs)
         return web.Response(status=201, text=sdp, content_type="application/sdp",
                             headers={"Location": f"/whip/resource/{n}"})
+
+    def through_relay(self, sdp: str) -> str:
+        m = re.search(r"a=candidate:\S+ 1 udp \d+ (\d+\.\d+\.\d+\.\d+) (\d+) typ host", sdp)
+        if not m:
+            raise RuntimeError("no IPv4 host candidate in aiortc's answer")
+        relay_py = Path(__file__).resolve().parents[2] / "tools" / "udp_relay.py"
+        self.relay = subprocess.Popen([sys.executable, str(relay_py), "--target", f"{m.group(1)}:{m.group(2)}",
+                                       "--loss", str(self.relay_loss), "--seed", "7", "--seconds", "120"],
+                                      stdout=subprocess.PIPE, text=True)
+        port = int(self.relay.stdout.readline().strip().rsplit(":", 1)[1])
+        out, first = [], set()
+        section = -1
+        for line in sdp.splitlines():
+            if line.startswith("m="):
+                section += 1
+            if line.startswith("a=candidate:"):
+                if section not in first:
+                    first.add(section)
+                    out.append(f"a=candidate:1 1 udp 2130706431 127.0.0.1 {port} typ host")
+                continue
+            out.append(line)
+        return "\r\n".join(out) + "\r\n"
+
+    def stop_relay(self) -> None:
+        if self.relay is None:
+            return
+        self.relay.send_signal(signal.SIGTERM)
+        out, _ = self.relay.communicate(timeout=10)
+        lines = [x for x in out.splitlines() if x.startswith("{")]
+        self.r["relay"] = json.loads(lines[-1]) if lines else None
 
     async def consume(self, pc: RTCPeerConnection, track) -> None:
         try:
@@ -112,8 +153,9 @@ async def main() -> None:
     ap.add_argument("--token", required=True)
     ap.add_argument("--report", required=True)
     ap.add_argument("--pli-after-frames", type=int)
+    ap.add_argument("--relay-loss", type=float)
     a = ap.parse_args()
-    ep = Endpoint(a.token, a.report, a.pli_after_frames)
+    ep = Endpoint(a.token, a.report, a.pli_after_frames, a.relay_loss)
     app = web.Application()
     app.router.add_post("/whip/live", ep.post)
     app.router.add_delete("/whip/resource/{n}", ep.delete)
@@ -126,6 +168,7 @@ async def main() -> None:
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, ep.done.set)
     await ep.done.wait()
+    ep.stop_relay()
     ep.write_report()
     for pc in ep.pcs:
         await pc.close()

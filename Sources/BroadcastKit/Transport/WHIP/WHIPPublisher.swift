@@ -56,6 +56,11 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     package private(set) var nacksReceived = 0
     package private(set) var retransmitted = 0
     package private(set) var malformedUnits = 0
+    /// Packets NACKed that the history no longer held.
+    package private(set) var unanswerableNACKs = 0
+    /// The counters above as link stats, published by the sender thread for the housekeeper.
+    private let link = Mutex<TransportLinkStats?>(nil)
+    package var linkStats: TransportLinkStats? { link.withLock { $0 } }
 
     package init(url text: String, token: String, hasVideo: Bool, hasAudio: Bool, connectTimeoutSeconds: Int, caFile: String?) {
         var parsed = WHIPURL(invalid: ())
@@ -160,6 +165,13 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
         sendReports(now)
     }
 
+    private func publishLinkStats() {
+        let now = TransportLinkStats(rttMs: 0, bandwidthMbps: 0, sendRateMbps: 0, packetsSent: packetsSent,
+                                     packetsLost: nacksReceived, packetsRetransmitted: retransmitted,
+                                     packetsDropped: sendFailures + unanswerableNACKs, sendBufferMs: 0)
+        link.withLock { $0 = now }
+    }
+
     private func storeParameterSets(_ avcC: UnsafeRawBufferPointer) {
         guard avcC.count >= 7 else { return }
         var at = 5
@@ -243,6 +255,7 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
             RTCPSenderReport.write(packet, stream: s)
             if let n = dtls.protectRTCP(packet.baseAddress!, count: RTCPSenderReport.size) { _ = ice.send(packet.baseAddress!, count: n) }
             if isVideo { video.lastReportNs = now } else { audio.lastReportNs = now }
+            publishLinkStats()
         }
     }
 
@@ -282,7 +295,10 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
                     let pid = b.loadBE16(f), mask = b.loadBE16(f + 2)
                     nacksReceived += 1
                     retransmit(pid)
-                    for bit in 0..<16 where mask & (1 << bit) != 0 { retransmit(pid &+ UInt16(bit + 1)) }
+                    for bit in 0..<16 where mask & (1 << bit) != 0 {
+                        nacksReceived += 1
+                        retransmit(pid &+ UInt16(bit + 1))
+                    }
                     f += 4
                 }
             }
@@ -292,12 +308,19 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
 
     private func retransmit(_ sequence: UInt16) {
         guard let ice, let dtls, let plain = history.copy(sequence: sequence, into: UnsafeMutableRawBufferPointer(rebasing: packet[0..<1500])),
-              let n = dtls.protectRTP(packet.baseAddress!, count: plain) else { return }
+              let n = dtls.protectRTP(packet.baseAddress!, count: plain) else {
+            unanswerableNACKs += 1
+            return
+        }
+        // Twice: a repair lost again would stall the receiver's jitter buffer until it gives up on
+        // the frame (and its dependants); the copy costs the loss rate's share of the bitrate.
         if ice.send(packet.baseAddress!, count: n) { retransmitted += 1 }
+        _ = ice.send(packet.baseAddress!, count: n)
     }
 
     /// DELETEs the resource (best effort, bounded by the connect timeout) and drops the transport.
     package func close() {
+        if ice != nil { publishLinkStats() }
         deleteResource()
         ice = nil
         dtls = nil
