@@ -54,6 +54,7 @@
     X(gnutls_error_is_fatal)                         \
     X(gnutls_strerror)                               \
     X(gnutls_bye)                                    \
+    X(gnutls_record_recv)                            \
     X(gnutls_hmac_fast)
 
 #define BK_POINTER(name) static __typeof__(name) *p_##name;
@@ -104,6 +105,8 @@ struct bk_dtls {
     /* The DTLS datagram read by the pull-timeout function, handed over by the pull function. */
     uint8_t pending[2048];
     int pending_len;
+    /* After the handshake: the pull functions only hand over what bk_dtls_feed was given. */
+    int feeding;
 };
 
 static void fingerprint_text(const uint8_t *digest, size_t n, char out[BK_DTLS_FINGERPRINT_LEN]) {
@@ -188,6 +191,7 @@ static int monotonic_ms(void) {
 static int pull_timeout(gnutls_transport_ptr_t ptr, unsigned int ms) {
     bk_dtls *d = ptr;
     if (d->pending_len > 0) return 1;
+    if (d->feeding) return 0;
     int deadline = monotonic_ms() + (int)ms;
     for (;;) {
         int left = deadline - monotonic_ms();
@@ -241,6 +245,7 @@ int bk_dtls_handshake(bk_dtls *d, int client, int fd, const struct sockaddr *pee
     d->other = other;
     d->ctx = ctx;
     d->pending_len = 0;
+    d->feeding = 0;
     int rc;
     const char *step = "init";
     if ((rc = p_gnutls_init(&d->session, (client ? GNUTLS_CLIENT : GNUTLS_SERVER) | GNUTLS_DATAGRAM | GNUTLS_NO_SIGNAL)) < 0)
@@ -266,6 +271,18 @@ int bk_dtls_handshake(bk_dtls *d, int client, int fd, const struct sockaddr *pee
 fail:
     snprintf(error, error_cap, "DTLS %s: %s", step, p_gnutls_strerror(rc));
     return -1;
+}
+
+void bk_dtls_feed(bk_dtls *d, const uint8_t *data, int len) {
+    if (d->session == NULL || len <= 0 || (size_t)len > sizeof d->pending) return;
+    memcpy(d->pending, data, (size_t)len);
+    d->pending_len = len;
+    d->feeding = 1;
+    uint8_t sink[256];
+    /* Processes the record: a resent handshake flight makes GnuTLS resend ours; application data
+       (none is expected on WebRTC's DTLS without data channels) is discarded. */
+    (void)p_gnutls_record_recv(d->session, sink, sizeof sink);
+    d->pending_len = 0;
 }
 
 int bk_dtls_peer_fingerprint(bk_dtls *d, char fingerprint[BK_DTLS_FINGERPRINT_LEN]) {

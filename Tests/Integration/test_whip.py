@@ -7,6 +7,8 @@
 - loss: 2% of the datagrams dropped each way (tools/udp_relay.py in front of aiortc): NACKs are
   answered from the packet history and >= 95% of the frames decode whole (aiortc hands only
   complete frames to its decoder);
+- the endpoint killed mid-stream: nothing heard for 10 s is a lost connection; a new endpoint on
+  the same port gets a new POST and the stream resumes (exit 0, one reconnect);
 - bad token: 401 -> exit 3 at once, one POST (no retry), the token in no output.
 """
 
@@ -19,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from support import REPO_ROOT, BroadcastTestCase, new_key
+from support import REPO_ROOT, BroadcastTestCase, clean_env, new_key
 
 PY = sys.executable
 ENDPOINT = Path(__file__).with_name("whip_endpoint.py")
@@ -28,10 +30,11 @@ ENDPOINT = Path(__file__).with_name("whip_endpoint.py")
 class Endpoint:
     """whip_endpoint.py, started and stopped by pid; its report read after DELETE or SIGTERM."""
 
-    def __init__(self, tmp: Path, token: str, pli_after_frames: int | None = None, relay_loss: float | None = None):
-        self.report = tmp / "whip-report.json"
-        self.log = tmp / "whip-endpoint.log"
-        args = [PY, str(ENDPOINT), "--token", token, "--report", str(self.report)]
+    def __init__(self, tmp: Path, token: str, pli_after_frames: int | None = None, relay_loss: float | None = None,
+                 port: int = 0, name: str = "whip"):
+        self.report = tmp / f"{name}-report.json"
+        self.log = tmp / f"{name}-endpoint.log"
+        args = [PY, str(ENDPOINT), "--token", token, "--report", str(self.report), "--port", str(port)]
         if pli_after_frames is not None:
             args += ["--pli-after-frames", str(pli_after_frames)]
         if relay_loss is not None:
@@ -105,6 +108,30 @@ class WHIPTest(BroadcastTestCase):
         produced = 10 * 30
         self.assertGreaterEqual(rep["video_sizes"].get("1280x720", 0), 0.95 * produced,
                                 f"frames decoded through 2% loss: {rep['video_sizes']} of {produced}; relay {relay}; link {link}")
+
+    def test_endpoint_vanishes_then_returns(self):
+        key = new_key()
+        first = self.endpoint(key)
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        proc = subprocess.Popen([str(REPO_ROOT / ".build/release/broadcast"), "--url", first.url, "--source", "test",
+                                 "--res", "360p", "--duration", "22", "--stats-json", str(stats)],
+                                env={**clean_env(), "STREAM_KEY": key}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(4)
+        first.proc.kill()
+        first.proc.wait()
+        time.sleep(1)
+        second = Endpoint(self.tmp, key, port=first.port, name="second")
+        self.addCleanup(second.stop)
+        out, err = proc.communicate(timeout=60)
+        self._captured_texts += [out.decode(errors="replace"), err.decode(errors="replace")]
+        rep = second.finish()
+        self.assertEqual(proc.returncode, 0, err.decode(errors="replace")[-2000:])
+        self.assertIn("nothing heard from the endpoint", err.decode(errors="replace"))
+        self.assertEqual(rep["posts"], 1, f"the reconnect must POST a new offer: {rep}")
+        self.assertGreater(rep["video_frames"], 60, f"the stream must resume on the new endpoint: {rep}")
+        self.assertEqual(rep["deletes"], 1, rep)
+        last = json.loads(stats.read_text().splitlines()[-1])
+        self.assertEqual(last["destinations"][0]["reconnects"], 1, last["destinations"])
 
     def test_bad_token_exit_3_no_retry(self):
         good, bad = new_key(), new_key()

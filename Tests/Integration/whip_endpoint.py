@@ -2,7 +2,7 @@
 
     python whip_endpoint.py --token TOKEN --report OUT.json [--pli-after-frames N] [--relay-loss P]
 
-Listens on 127.0.0.1 (a free port, printed as {"port": P} on stdout), answers POST /whip/live with
+Listens on 127.0.0.1 (`--port`, else a free port, printed as {"port": P} on stdout), answers POST /whip/live with
 201 + Location when the bearer token matches (401 otherwise, counted), decodes every frame that
 arrives through aiortc's own decoders (FFmpeg via PyAV), and writes the report when the resource is
 DELETEd, or on SIGTERM:
@@ -24,6 +24,7 @@ import argparse
 import asyncio
 import json
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -45,6 +46,7 @@ class Endpoint:
                   "video_sizes": {}, "keyframes": 0, "audio_seconds": 0.0, "pli_sent_at": None,
                   "keyframe_after_pli": None, "errors": []}
         self.pcs: list[RTCPeerConnection] = []
+        self.resources: set[str] = set()
         self.done = asyncio.Event()
 
     def authorized(self, request: web.Request) -> bool:
@@ -73,9 +75,10 @@ class Endpoint:
             sdp = self.through_relay(sdp)
         self.r["answer_codecs"] = sorted({line.split(" ", 1)[1].split("/")[0].lower()
                                           for line in sdp.splitlines() if line.startswith("a=rtpmap:")})
-        n = len(self.pcs)
+        rid = secrets.token_hex(8)
+        self.resources.add(rid)
         return web.Response(status=201, text=sdp, content_type="application/sdp",
-                            headers={"Location": f"/whip/resource/{n}"})
+                            headers={"Location": f"/whip/resource/{rid}"})
 
     def through_relay(self, sdp: str) -> str:
         m = re.search(r"a=candidate:\S+ 1 udp \d+ (\d+\.\d+\.\d+\.\d+) (\d+) typ host", sdp)
@@ -137,6 +140,10 @@ class Endpoint:
         if not self.authorized(request):
             self.r["unauthorized"] += 1
             return web.Response(status=401)
+        if request.match_info["n"] not in self.resources:
+            # Another endpoint's resource (one that ran on this port before): not ours to end.
+            self.r["unknown_deletes"] = self.r.get("unknown_deletes", 0) + 1
+            return web.Response(status=404)
         self.r["deletes"] += 1
         await asyncio.sleep(0.2)
         self.done.set()
@@ -154,6 +161,7 @@ async def main() -> None:
     ap.add_argument("--report", required=True)
     ap.add_argument("--pli-after-frames", type=int)
     ap.add_argument("--relay-loss", type=float)
+    ap.add_argument("--port", type=int, default=0, help="0: a free port")
     a = ap.parse_args()
     ep = Endpoint(a.token, a.report, a.pli_after_frames, a.relay_loss)
     app = web.Application()
@@ -161,7 +169,7 @@ async def main() -> None:
     app.router.add_delete("/whip/resource/{n}", ep.delete)
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
+    site = web.TCPSite(runner, "127.0.0.1", a.port, reuse_address=True)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001
     print(json.dumps({"port": port}), flush=True)

@@ -36,6 +36,10 @@ int bk_dtls_peer_fingerprint(bk_dtls *d, char fingerprint[BK_DTLS_FINGERPRINT_LE
 /* The SRTP master key + salt for what we send and what we receive (30 bytes each). */
 int bk_dtls_srtp_keys(bk_dtls *d, int client, uint8_t local[30], uint8_t remote[30]);
 
+/* A DTLS datagram that arrived after the handshake (the peer resending its last flight because
+   ours was lost): GnuTLS answers by resending our last flight. Never blocks. */
+void bk_dtls_feed(bk_dtls *d, const uint8_t *data, int len);
+
 /* Sends close_notify (best effort) and frees everything. */
 void bk_dtls_destroy(bk_dtls *d);
 

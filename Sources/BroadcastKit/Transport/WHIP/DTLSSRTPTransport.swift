@@ -65,6 +65,12 @@ package final class DTLSSRTPTransport {
         guard outbound != nil, inbound != nil else { throw .connectFailed("\(displayName): SRTP context creation failed") }
     }
 
+    /// A DTLS datagram after the handshake (the endpoint resending its flight: ours was lost).
+    package func feed(_ datagram: UnsafeRawBufferPointer) {
+        guard let base = datagram.baseAddress else { return }
+        bk_dtls_feed(dtls, base.assumingMemoryBound(to: UInt8.self), Int32(datagram.count))
+    }
+
     /// Protects an RTP packet in place (the buffer has `BK_SRTP_MAX_TRAILER` bytes of room). Returns the new length or nil.
     package func protectRTP(_ packet: UnsafeMutableRawPointer, count: Int) -> Int? {
         guard let outbound else { return nil }

@@ -43,6 +43,10 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     private let pps = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 1)
     private var spsCount = 0, ppsCount = 0
     private var nextConsentNs: Int64 = 0
+    /// The last datagram from the endpoint (any kind).
+    private var lastHeardNs: Int64 = 0
+    /// No datagram from the endpoint for this long is a lost connection.
+    package static let silenceLimitNs: Int64 = 10_000_000_000
     private let aborted = Atomic<Bool>(false)
     private let httpSocket = Atomic<Int32>(-1)
 
@@ -130,12 +134,18 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
         dtls = keys
         history.reset()
         nextConsentNs = ICEAgent.nowNs() + 2_000_000_000
+        lastHeardNs = ICEAgent.nowNs()
     }
 
     package func write(_ tag: FLVTag) throws {
         guard let ice, dtls != nil else { throw TransportError.writeFailed("\(displayName): not connected") }
         readIncoming(ice)
         let now = ICEAgent.nowNs()
+        // aiortc, browsers and SFUs send receiver reports every second or so and consent checks
+        // every few seconds: silence this long means the endpoint is gone.
+        if now - lastHeardNs > Self.silenceLimitNs {
+            throw TransportError.connectionLost("\(displayName): nothing heard from the endpoint for \(Self.silenceLimitNs / 1_000_000_000) s")
+        }
         if now >= nextConsentNs {
             if ice.consentExpired(nowNs: now) {
                 throw TransportError.connectionLost("\(displayName): the endpoint stopped answering consent checks (30 s)")
@@ -271,7 +281,13 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
             }
             guard n > 0 else { return }
             let data = UnsafeRawBufferPointer(rebasing: incoming[0..<n])
+            lastHeardNs = ICEAgent.nowNs()
             if ice.handle(data, from: from) { continue }
+            // RFC 7983: 20...63 is DTLS.
+            if data[0] >= 20 && data[0] <= 63 {
+                dtls?.feed(data)
+                continue
+            }
             // RFC 7983/5761: RTCP packet types 192...223 in the second byte.
             guard n >= 8, data[0] >= 128, data[0] <= 191, data[1] >= 192, data[1] <= 223, let dtls,
                   let plain = dtls.unprotectRTCP(incoming.baseAddress!, count: n) else { continue }
