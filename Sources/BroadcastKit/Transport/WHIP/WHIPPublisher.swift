@@ -42,11 +42,8 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     private let sps = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 1)
     private let pps = UnsafeMutableRawBufferPointer.allocate(byteCount: 256, alignment: 1)
     private var spsCount = 0, ppsCount = 0
-    private var nextConsentNs: Int64 = 0
-    /// The last datagram from the endpoint (any kind).
-    private var lastHeardNs: Int64 = 0
-    /// No datagram from the endpoint for this long is a lost connection.
-    package static let silenceLimitNs: Int64 = 10_000_000_000
+    /// The session's `bk-whip-rx` thread: STUN, SRTCP feedback, DTLS after the handshake.
+    private var reader: WHIPFeedbackReader?
     private let aborted = Atomic<Bool>(false)
     private let httpSocket = Atomic<Int32>(-1)
 
@@ -56,8 +53,6 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     /// Counters for stats and tests.
     package private(set) var packetsSent = 0
     package private(set) var sendFailures = 0
-    package private(set) var keyframeRequests = 0
-    package private(set) var nacksReceived = 0
     package private(set) var retransmitted = 0
     package private(set) var malformedUnits = 0
     /// Packets NACKed that the history no longer held.
@@ -133,26 +128,19 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
         ice = agent
         dtls = keys
         history.reset()
-        nextConsentNs = ICEAgent.nowNs() + 2_000_000_000
-        lastHeardNs = ICEAgent.nowNs()
+        let r = WHIPFeedbackReader(ice: agent, dtls: keys, keyframeRequester: keyframeRequester)
+        do { try r.start() } catch {
+            deleteResource()
+            throw error
+        }
+        reader = r
     }
 
     package func write(_ tag: FLVTag) throws {
-        guard let ice, dtls != nil else { throw TransportError.writeFailed("\(displayName): not connected") }
-        readIncoming(ice)
+        guard ice != nil, dtls != nil, let reader else { throw TransportError.writeFailed("\(displayName): not connected") }
+        if let why = reader.lostReason { throw TransportError.connectionLost("\(displayName): \(why)") }
+        unanswerableNACKs += reader.drainNACKs { retransmit($0) }
         let now = ICEAgent.nowNs()
-        // aiortc, browsers and SFUs send receiver reports every second or so and consent checks
-        // every few seconds: silence this long means the endpoint is gone.
-        if now - lastHeardNs > Self.silenceLimitNs {
-            throw TransportError.connectionLost("\(displayName): nothing heard from the endpoint for \(Self.silenceLimitNs / 1_000_000_000) s")
-        }
-        if now >= nextConsentNs {
-            if ice.consentExpired(nowNs: now) {
-                throw TransportError.connectionLost("\(displayName): the endpoint stopped answering consent checks (30 s)")
-            }
-            ice.refreshConsent(nowNs: now)
-            nextConsentNs = now + 5_000_000_000
-        }
         let body = tag.body
         switch tag.type {
         case .video where hasVideo && body.count >= 5 && body[0] & 0x0F == 7:
@@ -177,7 +165,8 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
 
     private func publishLinkStats() {
         let now = TransportLinkStats(rttMs: 0, bandwidthMbps: 0, sendRateMbps: 0, packetsSent: packetsSent,
-                                     packetsLost: nacksReceived, packetsRetransmitted: retransmitted,
+                                     packetsLost: reader?.nacksReceived.load(ordering: .relaxed) ?? 0,
+                                     packetsRetransmitted: retransmitted,
                                      packetsDropped: sendFailures + unanswerableNACKs, sendBufferMs: 0)
         link.withLock { $0 = now }
     }
@@ -269,59 +258,6 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
         }
     }
 
-    /// Reads what the endpoint sent (non-blocking): STUN checks, SRTCP feedback.
-    private func readIncoming(_ ice: ICEAgent) {
-        while true {
-            var from = sockaddr_in()
-            var fromLen = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let n = withUnsafeMutablePointer(to: &from) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    recvfrom(ice.fd, incoming.baseAddress, 1500, Int32(MSG_DONTWAIT), $0, &fromLen)
-                }
-            }
-            guard n > 0 else { return }
-            let data = UnsafeRawBufferPointer(rebasing: incoming[0..<n])
-            lastHeardNs = ICEAgent.nowNs()
-            if ice.handle(data, from: from) { continue }
-            // RFC 7983: 20...63 is DTLS.
-            if data[0] >= 20 && data[0] <= 63 {
-                dtls?.feed(data)
-                continue
-            }
-            // RFC 7983/5761: RTCP packet types 192...223 in the second byte.
-            guard n >= 8, data[0] >= 128, data[0] <= 191, data[1] >= 192, data[1] <= 223, let dtls,
-                  let plain = dtls.unprotectRTCP(incoming.baseAddress!, count: n) else { continue }
-            handleRTCP(UnsafeRawBufferPointer(rebasing: incoming[0..<plain]))
-        }
-    }
-
-    /// Walks a compound RTCP packet: PLI/FIR → keyframe request; generic NACK → retransmissions.
-    private func handleRTCP(_ b: UnsafeRawBufferPointer) {
-        var at = 0
-        while at + 4 <= b.count {
-            let fmt = b[at] & 0x1F, type = b[at + 1]
-            let length = (Int(b.loadBE16(at + 2)) + 1) * 4
-            guard at + length <= b.count else { return }
-            if (type == 206 && (fmt == 1 || fmt == 4)) && length >= 12 {
-                keyframeRequests += 1
-                keyframeRequester?()
-            } else if type == 205 && fmt == 1 && length >= 16 {
-                var f = at + 12
-                while f + 4 <= at + length {
-                    let pid = b.loadBE16(f), mask = b.loadBE16(f + 2)
-                    nacksReceived += 1
-                    retransmit(pid)
-                    for bit in 0..<16 where mask & (1 << bit) != 0 {
-                        nacksReceived += 1
-                        retransmit(pid &+ UInt16(bit + 1))
-                    }
-                    f += 4
-                }
-            }
-            at += length
-        }
-    }
-
     private func retransmit(_ sequence: UInt16) {
         guard let ice, let dtls, let plain = history.copy(sequence: sequence, into: UnsafeMutableRawBufferPointer(rebasing: packet[0..<1500])),
               let n = dtls.protectRTP(packet.baseAddress!, count: plain) else {
@@ -336,7 +272,9 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
 
     /// DELETEs the resource (best effort, bounded by the connect timeout) and drops the transport.
     package func close() {
+        reader?.stop()
         if ice != nil { publishLinkStats() }
+        reader = nil
         deleteResource()
         ice = nil
         dtls = nil
