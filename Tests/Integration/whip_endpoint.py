@@ -8,7 +8,10 @@ arrives through aiortc's own decoders (FFmpeg via PyAV), and writes the report w
 DELETEd, or on SIGTERM:
 
     {"posts", "unauthorized", "deletes", "answer_codecs", "video_frames", "video_sizes", "keyframes",
-     "audio_seconds", "pli_sent_at", "keyframe_after_pli"}
+     "audio_seconds", "pli_sent_at", "keyframe_after_pli", "latency_ms": {"frames", "p50", "p95"}}
+
+latency_ms is glass-to-decoded: the decode time minus the capture time the client's RTCP sender
+reports give the frame's RTP time (video frames after the first video report).
 
 `--pli-after-frames N` sends one PLI once N frames have decoded and reports how many frames later
 the first keyframe decoded (keyframe_after_pli; 1 = the very next frame).
@@ -28,11 +31,55 @@ import secrets
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from aiohttp import web
 from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError
+from aiortc.rtcrtpreceiver import RTCRtpReceiver
+from aiortc.rtp import RtcpSrPacket
+
+# The last sender report per SSRC: (NTP time, RTP time). The client's reports map RTP time to the
+# capture clock, so a decoded frame's RTP time gives its capture time (glass-to-decoded latency).
+SENDER_REPORTS: dict[int, tuple[int, int]] = {}
+_handle_rtcp = RTCRtpReceiver._handle_rtcp_packet
+
+
+async def _note_sender_report(self, packet):
+    if isinstance(packet, RtcpSrPacket):
+        SENDER_REPORTS[packet.ssrc] = (packet.sender_info.ntp_timestamp, packet.sender_info.rtp_timestamp)
+    return await _handle_rtcp(self, packet)
+
+
+RTCRtpReceiver._handle_rtcp_packet = _note_sender_report
+
+# aiortc's frames count RTP time from each stream's first packet: keep that first RTP time per SSRC.
+FIRST_RTP: dict[int, int] = {}
+_handle_rtp = RTCRtpReceiver._handle_rtp_packet
+
+
+async def _note_first_rtp(self, packet, arrival_time_ms):
+    FIRST_RTP.setdefault(packet.ssrc, packet.timestamp)
+    return await _handle_rtp(self, packet, arrival_time_ms)
+
+
+RTCRtpReceiver._handle_rtp_packet = _note_first_rtp
+
+
+def capture_unix_seconds(pts: int) -> float | None:
+    """Capture time of a video frame (aiortc's pts: RTP time since the stream's first packet) by the
+    latest video sender report (90 kHz)."""
+    for ssrc, (ntp, rtp) in list(SENDER_REPORTS.items()):
+        if ssrc not in FIRST_RTP:
+            continue
+        delta = (FIRST_RTP[ssrc] + pts - rtp) & 0xFFFFFFFF
+        if delta >= 1 << 31:
+            delta -= 1 << 32
+        if abs(delta) > 90000 * 10:
+            continue  # the audio stream's report (48 kHz clock, another origin)
+        return (ntp >> 32) - 2208988800 + (ntp & 0xFFFFFFFF) / 2**32 + delta / 90000
+    return None
 
 
 class Endpoint:
@@ -47,6 +94,7 @@ class Endpoint:
                   "keyframe_after_pli": None, "errors": []}
         self.pcs: list[RTCPeerConnection] = []
         self.resources: set[str] = set()
+        self.latencies: list[float] = []
         self.done = asyncio.Event()
 
     def authorized(self, request: web.Request) -> bool:
@@ -118,6 +166,9 @@ class Endpoint:
                     self.r["video_frames"] += 1
                     size = f"{frame.width}x{frame.height}"
                     self.r["video_sizes"][size] = self.r["video_sizes"].get(size, 0) + 1
+                    captured = capture_unix_seconds(frame.pts) if frame.pts is not None else None
+                    if captured is not None:
+                        self.latencies.append(time.time() - captured)
                     if frame.key_frame:
                         self.r["keyframes"] += 1
                         if self.r["pli_sent_at"] is not None and self.r["keyframe_after_pli"] is None:
@@ -151,6 +202,10 @@ class Endpoint:
 
     def write_report(self) -> None:
         self.r["audio_seconds"] = round(self.r["audio_seconds"], 3)
+        if self.latencies:
+            lat = sorted(self.latencies)
+            self.r["latency_ms"] = {"frames": len(lat), "p50": round(1000 * lat[len(lat) // 2], 1),
+                                    "p95": round(1000 * lat[min(len(lat) - 1, int(len(lat) * 0.95))], 1)}
         with open(self.report_path, "w") as f:
             json.dump(self.r, f)
 
