@@ -4,9 +4,10 @@
 - basic: 20 s at 720p: H.264 + Opus negotiated, >= 95% of the frames decoded at 1280x720, >= 18 s
   of decoded audio, the resource DELETEd at the end; the endpoint's PLI (sent between two natural
   keyframes) is answered by a keyframe within 2 frames; the token appears in no output or stats;
-- loss: 2% of the datagrams dropped each way (tools/udp_relay.py in front of aiortc): NACKs are
-  answered from the packet history and >= 95% of the frames decode whole (aiortc hands only
-  complete frames to its decoder);
+- loss + fan-out: 2% of the datagrams dropped each way (tools/udp_relay.py in front of aiortc): NACKs
+  are answered from the packet history and >= 95% of the frames decode whole (aiortc hands only
+  complete frames to its decoder), while the same encode goes to nginx-rtmp, whose recording
+  PyAV decodes (every frame, no error, 1280x720, Opus);
 - the endpoint killed mid-stream: nothing heard for 10 s is a lost connection; a new endpoint on
   the same port gets a new POST and the stream resumes (exit 0, one reconnect);
 - bad token: 401 -> exit 3 at once, one POST (no retry), the token in no output.
@@ -21,7 +22,8 @@ import sys
 import time
 from pathlib import Path
 
-from support import REPO_ROOT, BroadcastTestCase, clean_env, new_key
+from support import REPO_ROOT, BroadcastTestCase, clean_env, new_key, start_ingest
+from test_srt import decode
 
 PY = sys.executable
 ENDPOINT = Path(__file__).with_name("whip_endpoint.py")
@@ -91,23 +93,33 @@ class WHIPTest(BroadcastTestCase):
         self.assertIsNotNone(rep["keyframe_after_pli"], f"no keyframe after the PLI: {rep}")
         self.assertLessEqual(rep["keyframe_after_pli"], 2, f"PLI answered {rep['keyframe_after_pli']} frames later: {rep}")
 
-    def test_loss_repaired_by_nack(self):
+    def test_loss_repaired_by_nack_beside_rtmp(self):
         key = new_key()
         ep = self.endpoint(key, relay_loss=0.02)
+        ingest = start_ingest()
+        self.addCleanup(ingest.cleanup)
         stats = self.track_file(self.tmp / "stats.jsonl")
-        r = self.run_broadcast(["--url", ep.url, "--source", "test", "--res", "720p", "--duration", "10",
-                                "--stats-json", stats], env={"STREAM_KEY": key}, timeout=90)
+        r = self.run_broadcast(["--url", ep.url, "--url", f"rtmp://127.0.0.1:{ingest.port}/live", "--source", "test",
+                                "--res", "720p", "--duration", "10", "--stats-json", stats],
+                               env={"STREAM_KEY": key}, timeout=90)
         self.assertEqual(r.returncode, 0, r.describe())
         rep = ep.finish()
         self.assertEqual(rep["errors"], [], rep)
         relay = rep["relay"]
         self.assertGreater(relay["to_target_dropped"], 20, f"the relay must have dropped datagrams: {relay}")
         last = json.loads(stats.read_text().splitlines()[-1])
-        link = last["destinations"][0]["link"]
+        whip, rtmp = last["destinations"][0], last["destinations"][1]
+        self.assertEqual((whip["kind"], rtmp["kind"]), ("whip", "rtmp"))
+        link = whip["link"]
         self.assertGreater(link["packets_retransmitted"], 0, link)
         produced = 10 * 30
         self.assertGreaterEqual(rep["video_sizes"].get("1280x720", 0), 0.95 * produced,
                                 f"frames decoded through 2% loss: {rep['video_sizes']} of {produced}; relay {relay}; link {link}")
+        rec = decode(ingest.wait_recording(key))
+        self.assertEqual(rec["errors"], 0, rec)
+        self.assertEqual((rec["width"], rec["height"]), (1280, 720), rec)
+        self.assertIn("opus", rec["codecs"], rec)
+        self.assertGreaterEqual(rec["video"], 0.99 * last["video_frames_sent"], rec)
 
     def test_endpoint_vanishes_then_returns(self):
         key = new_key()
