@@ -266,7 +266,7 @@ public struct ConfigurationBuilder {
         video.fps = o.fps
         video.preset = o.preset
         var videoKbps = o.videoKbps ?? o.resolution.defaultVideoKbps(fps: o.fps)
-        // WebRTC carries Opus, and H.264 constrained baseline is what every WHIP endpoint and browser decodes.
+        // WebRTC carries Opus (the library makes the video constrained baseline for a WHIP destination).
         var codec = o.audioCodec
         let whip = o.publish && (o.urls.isEmpty ? [ingestURL(o)] : o.urls.map(\.url)).contains { WHIPURL.isWHIP($0) }
         if whip {
@@ -274,7 +274,6 @@ public struct ConfigurationBuilder {
                 throw ConfigurationError(.usage, "--audio-codec aac: a WHIP destination carries Opus only (use --audio-codec opus)")
             }
             codec = .opus
-            video.profile = "baseline"
         }
         var audioKbps = o.audioKbps ?? BroadcastLimits.defaultAudioBitrateKbps(codec)
         // One encode feeds every destination: each service's limits apply, the strictest wins.

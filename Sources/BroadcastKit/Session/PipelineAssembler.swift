@@ -5,9 +5,14 @@
 /// resident growth across its open; every pool and queue is allocated here, before the first
 /// buffer, so the plan counts what the session will hold.
 package enum PipelineAssembler {
-    package static func assemble(_ cfg: BroadcastConfiguration, stats: BroadcastStats,
+    package static func assemble(_ configuration: BroadcastConfiguration, stats: BroadcastStats,
                                  clock: StreamClock = StreamClock()) throws(BroadcastError) -> Pipeline {
-        try validateNetworkDestinations(cfg)
+        try validateNetworkDestinations(configuration)
+        var cfg = configuration
+        // WebRTC receivers (browsers among them) decode constrained baseline; one encode serves every destination.
+        if cfg.destinations.contains(where: { if case .whip = $0 { return true } else { return false } }) {
+            cfg.video.profile = "baseline"
+        }
         guard cfg.hasVideo || cfg.hasAudio else {
             throw .configuration("nothing to broadcast: video and audio are both off")
         }
