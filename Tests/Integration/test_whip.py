@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from support import REPO_ROOT, BroadcastTestCase, clean_env, new_key, start_ingest
+from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase, clean_env, new_key, start_ingest
 from test_srt import decode
 
 PY = sys.executable
@@ -125,7 +125,7 @@ class WHIPTest(BroadcastTestCase):
         key = new_key()
         first = self.endpoint(key)
         stats = self.track_file(self.tmp / "stats.jsonl")
-        proc = subprocess.Popen([str(REPO_ROOT / ".build/release/broadcast"), "--url", first.url, "--source", "test",
+        proc = subprocess.Popen([str(BROADCAST_BIN), "--url", first.url, "--source", "test",
                                  "--res", "360p", "--duration", "22", "--stats-json", str(stats)],
                                 env={**clean_env(), "STREAM_KEY": key}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         time.sleep(4)
