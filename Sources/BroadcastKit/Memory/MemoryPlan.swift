@@ -103,7 +103,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
             out.append(Line(key: "rtmp_readers", label: "RTMP readers (server input caps)", bytes: networkReaderBytes))
         }
         if whipBytes > 0 {
-            out.append(Line(key: "whip_buffers", label: "WHIP buffers (NACK, RTP, HTTP)", bytes: whipBytes))
+            out.append(Line(key: "whip_buffers", label: "WHIP (buffers, TLS/SRTP libs)", bytes: whipBytes))
         }
         if transportBytes > 0 {
             out.append(Line(key: "srt_buffers", label: "SRT buffers (libsrt + TS muxer)", bytes: transportBytes))
