@@ -129,7 +129,6 @@ package final class ICEAgent {
                         nextSend = 0
                     }
                 }
-                _ = transactions
             }
         }
         throw .connectFailed("WHIP: ICE: no candidate of the endpoint answered within \(timeoutMs) ms")

@@ -13,8 +13,8 @@ import Synchronization
 /// (`RTCPSenderReport`), answers the endpoint's STUN checks, PLI/FIR (a keyframe request) and NACK
 /// (a retransmission from `RTPPacketHistory`). `close` DELETEs the resource.
 ///
-/// 401/403 are refusals (exit 3, never retried); other failures are `connectFailed` (retried with
-/// backoff at start... and after a loss, as for RTMP).
+/// 401/403 are refusals (exit 3, never retried); other failures are `connectFailed` (exit 3 at
+/// start, reconnect with backoff after a loss, as for RTMP).
 package final class WHIPPublisher: TagSink, @unchecked Sendable {
     package let displayName: String
     package var isNetworkPublisher: Bool { true }
@@ -247,15 +247,16 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     }
 
     private func sendReports(_ now: Int64) {
-        guard let ice, let dtls else { return }
-        for isVideo in [false, true] where isVideo ? hasVideo : hasAudio {
-            let s = isVideo ? video : audio
-            guard s.packets > 0, now - s.lastReportNs >= 1_000_000_000 else { continue }
-            RTCPSenderReport.write(packet, stream: s)
-            if let n = dtls.protectRTCP(packet.baseAddress!, count: RTCPSenderReport.size) { _ = ice.send(packet.baseAddress!, count: n) }
-            if isVideo { video.lastReportNs = now } else { audio.lastReportNs = now }
-            publishLinkStats()
-        }
+        if hasAudio { sendReport(&audio, now) }
+        if hasVideo { sendReport(&video, now) }
+    }
+
+    private func sendReport(_ s: inout RTPStream, _ now: Int64) {
+        guard let ice, let dtls, s.packets > 0, now - s.lastReportNs >= 1_000_000_000 else { return }
+        RTCPSenderReport.write(packet, stream: s)
+        if let n = dtls.protectRTCP(packet.baseAddress!, count: RTCPSenderReport.size) { _ = ice.send(packet.baseAddress!, count: n) }
+        s.lastReportNs = now
+        publishLinkStats()
     }
 
     private func retransmit(_ sequence: UInt16) {
