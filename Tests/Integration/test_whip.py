@@ -10,6 +10,7 @@
   PyAV decodes (every frame, no error, 1280x720, Opus);
 - the endpoint killed mid-stream: nothing heard for 10 s is a lost connection; a new endpoint on
   the same port gets a new POST and the stream resumes (exit 0, one reconnect);
+- AAC with a WHIP URL: exit 2 from the CLI, a ConfigurationError from the library (Python);
 - bad token: 401 -> exit 3 at once, one POST (no retry), the token in no output.
 """
 
@@ -158,6 +159,18 @@ class WHIPTest(BroadcastTestCase):
         self.assertEqual(rep["posts"], 1, f"401 must not be retried: {rep}")
         self.assertEqual(rep["unauthorized"], 1, rep)
         self.assertTrue(any("401" in line for line in r.stderr_lines()), r.describe())
+
+    def test_library_refuses_aac_with_whip(self):
+        # The library owns the rule: an embedder (Python over the C ABI) asking for AAC is refused at start.
+        code = ("import broadcastkit as bk\n"
+                "try:\n"
+                "    with bk.Session('http://127.0.0.1:9/whip/live', 'k', width=640, height=360, memory_budget='80M'):\n"
+                "        pass\n"
+                "except bk.ConfigurationError as e:\n"
+                "    print('refused:', e)\n")
+        r = subprocess.run([PY, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+                           env={**clean_env(), "PYTHONPATH": str(REPO_ROOT / "bindings" / "python")})
+        self.assertIn("refused: a WHIP destination needs Opus audio", r.stdout, r.stdout + r.stderr)
 
     def test_aac_requested_is_refused(self):
         key = new_key()

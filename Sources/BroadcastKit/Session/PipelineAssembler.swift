@@ -92,7 +92,7 @@ package enum PipelineAssembler {
             if case .whip(let url, _) = d {
                 do { _ = try WHIPURL(parsing: url) } catch { throw .configuration("\(error)") }
                 if cfg.hasAudio && cfg.audio.codec != .opus {
-                    throw .configuration("a WHIP destination needs Opus audio (--audio-codec opus); AAC cannot be sent over WebRTC")
+                    throw .configuration("a WHIP destination needs Opus audio: AAC cannot be sent over WebRTC")
                 }
                 continue
             }
