@@ -38,6 +38,10 @@ let package = Package(
         .target(name: "CSoxrShim", linkerSettings: [.linkedLibrary("dl")]),
         // libsrt for srt:// destinations, dlopen()ed when the first one opens (not linked).
         .target(name: "CSRTShim", linkerSettings: [.linkedLibrary("dl")]),
+        // WHIP: GnuTLS for DTLS-SRTP (certificate, handshake, keys) and libsrtp2, each dlopen()ed when
+        // the first WHIP destination opens (not linked).
+        .target(name: "CDTLSShim", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CSRTPShim", linkerSettings: [.linkedLibrary("dl")]),
         // The synthetic PipeWire screen for tests and benchmarks; the shipped binary does not link it.
         .target(name: "CPipeWireTestScreen",
                 cSettings: [.headerSearchPath("system/pipewire-0.3"), .headerSearchPath("system/spa-0.2")],
@@ -45,7 +49,7 @@ let package = Package(
         .target(
             name: "BroadcastKit",
             dependencies: ["CX264", "CX264Shim", "COpus", "COpusShim", "CVoAACEnc", "CGnuTLSShim", "CYUV", "CSoxrShim",
-                           "CLinuxProcess", "CSRTShim"],
+                           "CLinuxProcess", "CSRTShim", "CDTLSShim", "CSRTPShim"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(

@@ -38,6 +38,8 @@ package struct CommandLineOptions: Sendable {
     package var videoKbps: Int?
     /// `--audio-codec`.
     package var audioCodec = AudioCodec.aac
+    /// `--audio-codec` was given (a WHIP destination picks Opus unless AAC was asked for).
+    package var audioCodecGiven = false
     /// `--audio-bitrate` in kbps; nil means 128 for AAC, 96 for Opus.
     package var audioKbps: Int?
     /// `--source`.
@@ -157,6 +159,7 @@ package struct CommandLineOptions: Sendable {
                     throw UsageError("--audio-codec expects aac or opus, got '\(v)'")
                 }
                 o.audioCodec = c
+                o.audioCodecGiven = true
             case "--source":
                 let v = try s.value()
                 switch v {

@@ -163,6 +163,10 @@ package struct ConfigurationBuilder {
             var seen: [String] = []
             let passphrase = try srtPassphrase(o)
             for (i, spec) in specs.enumerated() {
+                if WHIPURL.isWHIP(spec.url) {
+                    destinations.append(try whipDestination(spec, index: i, key: key, seen: &seen))
+                    continue
+                }
                 if SRTURL.isSRT(spec.url) {
                     destinations.append(try srtDestination(spec, index: i, key: key, passphrase: passphrase, seen: &seen))
                     continue
@@ -200,6 +204,24 @@ package struct ConfigurationBuilder {
         if destinations.isEmpty && o.replaySeconds != nil { destinations.append(.discard) }
         if destinations.isEmpty { throw ConfigurationError(.usage, "nothing to do: --no-publish needs --record PATH or --replay-seconds N") }
         return destinations
+    }
+
+    /// One WHIP destination: the key (`$STREAM_KEY`, `--key-file`, or the spec's own key file) is the
+    /// bearer token; an endpoint may ask for none.
+    func whipDestination(_ spec: DestinationSpec, index i: Int, key: String?,
+                         seen: inout [String]) throws(ConfigurationError) -> DestinationSettings {
+        let parsed: WHIPURL
+        do { parsed = try WHIPURL(parsing: spec.url) } catch { throw ConfigurationError(.usage, "--url: \(error)") }
+        var own = key
+        if let f = spec.keyFile {
+            do { own = try SecretScrubber.readKeyFile(f, option: "--url key-file=") } catch { throw ConfigurationError(.usage, "\(error)") }
+        }
+        let identity = "whip\u{0}" + spec.url
+        if seen.contains(identity) {
+            throw ConfigurationError(.usage, "--url: destination \(i + 1) (\(parsed.redacted)) repeats an earlier one")
+        }
+        seen.append(identity)
+        return .whip(url: spec.url, token: own ?? "")
     }
 
     /// `--srt-passphrase-file`, read once for every srt:// destination.
@@ -245,7 +267,16 @@ package struct ConfigurationBuilder {
         video.fps = o.fps
         video.preset = o.preset
         var videoKbps = o.videoKbps ?? o.resolution.defaultVideoKbps(fps: o.fps)
-        var audioKbps = o.audioKbps ?? BroadcastLimits.defaultAudioBitrateKbps(o.audioCodec)
+        // WebRTC carries Opus (the library makes the video constrained baseline for a WHIP destination).
+        var codec = o.audioCodec
+        let whip = o.publish && (o.urls.isEmpty ? [ingestURL(o)] : o.urls.map(\.url)).contains { WHIPURL.isWHIP($0) }
+        if whip {
+            if o.audioCodecGiven && codec == .aac {
+                throw ConfigurationError(.usage, "--audio-codec aac: a WHIP destination carries Opus only (use --audio-codec opus)")
+            }
+            codec = .opus
+        }
+        var audioKbps = o.audioKbps ?? BroadcastLimits.defaultAudioBitrateKbps(codec)
         // One encode feeds every destination: each service's limits apply, the strictest wins.
         for s in [o.service].compactMap({ $0 }) + o.urls.compactMap(\.service) {
             if videoKbps > s.maxVideoKbps {
@@ -261,11 +292,11 @@ package struct ConfigurationBuilder {
         video.maxBitrateKbps = videoKbps
         video.vbvBufferKbits = videoKbps
         if let t = o.x264Threads { video.threads = t }
-        let audioRange = BroadcastLimits.audioBitrateKbps(o.audioCodec)
+        let audioRange = BroadcastLimits.audioBitrateKbps(codec)
         if !audioRange.contains(audioKbps) {
-            throw ConfigurationError(.usage, "--audio-bitrate for \(o.audioCodec == .aac ? "AAC" : "Opus") is at most \(audioRange.upperBound)")
+            throw ConfigurationError(.usage, "--audio-bitrate for \(codec == .aac ? "AAC" : "Opus") is at most \(audioRange.upperBound)")
         }
-        return (video, AudioEncoderSettings(codec: o.audioCodec, bitrateKbps: audioKbps), notes)
+        return (video, AudioEncoderSettings(codec: codec, bitrateKbps: audioKbps), notes)
     }
 
     /// Output files must be writable, and the recording's disk roomy enough, before anything connects.

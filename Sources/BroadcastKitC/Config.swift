@@ -163,9 +163,11 @@ public func _bkConfigAddRTMP(_ p: OpaquePointer?, _ url: UnsafePointer<CChar>?, 
     guard let url, let key else { return c.fail(BK_ERR_INVALID_ARGUMENT, "RTMP URL or stream key is NULL") }
     let u = String(cString: url)
     // Validate the base URL alone, so no message can hold the key; a key inside `url` stays allowed.
-    // srt:// URLs send MPEG-TS over SRT (the key fills the stream id when the URL has none).
+    // srt:// URLs send MPEG-TS over SRT (the key fills the stream id when the URL has none);
+    // https:// (http://) URLs are WHIP endpoints, the key their bearer token (Opus audio needed).
     do {
-        if SRTURL.isSRT(u) { _ = try SRTURL(parsing: u) } else { _ = try RTMPURL(url: u, streamKey: "") }
+        if WHIPURL.isWHIP(u) { _ = try WHIPURL(parsing: u) }
+        else if SRTURL.isSRT(u) { _ = try SRTURL(parsing: u) } else { _ = try RTMPURL(url: u, streamKey: "") }
     } catch {
         return c.fail(BK_ERR_CONFIGURATION, "\(error)")
     }

@@ -146,8 +146,24 @@ private func write(_ text: String, to path: String) {
     }
 
     @Test func badURLIsUsage() throws {
-        let e = try failure(builder(["STREAM_KEY": "k"]), ["--url", "http://example.com/live"])
+        // http(s):// is a WHIP endpoint now (issue 27); other schemes are still usage errors.
+        let e = try failure(builder(["STREAM_KEY": "k"]), ["--url", "ftp://example.com/live"])
         #expect(e?.exitCode == .usage)
+        let w = try failure(builder(["STREAM_KEY": "k"]), ["--url", "https://user:pw@example.com/whip"])
+        #expect(w?.exitCode == .usage)
+    }
+
+    @Test func whipURLPicksOpusAndRefusesAAC() throws {
+        let b = try built(builder(["STREAM_KEY": "k"]), ["--url", "https://example.com/whip/live"])
+        #expect(b.configuration.audio.codec == .opus)
+        guard case .whip(let url, let token) = b.configuration.destinations.first else {
+            Issue.record("expected a WHIP destination")
+            return
+        }
+        #expect(url == "https://example.com/whip/live" && token == "k")
+        let e = try failure(builder(["STREAM_KEY": "k"]), ["--url", "https://example.com/whip", "--audio-codec", "aac"])
+        #expect(e?.exitCode == .usage)
+        #expect(e?.message.contains("Opus") == true)
     }
 
     @Test func servicePresetCapsBitratesAndSetsKeyframes() throws {

@@ -173,7 +173,7 @@ class CABITest(BroadcastTestCase):
         r = self.run_example([f"rtmp://127.0.0.1:{free_port()}/live", 1], key)
         self.assertEqual(r.returncode, 3, r.stderr)
         self.assertIn("stream:", r.stderr)
-        r = self.run_example(["http://example.invalid/live", 1], key)
+        r = self.run_example(["ftp://example.invalid/live", 1], key)
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("unsupported URL scheme", r.stderr)
 

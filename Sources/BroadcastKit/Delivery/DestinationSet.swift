@@ -24,10 +24,18 @@ package final class DestinationSet: @unchecked Sendable {
 
     package var primary: Destination? { all.first }
 
-    /// Copies `tag` into every destination that still takes tags. Called by the interleaver.
+    /// Copies `tag` into every destination that still takes tags in interleaved order. Called by the interleaver.
     package func push(_ tag: FLVTag) {
-        for d in all where d.acceptsTags { d.queue.push(tag) }
+        for d in all where d.acceptsTags && !d.sink.tracksUnordered { d.queue.push(tag) }
     }
+
+    /// Copies `tag` into every destination that takes each track as soon as it is encoded (WHIP).
+    package func pushUnordered(_ tag: FLVTag) {
+        for d in all where d.acceptsTags && d.sink.tracksUnordered { d.queue.push(tag) }
+    }
+
+    /// Some destination takes tracks unordered: the interleaver hands it tags at once.
+    package var hasUnordered: Bool { all.contains { $0.sink.tracksUnordered } }
 
     /// The destinations whose loss together ends the run.
     private func isEssential(_ d: Destination) -> Bool {

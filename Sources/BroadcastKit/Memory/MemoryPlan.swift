@@ -21,6 +21,9 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     /// What the servers' bytes may make us hold: each RTMP publisher's chunk reader, bounded
     /// (`RTMPChunkReader.plannedBytes`), whatever a server sends.
     public var networkReaderBytes: Int = 0
+    /// Each WHIP destination's NACK history, RTP packet buffers and signalling response buffer
+    /// (0 without one).
+    public var whipBytes: Int = 0
     /// Where the budget came from ("default", "--memory-budget", "cgroup v2 limit ...").
     public var budgetSource: String = "configuration"
     /// The x264 configuration the plan is for, e.g. "veryfast" or
@@ -63,6 +66,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     public var totalBytes: Int {
         baselineBytes + videoEncoderBytes + audioEncoderBytes + framePoolBytes + audioBytes + stagingBytes
             + queueBytes + encoderWorkingBytes + captureBytes + replayBytes + transportBytes + networkReaderBytes
+            + whipBytes
     }
 
     /// Kept free below the budget for what the plan cannot see exactly (allocator slack, thread
@@ -97,6 +101,9 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         ]
         if networkReaderBytes > 0 {
             out.append(Line(key: "rtmp_readers", label: "RTMP readers (server input caps)", bytes: networkReaderBytes))
+        }
+        if whipBytes > 0 {
+            out.append(Line(key: "whip_buffers", label: "WHIP (buffers, TLS/SRTP libs)", bytes: whipBytes))
         }
         if transportBytes > 0 {
             out.append(Line(key: "srt_buffers", label: "SRT buffers (libsrt + TS muxer)", bytes: transportBytes))

@@ -36,11 +36,16 @@ package final class Interleaver: @unchecked Sendable {
     private let lock = ConditionLock()
     private var lastReleasedMs: Int64 = 0
     private let output: (FLVTag) -> Void
+    /// Receives each tag the moment it is staged, in its own track's order only (WHIP: each track
+    /// is paced on its own, so no destination there waits for the other track).
+    private let direct: ((FLVTag) -> Void)?
     private let stats: BroadcastStats
 
     /// `output` receives tags in order, with the interleaver lock held; it must not call back in.
     package init(hasVideo: Bool, hasAudio: Bool, videoBytes: Int, audioBytes: Int = 128 << 10,
-                maxWaitNs: Int64 = 150_000_000, stats: BroadcastStats, output: @escaping (FLVTag) -> Void) {
+                maxWaitNs: Int64 = 150_000_000, stats: BroadcastStats, direct: ((FLVTag) -> Void)? = nil,
+                output: @escaping (FLVTag) -> Void) {
+        self.direct = direct
         video = Track(type: .video, bytes: videoBytes, entries: 64, expected: hasVideo)
         audio = Track(type: .audio, bytes: audioBytes, entries: 256, expected: hasAudio)
         self.maxWaitNs = maxWaitNs
@@ -74,6 +79,10 @@ package final class Interleaver: @unchecked Sendable {
             return
         }
         write(body)
+        if let direct, timestampMs >= 0 {
+            direct(FLVTag(type: type, timestampMs: UInt32(truncatingIfNeeded: timestampMs),
+                          body: UnsafeRawBufferPointer(body), isKeyframe: isKeyframe, captureNs: captureNs))
+        }
         releaseLocked(nowNs: nowNs, force: false)
     }
 

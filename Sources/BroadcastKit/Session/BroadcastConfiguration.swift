@@ -6,6 +6,9 @@ public enum DestinationSettings: Sendable {
     /// `streamKey` fills the stream id when the URL has none; `passphrase` (10 to 79 characters)
     /// wins over one in the URL.
     case srt(url: String, streamKey: String, passphrase: String? = nil)
+    /// Publish over WebRTC to a WHIP endpoint (RFC 9725): `url` is `https://…` (or `http://` for
+    /// loopback and tests), `token` the bearer token (`$STREAM_KEY`; empty: none). Needs Opus audio.
+    case whip(url: String, token: String)
     /// Write an FLV file.
     case file(path: String)
     /// Build every tag and throw it away (benchmarks, allocation probes).
@@ -15,10 +18,12 @@ public enum DestinationSettings: Sendable {
 }
 
 extension DestinationSettings {
-    /// A network destination by its URL's scheme: `srt://` sends MPEG-TS over SRT; anything else
+    /// A network destination by its URL's scheme: `https://`/`http://` is a WHIP endpoint;
+    /// `srt://` sends MPEG-TS over SRT; anything else
     /// is RTMP (`rtmp://`, `rtmps://`), checked when the session prepares.
     public static func network(url: String, streamKey: String) -> DestinationSettings {
-        SRTURL.isSRT(url) ? .srt(url: url, streamKey: streamKey) : .rtmp(url: url, streamKey: streamKey)
+        if WHIPURL.isWHIP(url) { return .whip(url: url, token: streamKey) }
+        return SRTURL.isSRT(url) ? .srt(url: url, streamKey: streamKey) : .rtmp(url: url, streamKey: streamKey)
     }
 }
 

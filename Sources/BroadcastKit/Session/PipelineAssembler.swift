@@ -5,9 +5,14 @@
 /// resident growth across its open; every pool and queue is allocated here, before the first
 /// buffer, so the plan counts what the session will hold.
 package enum PipelineAssembler {
-    package static func assemble(_ cfg: BroadcastConfiguration, stats: BroadcastStats,
+    package static func assemble(_ configuration: BroadcastConfiguration, stats: BroadcastStats,
                                  clock: StreamClock = StreamClock()) throws(BroadcastError) -> Pipeline {
-        try validateNetworkDestinations(cfg)
+        try validateNetworkDestinations(configuration)
+        var cfg = configuration
+        // WebRTC receivers (browsers among them) decode constrained baseline; one encode serves every destination.
+        if cfg.destinations.contains(where: { if case .whip = $0 { return true } else { return false } }) {
+            cfg.video.profile = "baseline"
+        }
         guard cfg.hasVideo || cfg.hasAudio else {
             throw .configuration("nothing to broadcast: video and audio are both off")
         }
@@ -21,7 +26,9 @@ package enum PipelineAssembler {
         // Interleaver staging must hold the largest frame the VBV allows plus the wait window.
         let videoStaging = max(512 << 10, cfg.video.maxBitrateKbps * 1000 / 8 * 2)
         let interleaver = Interleaver(hasVideo: cfg.hasVideo, hasAudio: cfg.hasAudio, videoBytes: videoStaging,
-                                      stats: stats) { [unowned destinations] tag in
+                                      stats: stats,
+                                      direct: destinations.hasUnordered ? { [unowned destinations] in destinations.pushUnordered($0) } : nil
+        ) { [unowned destinations] tag in
             destinations.push(tag)
             replayRing?.append(tag)
         }
@@ -47,6 +54,7 @@ package enum PipelineAssembler {
                                    + MP4FileSink.plannedBytes(cfg))
         var plan = fixed
         plan.transportBytes = SRTPublisher.plannedBytes(cfg)
+        plan.whipBytes = WHIPPublisher.plannedBytes(cfg)
         plan.captureBytes = cfg.captureReserveBytes
         plan.networkReaderBytes = destinations.all.filter { $0.sink is RTMPPublisher }.count * RTMPChunkReader.plannedBytes
         plan.budgetSource = cfg.memoryBudgetSource
@@ -65,6 +73,10 @@ package enum PipelineAssembler {
                 writer.submit(p, captureNs: arrival)
             }
         }
+        if let lane = videoLane {
+            // PLI/FIR from a WHIP endpoint: the next frame is encoded as an IDR.
+            for d in destinations.all { (d.sink as? WHIPPublisher)?.keyframeRequester = { lane.requestKeyframe() } }
+        }
         ReplayAssembly.noteLongestFit(&plan, cfg)
         let pipeline = Pipeline(videoEncoder: videoEncoder, audioEncoder: audioEncoder, videoLane: videoLane,
                                 audioLanes: audioLanes, mixer: mixer, interleaver: interleaver, destinations: destinations,
@@ -77,6 +89,13 @@ package enum PipelineAssembler {
     /// checked by their publisher's open, which reports them the same way).
     static func validateNetworkDestinations(_ cfg: BroadcastConfiguration) throws(BroadcastError) {
         for d in cfg.destinations {
+            if case .whip(let url, _) = d {
+                do { _ = try WHIPURL(parsing: url) } catch { throw .configuration("\(error)") }
+                if cfg.hasAudio && cfg.audio.codec != .opus {
+                    throw .configuration("a WHIP destination needs Opus audio: AAC cannot be sent over WebRTC")
+                }
+                continue
+            }
             guard case .srt(let url, _, let passphrase) = d else { continue }
             do { _ = try SRTURL(parsing: url) } catch { throw .configuration("\(error)") }
             if let p = passphrase, !SRTURL.passphraseLengths.contains(p.count) {
@@ -108,6 +127,9 @@ package enum PipelineAssembler {
                 return SRTPublisher(url: url, streamKey: key, passphrase: passphrase, hasVideo: cfg.hasVideo,
                                     audio: cfg.hasAudio ? cfg.audio : nil, maxBitrateKbps: cfg.video.maxBitrateKbps,
                                     connectTimeoutSeconds: cfg.connectTimeoutSeconds)
+            case .whip(let url, let token):
+                return WHIPPublisher(url: url, token: token, hasVideo: cfg.hasVideo, hasAudio: cfg.hasAudio,
+                                     connectTimeoutSeconds: cfg.connectTimeoutSeconds, caFile: cfg.tlsCAFile)
             case .file(let path) where MP4FileSink.isMP4(path):
                 return MP4FileSink(path: path, video: cfg.hasVideo ? cfg.video : nil, audio: cfg.hasAudio ? cfg.audio : nil,
                                    audioDelaySamples: audioDelaySamples)

@@ -31,11 +31,14 @@ public protocol TagSink: AnyObject {
     /// what is too late). The bitrate controller subtracts their growth from what was handed
     /// over, so it sees what the link delivered, not what buffers swallowed; 0 by default.
     var undeliveredBytes: Int { get }
+    /// Takes each track's tags as soon as they are encoded, without the interleaver's wait for the
+    /// other track (WHIP: RTP streams are timed per track); default false.
+    var tracksUnordered: Bool { get }
 }
 
 /// The kind of a destination's sink, as its line in the stats names it.
 public enum TagSinkKind: String, Sendable {
-    case rtmp, srt, flv, mp4, discard
+    case rtmp, srt, whip, flv, mp4, discard
     /// A sink the embedding application supplied.
     case custom
 }
@@ -48,6 +51,7 @@ extension TagSink {
     public var linkStats: TransportLinkStats? { nil }
     public var transportBacklogMs: Int { 0 }
     public var undeliveredBytes: Int { 0 }
+    public var tracksUnordered: Bool { false }
 }
 
 /// Transport failures, each mapped to a CLI exit code.

@@ -1,0 +1,157 @@
+import Glibc
+import Synchronization
+
+/// The `bk-whip-rx` thread of one WHIP session: reads the session's UDP socket as datagrams arrive,
+/// so the endpoint's feedback acts at once instead of at the sender's next tag.
+///
+/// - STUN: the endpoint's checks are answered; our consent check goes out every 5 s (RFC 7675).
+/// - SRTCP: PLI/FIR calls the keyframe requester at once (the video lane's atomic flag); generic
+///   NACKs are queued (a fixed ring of `nackCapacity` sequence numbers, the oldest dropped and
+///   counted when full) for the sender thread, which owns the packet history and the outbound
+///   SRTP context.
+/// - DTLS after the handshake goes to GnuTLS (our last flight resent when the endpoint resends its own).
+///
+/// The session is lost when nothing arrives for `silenceLimitNs` or consent expires; the sender
+/// reads `lostReason` at each tag. Owns the ICE agent's receive side and the inbound SRTP context.
+package final class WHIPFeedbackReader: @unchecked Sendable {
+    package static let nackCapacity = 256
+    /// No datagram from the endpoint for this long is a lost connection: aiortc, browsers and SFUs
+    /// send receiver reports every second or so and consent checks every few seconds.
+    package static let silenceLimitNs: Int64 = 10_000_000_000
+
+    private let ice: ICEAgent
+    private let dtls: DTLSSRTPTransport
+    private let keyframeRequester: (@Sendable () -> Void)?
+    private let thread = WorkerThread(name: "bk-whip-rx")
+    private let stopping = Atomic<Bool>(false)
+    private let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 2048, alignment: 16)
+    private struct NACKRing {
+        var items = [UInt16](repeating: 0, count: WHIPFeedbackReader.nackCapacity)
+        var head = 0
+        var count = 0
+        var overflowed = 0
+    }
+    private let nacks = Mutex(NACKRing())
+    private let lost = Mutex<String?>(nil)
+    package let keyframeRequests = Atomic<Int>(0)
+    package let nacksReceived = Atomic<Int>(0)
+
+    package init(ice: ICEAgent, dtls: DTLSSRTPTransport, keyframeRequester: (@Sendable () -> Void)?) {
+        self.ice = ice
+        self.dtls = dtls
+        self.keyframeRequester = keyframeRequester
+    }
+
+    deinit { buffer.deallocate() }
+
+    package func start() throws(TransportError) {
+        do { try thread.start { [self] in run() } } catch { throw .connectFailed("\(error)") }
+    }
+
+    /// Stops and joins the thread (from the sender thread).
+    package func stop() {
+        stopping.store(true, ordering: .releasing)
+        thread.join()
+    }
+
+    /// Why the session is lost, once it is.
+    package var lostReason: String? { lost.withLock { $0 } }
+
+    /// Calls `body` with each queued NACKed sequence number, oldest first (sender thread), and
+    /// empties the queue. Returns how many were dropped because the queue was full.
+    package func drainNACKs(_ body: (UInt16) -> Void) -> Int {
+        nacks.withLock { r -> Int in
+            for i in 0..<r.count { body(r.items[(r.head + i) % Self.nackCapacity]) }
+            let overflowed = r.overflowed
+            r.head = 0
+            r.count = 0
+            r.overflowed = 0
+            return overflowed
+        }
+    }
+
+    private func run() {
+        var lastHeard = ICEAgent.nowNs()
+        var nextConsent = lastHeard + 2_000_000_000
+        while !stopping.load(ordering: .acquiring) {
+            var pfd = pollfd(fd: ice.fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&pfd, 1, 50)
+            let now = ICEAgent.nowNs()
+            if ready > 0 {
+                while true {
+                    var from = sockaddr_in()
+                    var fromLen = socklen_t(MemoryLayout<sockaddr_in>.size)
+                    let n = withUnsafeMutablePointer(to: &from) {
+                        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                            recvfrom(ice.fd, buffer.baseAddress, 1500, Int32(MSG_DONTWAIT), $0, &fromLen)
+                        }
+                    }
+                    guard n > 0 else { break }
+                    lastHeard = ICEAgent.nowNs()
+                    handle(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), from: from)
+                }
+            }
+            if now - lastHeard > Self.silenceLimitNs {
+                lost.withLock { $0 = "nothing heard from the endpoint for \(Self.silenceLimitNs / 1_000_000_000) s" }
+                return
+            }
+            if now >= nextConsent {
+                if ice.consentExpired(nowNs: now) {
+                    lost.withLock { $0 = "the endpoint stopped answering consent checks (30 s)" }
+                    return
+                }
+                ice.refreshConsent(nowNs: now)
+                nextConsent = now + 5_000_000_000
+            }
+        }
+    }
+
+    private func handle(_ data: UnsafeRawBufferPointer, from: sockaddr_in) {
+        if ice.handle(data, from: from) { return }
+        // RFC 7983: 20...63 is DTLS.
+        if data[0] >= 20 && data[0] <= 63 {
+            dtls.feed(data)
+            return
+        }
+        // RFC 5761: RTCP packet types 192...223 in the second byte.
+        guard data.count >= 8, data[0] >= 128, data[0] <= 191, data[1] >= 192, data[1] <= 223,
+              let plain = dtls.unprotectRTCP(buffer.baseAddress!, count: data.count) else { return }
+        walkRTCP(UnsafeRawBufferPointer(rebasing: buffer[0..<plain]))
+    }
+
+    /// A compound RTCP packet: PLI/FIR → keyframe request; generic NACK → queued for the sender.
+    private func walkRTCP(_ b: UnsafeRawBufferPointer) {
+        var at = 0
+        while at + 4 <= b.count {
+            let fmt = b[at] & 0x1F, type = b[at + 1]
+            let length = (Int(b.loadBE16(at + 2)) + 1) * 4
+            guard at + length <= b.count else { return }
+            if type == 206 && (fmt == 1 || fmt == 4) && length >= 12 {
+                keyframeRequests.add(1, ordering: .relaxed)
+                keyframeRequester?()
+            } else if type == 205 && fmt == 1 && length >= 16 {
+                var f = at + 12
+                nacks.withLock { r in
+                    while f + 4 <= at + length {
+                        let pid = b.loadBE16(f), mask = b.loadBE16(f + 2)
+                        push(&r, pid)
+                        for bit in 0..<16 where mask & (1 << bit) != 0 { push(&r, pid &+ UInt16(bit + 1)) }
+                        f += 4
+                    }
+                }
+            }
+            at += length
+        }
+    }
+
+    private func push(_ r: inout NACKRing, _ seq: UInt16) {
+        nacksReceived.add(1, ordering: .relaxed)
+        if r.count == Self.nackCapacity {
+            r.head = (r.head + 1) % Self.nackCapacity
+            r.count -= 1
+            r.overflowed += 1
+        }
+        r.items[(r.head + r.count) % Self.nackCapacity] = seq
+        r.count += 1
+    }
+}

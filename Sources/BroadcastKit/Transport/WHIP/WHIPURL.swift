@@ -1,0 +1,89 @@
+/// A WHIP endpoint URL (RFC 9725): `https://host[:port]/path[?query]`, or `http://` (loopback, tests).
+///
+/// The bearer token is never part of it (it is `$STREAM_KEY`); a query may still carry a secret,
+/// so `redacted` shows it as `?****`.
+package struct WHIPURL: Sendable, Equatable {
+    package var isTLS: Bool
+    package var host: String
+    package var port: Int
+    /// Path and query, as sent in the request line (at least "/").
+    package var target: String
+
+    package static func isWHIP(_ url: String) -> Bool {
+        let lower = url.lowercased()
+        return lower.hasPrefix("http://") || lower.hasPrefix("https://")
+    }
+
+    package init(parsing text: String) throws(TransportError) {
+        let lower = text.lowercased()
+        let rest: Substring
+        if lower.hasPrefix("https://") {
+            isTLS = true
+            rest = text.dropFirst(8)
+        } else if lower.hasPrefix("http://") {
+            isTLS = false
+            rest = text.dropFirst(7)
+        } else {
+            throw .connectFailed("a WHIP URL starts with https:// or http://")
+        }
+        let authority = rest.prefix { $0 != "/" && $0 != "?" }
+        var t = String(rest.dropFirst(authority.count))
+        if t.isEmpty || t.first == "?" { t = "/" + t }
+        target = t
+        guard !authority.contains("@") else { throw .connectFailed("a WHIP URL takes no user:password (the token is $STREAM_KEY)") }
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { throw .connectFailed("WHIP URL: unclosed [ in the host") }
+            host = String(authority[authority.index(after: authority.startIndex)..<close])
+            let after = authority[authority.index(after: close)...]
+            port = isTLS ? 443 : 80
+            if after.hasPrefix(":") {
+                guard let p = Int(after.dropFirst()), (1...65535).contains(p) else { throw .connectFailed("WHIP URL: bad port") }
+                port = p
+            }
+        } else if let colon = authority.lastIndex(of: ":") {
+            host = String(authority[..<colon])
+            guard let p = Int(authority[authority.index(after: colon)...]), (1...65535).contains(p) else {
+                throw .connectFailed("WHIP URL: bad port")
+            }
+            port = p
+        } else {
+            host = String(authority)
+            port = isTLS ? 443 : 80
+        }
+        guard !host.isEmpty else { throw .connectFailed("WHIP URL: no host") }
+        guard target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
+            throw .connectFailed("WHIP URL: the path must be printable ASCII without spaces")
+        }
+    }
+
+    /// An unusable URL (a parse failure already reported before assembly).
+    package init(invalid: ()) {
+        isTLS = false
+        host = ""
+        port = 0
+        target = "/"
+    }
+
+    /// For logs and stats: the query, which may hold a secret, as `?****`.
+    package var redacted: String {
+        let path = target.prefix { $0 != "?" }
+        let query = target.count > path.count ? "?****" : ""
+        let h = host.contains(":") ? "[\(host)]" : host
+        return (isTLS ? "https://" : "http://") + h + ":\(port)" + path + query
+    }
+
+    /// The URL of a resource the endpoint named in `Location` (absolute, or a path on this host).
+    package func resource(_ location: String) -> WHIPURL? {
+        if WHIPURL.isWHIP(location) { return try? WHIPURL(parsing: location) }
+        var r = self
+        if location.hasPrefix("/") {
+            r.target = location
+        } else {
+            let base = target.prefix { $0 != "?" }
+            let dir = base.lastIndex(of: "/").map { base[...$0] } ?? "/"
+            r.target = String(dir) + location
+        }
+        guard r.target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else { return nil }
+        return r
+    }
+}

@@ -1,0 +1,29 @@
+import Testing
+@testable import BroadcastKit
+
+@Suite("WHIP URLs", .timeLimit(.minutes(1)))
+struct WHIPURLTests {
+    @Test func parsesAndRedacts() throws {
+        let u = try WHIPURL(parsing: "https://ingest.example/whip/live?token=abc")
+        #expect(u.isTLS && u.host == "ingest.example" && u.port == 443 && u.target == "/whip/live?token=abc")
+        #expect(u.redacted == "https://ingest.example:443/whip/live?****", "a query may hold a secret")
+        let local = try WHIPURL(parsing: "http://127.0.0.1:8889/whip")
+        #expect(!local.isTLS && local.port == 8889 && local.redacted == "http://127.0.0.1:8889/whip")
+        #expect(try WHIPURL(parsing: "http://[::1]:9/x").host == "::1")
+        #expect(WHIPURL.isWHIP("HTTPS://x") && !WHIPURL.isWHIP("rtmp://x") && !WHIPURL.isWHIP("srt://x:1"))
+    }
+
+    @Test(arguments: ["http://", "http://h:0/x", "http://h:99999/", "https://user:pw@h/x", "http://h/a b", "ftp://h/"])
+    func refusesBadURLs(_ text: String) {
+        #expect(throws: TransportError.self) { try WHIPURL(parsing: text) }
+    }
+
+    @Test func resolvesLocation() throws {
+        let u = try WHIPURL(parsing: "http://h:8080/whip/live")
+        #expect(u.resource("/whip/resource/1")?.target == "/whip/resource/1")
+        #expect(u.resource("res/1")?.target == "/whip/res/1")
+        let abs = u.resource("https://other:443/r/9")
+        #expect(abs?.host == "other" && abs?.isTLS == true && abs?.target == "/r/9")
+        #expect(u.resource("/a b") == nil)
+    }
+}

@@ -1,0 +1,181 @@
+"""WHIP output (issue 27) against an independent WebRTC stack: Tests/Integration/whip_endpoint.py
+(aiortc + aiohttp; aiortc's ICE, DTLS, SRTP, jitter buffer and FFmpeg decoders via PyAV).
+
+- basic: 20 s at 720p: H.264 + Opus negotiated, >= 95% of the frames decoded at 1280x720, >= 18 s
+  of decoded audio, the resource DELETEd at the end; the endpoint's PLI (sent between two natural
+  keyframes) is answered by a keyframe within 2 frames; the token appears in no output or stats;
+- loss + fan-out: 2% of the datagrams dropped each way (tools/udp_relay.py in front of aiortc): NACKs
+  are answered from the packet history and >= 95% of the frames decode whole (aiortc hands only
+  complete frames to its decoder), while the same encode goes to nginx-rtmp, whose recording
+  PyAV decodes (every frame, no error, 1280x720, Opus);
+- the endpoint killed mid-stream: nothing heard for 10 s is a lost connection; a new endpoint on
+  the same port gets a new POST and the stream resumes (exit 0, one reconnect);
+- AAC with a WHIP URL: exit 2 from the CLI, a ConfigurationError from the library (Python);
+- bad token: 401 -> exit 3 at once, one POST (no retry), the token in no output.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase, clean_env, new_key, start_ingest
+from test_srt import decode
+
+PY = sys.executable
+ENDPOINT = Path(__file__).with_name("whip_endpoint.py")
+
+
+class Endpoint:
+    """whip_endpoint.py, started and stopped by pid; its report read after DELETE or SIGTERM."""
+
+    def __init__(self, tmp: Path, token: str, pli_after_frames: int | None = None, relay_loss: float | None = None,
+                 port: int = 0, name: str = "whip"):
+        self.report = tmp / f"{name}-report.json"
+        self.log = tmp / f"{name}-endpoint.log"
+        args = [PY, str(ENDPOINT), "--token", token, "--report", str(self.report), "--port", str(port)]
+        if pli_after_frames is not None:
+            args += ["--pli-after-frames", str(pli_after_frames)]
+        if relay_loss is not None:
+            args += ["--relay-loss", str(relay_loss)]
+        self.proc = subprocess.Popen(args, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=open(self.log, "wb"))
+        line = self.proc.stdout.readline().decode()
+        if not line:
+            raise AssertionError(f"whip_endpoint.py did not start: {self.log.read_text()[-2000:]}")
+        self.port = json.loads(line)["port"]
+        self.url = f"http://127.0.0.1:{self.port}/whip/live"
+
+    def finish(self, wait: float = 10) -> dict:
+        """The report: waits for the endpoint to exit after DELETE, else stops it (SIGTERM)."""
+        try:
+            self.proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGTERM)
+            self.proc.wait(timeout=10)
+        return json.loads(self.report.read_text())
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class WHIPTest(BroadcastTestCase):
+    def endpoint(self, token: str, **kw) -> Endpoint:
+        ep = Endpoint(self.tmp, token, **kw)
+        self.addCleanup(ep.stop)
+        return ep
+
+    def test_basic_720p_with_pli(self):
+        key = new_key()
+        # Natural keyframes every 2 s (frames 1, 61, 121, ...); the PLI goes out after frame 75.
+        ep = self.endpoint(key, pli_after_frames=75)
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        r = self.run_broadcast(["--url", ep.url, "--source", "test", "--res", "720p", "--duration", "20",
+                                "--stats-json", stats], env={"STREAM_KEY": key}, timeout=90)
+        self.assertEqual(r.returncode, 0, r.describe())
+        rep = ep.finish()
+        self.track_file(ep.log)
+        self.assertEqual(rep["errors"], [], rep)
+        self.assertIn("h264", rep["answer_codecs"])
+        self.assertIn("opus", rep["answer_codecs"])
+        self.assertEqual(rep["posts"], 1, rep)
+        self.assertEqual(rep["deletes"], 1, f"the resource must be DELETEd on stop: {rep}")
+        produced = 20 * 30
+        at720 = rep["video_sizes"].get("1280x720", 0)
+        self.assertGreaterEqual(at720, 0.95 * produced, f"decoded at 1280x720: {rep['video_sizes']} of {produced}")
+        self.assertEqual(set(rep["video_sizes"]), {"1280x720"}, rep["video_sizes"])
+        self.assertGreaterEqual(rep["audio_seconds"], 18.0, rep)
+        self.assertIsNotNone(rep["pli_sent_at"], rep)
+        self.assertIsNotNone(rep["keyframe_after_pli"], f"no keyframe after the PLI: {rep}")
+        self.assertLessEqual(rep["keyframe_after_pli"], 2, f"PLI answered {rep['keyframe_after_pli']} frames later: {rep}")
+
+    def test_loss_repaired_by_nack_beside_rtmp(self):
+        key = new_key()
+        ep = self.endpoint(key, relay_loss=0.02)
+        ingest = start_ingest()
+        self.addCleanup(ingest.cleanup)
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        r = self.run_broadcast(["--url", ep.url, "--url", f"rtmp://127.0.0.1:{ingest.port}/live", "--source", "test",
+                                "--res", "720p", "--duration", "10", "--stats-json", stats],
+                               env={"STREAM_KEY": key}, timeout=90)
+        self.assertEqual(r.returncode, 0, r.describe())
+        rep = ep.finish()
+        self.assertEqual(rep["errors"], [], rep)
+        relay = rep["relay"]
+        self.assertGreater(relay["to_target_dropped"], 20, f"the relay must have dropped datagrams: {relay}")
+        last = json.loads(stats.read_text().splitlines()[-1])
+        whip, rtmp = last["destinations"][0], last["destinations"][1]
+        self.assertEqual((whip["kind"], rtmp["kind"]), ("whip", "rtmp"))
+        link = whip["link"]
+        self.assertGreater(link["packets_retransmitted"], 0, link)
+        produced = 10 * 30
+        self.assertGreaterEqual(rep["video_sizes"].get("1280x720", 0), 0.95 * produced,
+                                f"frames decoded through 2% loss: {rep['video_sizes']} of {produced}; relay {relay}; link {link}")
+        rec = decode(ingest.wait_recording(key))
+        self.assertEqual(rec["errors"], 0, rec)
+        self.assertEqual((rec["width"], rec["height"]), (1280, 720), rec)
+        self.assertIn("opus", rec["codecs"], rec)
+        self.assertGreaterEqual(rec["video"], 0.99 * last["video_frames_sent"], rec)
+
+    def test_endpoint_vanishes_then_returns(self):
+        key = new_key()
+        first = self.endpoint(key)
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        proc = subprocess.Popen([str(BROADCAST_BIN), "--url", first.url, "--source", "test",
+                                 "--res", "360p", "--duration", "22", "--stats-json", str(stats)],
+                                env={**clean_env(), "STREAM_KEY": key}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(4)
+        first.proc.kill()
+        first.proc.wait()
+        time.sleep(1)
+        second = Endpoint(self.tmp, key, port=first.port, name="second")
+        self.addCleanup(second.stop)
+        out, err = proc.communicate(timeout=60)
+        self._captured_texts += [out.decode(errors="replace"), err.decode(errors="replace")]
+        rep = second.finish()
+        self.assertEqual(proc.returncode, 0, err.decode(errors="replace")[-2000:])
+        self.assertIn("nothing heard from the endpoint", err.decode(errors="replace"))
+        self.assertEqual(rep["posts"], 1, f"the reconnect must POST a new offer: {rep}")
+        self.assertGreater(rep["video_frames"], 60, f"the stream must resume on the new endpoint: {rep}")
+        self.assertEqual(rep["deletes"], 1, rep)
+        last = json.loads(stats.read_text().splitlines()[-1])
+        self.assertEqual(last["destinations"][0]["reconnects"], 1, last["destinations"])
+
+    def test_bad_token_exit_3_no_retry(self):
+        good, bad = new_key(), new_key()
+        ep = self.endpoint(good)
+        start = time.monotonic()
+        r = self.run_broadcast(["--url", ep.url, "--source", "test", "--res", "360p", "--duration", "20"],
+                               env={"STREAM_KEY": bad}, timeout=60)
+        took = time.monotonic() - start
+        rep = ep.finish(wait=0.5)
+        self.assertEqual(r.returncode, 3, r.describe())
+        self.assertLess(took, 15, f"a refused token must end the run at once: {took:.1f} s")
+        self.assertEqual(rep["posts"], 1, f"401 must not be retried: {rep}")
+        self.assertEqual(rep["unauthorized"], 1, rep)
+        self.assertTrue(any("401" in line for line in r.stderr_lines()), r.describe())
+
+    def test_library_refuses_aac_with_whip(self):
+        # The library owns the rule: an embedder (Python over the C ABI) asking for AAC is refused at start.
+        code = ("import broadcastkit as bk\n"
+                "try:\n"
+                "    with bk.Session('http://127.0.0.1:9/whip/live', 'k', width=640, height=360, memory_budget='80M'):\n"
+                "        pass\n"
+                "except bk.ConfigurationError as e:\n"
+                "    print('refused:', e)\n")
+        r = subprocess.run([PY, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, timeout=60,
+                           env={**clean_env(), "PYTHONPATH": str(REPO_ROOT / "bindings" / "python")})
+        self.assertIn("refused: a WHIP destination needs Opus audio", r.stdout, r.stdout + r.stderr)
+
+    def test_aac_requested_is_refused(self):
+        key = new_key()
+        r = self.run_broadcast(["--url", "http://127.0.0.1:9/whip/live", "--source", "test", "--audio-codec", "aac",
+                                "--duration", "1"], env={"STREAM_KEY": key}, timeout=30)
+        self.assertEqual(r.returncode, 2, r.describe())
+        self.assertEqual(len(r.stderr_lines()), 1, r.describe())
+        self.assertIn("Opus", r.stderr)
