@@ -808,22 +808,29 @@ def _adaptive_bitrate_under_a_steady_throttle(r: dict, w, made: list[str]) -> No
 
 
 def _srt_vs_rtmp(r: dict, w, made: list[str]) -> None:
-    """SRT vs RTMP."""
+    """SRT and WHIP vs RTMP."""
     sr = r.get("srt") or {}
     if sr.get("rows"):
-        w("## SRT vs RTMP from one input (issue 26)")
+        whip = any(row["transport"] == "whip" for row in sr["rows"])
+        w("## SRT and WHIP vs RTMP from one input (issues 26 and 27)" if whip else "## SRT vs RTMP from one input (issue 26)")
         w("")
         w(f"{sr['setup']}; {sr['seconds']} s per run, commit {sr.get('commit', '?')}, load average "
           f"{sr['loadavg_start'].split()[0]} at the start and {sr['loadavg_end'].split()[0]} at the end. Glass is the "
           "moment a frame was written into `broadcast`'s stdin (its time code), receiver time the moment PyAV "
-          "decoded it; a loaded machine slows the Python receiver, which inflates both transports alike and "
-          "makes it miss frames. SRT's latency includes its 120 ms TSBPD buffer by design.")
+          "decoded it; a loaded machine slows the Python receiver, which inflates every transport alike and "
+          "makes it miss frames. SRT's latency includes its 120 ms TSBPD buffer by design."
+          + (" WHIP's latency is issue 27's glass-to-decoded: aiortc's decode time minus the capture time our RTCP "
+             "sender reports map the frame's RTP time to (goal: p95 at most 150 ms)." if whip else ""))
         w("")
-        w("| transport | CPU % | VmHWM MiB | frames decoded / sent | glass-to-receiver p50 ms | p95 ms |")
-        w("|---|---|---|---|---|---|")
+        plan = any("plan_total_mib" in row for row in sr["rows"])
+        w("| transport | CPU % | VmHWM MiB | frames decoded / sent | glass-to-receiver p50 ms | p95 ms |"
+          + (" plan MiB (budget) | the transport's plan line |" if plan else ""))
+        w("|---|---|---|---|---|---|" + ("---|---|" if plan else ""))
         for row in sr["rows"]:
             w(f"| {row['transport']} | {row['cpu_percent']} | {row['vmhwm_mib']} | {row['frames_received']} / "
-              f"{row['frames_sent']} | {row['latency_p50_ms']} | {row['latency_p95_ms']} |")
+              f"{row['frames_sent']} | {row['latency_p50_ms']} | {row['latency_p95_ms']} |"
+              + (f" {row.get('plan_total_mib')} ({row.get('plan_budget_mib')}) | {row.get('plan_transport_line', '')} |"
+                 if plan else ""))
         w("")
         w(f"`{sr['command']}`")
 

@@ -108,7 +108,7 @@ class DeliverySections:
         load0 = sh("cat /proc/loadavg")
         rows = []
         for i in range(self.a.rt_runs):
-            for transport in ("rtmp", "srt"):
+            for transport in srt_bench.TRANSPORTS:
                 r = srt_bench.run(transport, secs)
                 r["run"] = i
                 rows.append(r)
@@ -119,7 +119,8 @@ class DeliverySections:
             "seconds": secs, "rows": rows, "commit": sh("git rev-parse --short HEAD"),
             "command": ".venv/bin/python tools/bench/srt.py --seconds SECONDS",
             "setup": f"{srt_bench.W}x{srt_bench.H}@{srt_bench.FPS}, {srt_bench.KBPS} kbps, Y4M pipe with a time code; "
-                     "receivers: srt-live-transmit (SRT, 120 ms latency) and ffmpeg -listen (RTMP), decoded by PyAV",
+                     "receivers: srt-live-transmit (SRT, 120 ms latency) and ffmpeg -listen (RTMP), decoded by PyAV; "
+                     "Tests/Integration/whip_endpoint.py (WHIP: aiortc, its own decoders)",
             "loadavg_start": load0, "loadavg_end": sh("cat /proc/loadavg")}
         self.save()
 
