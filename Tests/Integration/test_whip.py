@@ -34,7 +34,7 @@ class Endpoint:
     """whip_endpoint.py, started and stopped by pid; its report read after DELETE or SIGTERM."""
 
     def __init__(self, tmp: Path, token: str, pli_after_frames: int | None = None, relay_loss: float | None = None,
-                 port: int = 0, name: str = "whip"):
+                 port: int = 0, name: str = "whip", relay_kbps: int | None = None, relay_kbps_from: float = 0):
         self.report = tmp / f"{name}-report.json"
         self.log = tmp / f"{name}-endpoint.log"
         args = [PY, str(ENDPOINT), "--token", token, "--report", str(self.report), "--port", str(port)]
@@ -42,6 +42,8 @@ class Endpoint:
             args += ["--pli-after-frames", str(pli_after_frames)]
         if relay_loss is not None:
             args += ["--relay-loss", str(relay_loss)]
+        if relay_kbps is not None:
+            args += ["--relay-kbps", str(relay_kbps), "--relay-kbps-from", str(relay_kbps_from)]
         self.proc = subprocess.Popen(args, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=open(self.log, "wb"))
         line = self.proc.stdout.readline().decode()
         if not line:
@@ -121,6 +123,28 @@ class WHIPTest(BroadcastTestCase):
         self.assertEqual((rec["width"], rec["height"]), (1280, 720), rec)
         self.assertIn("opus", rec["codecs"], rec)
         self.assertGreaterEqual(rec["video"], 0.99 * last["video_frames_sent"], rec)
+
+    def test_bitrate_follows_receiver_reports_on_a_slow_link(self):
+        """A 1200 kbit/s bottleneck towards aiortc from t=3 s: the endpoint's receiver reports show
+        the loss, the adaptive bitrate follows it below the link (without collapsing to the
+        floor) and the picture keeps decoding."""
+        key = new_key()
+        ep = self.endpoint(key, relay_kbps=1200, relay_kbps_from=3)
+        stats = self.track_file(self.tmp / "stats.jsonl")
+        r = self.run_broadcast(["--url", ep.url, "--source", "test", "--res", "720p", "--video-bitrate", "2500",
+                                "--duration", "20", "--stats-json", stats, "--quiet"], env={"STREAM_KEY": key}, timeout=70)
+        self.assertEqual(r.returncode, 0, r.describe())
+        rep = ep.finish()
+        rows = [json.loads(x) for x in stats.read_text().splitlines() if x.strip()]
+        targets = [x["target_video_kbps"] for x in rows]
+        print(f"\n--- whip slow link: targets {targets}; relay {rep.get('relay')}; frames {rep['video_frames']}",
+              file=sys.stderr)
+        self.assertEqual(targets[0], 2500)
+        late = [x["target_video_kbps"] for x in rows if x["time_s"] >= 14]
+        self.assertTrue(late and max(late) < 1200, f"the target must settle below the 1200 kbit/s link: {targets}")
+        after = targets[next(i for i, t in enumerate(targets) if t < 2500):]
+        self.assertGreater(min(after), 0.3 * 1200, f"the target collapsed: {targets}")
+        self.assertGreater(rep["video_frames"], 300, rep)
 
     def test_endpoint_vanishes_then_returns(self):
         key = new_key()

@@ -1,6 +1,7 @@
 """A WHIP endpoint (RFC 9725) on an independent WebRTC stack, aiortc + aiohttp, for the WHIP tests.
 
     python whip_endpoint.py --token TOKEN --report OUT.json [--pli-after-frames N] [--relay-loss P]
+                            [--relay-kbps K --relay-kbps-from S]
 
 Listens on 127.0.0.1 (`--port`, else a free port, printed as {"port": P} on stdout), answers POST /whip/live with
 201 + Location when the bearer token matches (401 otherwise, counted), decodes every frame that
@@ -19,6 +20,8 @@ the first keyframe decoded (keyframe_after_pli; 1 = the very next frame).
 `--relay-loss P` puts tools/udp_relay.py (P loss each way) in front of aiortc's first host
 candidate and answers with the relay's address as the only candidate, so every datagram the
 client sends (and what aiortc answers) crosses the lossy path; the relay's counts are in "relay".
+`--relay-kbps K` (with `--relay-kbps-from S`) makes that relay a K kbit/s bottleneck towards aiortc
+from S s on, with a 150 ms queue that drops what overflows (loss 0 unless --relay-loss is given).
 """
 
 from __future__ import annotations
@@ -83,8 +86,11 @@ def capture_unix_seconds(pts: int) -> float | None:
 
 
 class Endpoint:
-    def __init__(self, token: str, report: str, pli_after: int | None, relay_loss: float | None = None):
+    def __init__(self, token: str, report: str, pli_after: int | None, relay_loss: float | None = None,
+                 relay_kbps: int | None = None, relay_kbps_from: float = 0):
         self.relay_loss = relay_loss
+        self.relay_kbps = relay_kbps
+        self.relay_kbps_from = relay_kbps_from
         self.relay: subprocess.Popen | None = None
         self.token = token
         self.report_path = report
@@ -119,7 +125,7 @@ class Endpoint:
         answer = await pc.createAnswer()
         await pc.setLocalDescription(answer)
         sdp = pc.localDescription.sdp
-        if self.relay_loss is not None:
+        if self.relay_loss is not None or self.relay_kbps is not None:
             sdp = self.through_relay(sdp)
         self.r["answer_codecs"] = sorted({line.split(" ", 1)[1].split("/")[0].lower()
                                           for line in sdp.splitlines() if line.startswith("a=rtpmap:")})
@@ -133,8 +139,10 @@ class Endpoint:
         if not m:
             raise RuntimeError("no IPv4 host candidate in aiortc's answer")
         relay_py = Path(__file__).resolve().parents[2] / "tools" / "udp_relay.py"
+        shape = ["--kbps", str(self.relay_kbps), "--kbps-from", str(self.relay_kbps_from), "--queue-ms", "150"] \
+            if self.relay_kbps else []
         self.relay = subprocess.Popen([sys.executable, str(relay_py), "--target", f"{m.group(1)}:{m.group(2)}",
-                                       "--loss", str(self.relay_loss), "--seed", "7", "--seconds", "120"],
+                                       "--loss", str(self.relay_loss or 0), "--seed", "7", "--seconds", "120", *shape],
                                       stdout=subprocess.PIPE, text=True)
         port = int(self.relay.stdout.readline().strip().rsplit(":", 1)[1])
         out, first = [], set()
@@ -216,9 +224,11 @@ async def main() -> None:
     ap.add_argument("--report", required=True)
     ap.add_argument("--pli-after-frames", type=int)
     ap.add_argument("--relay-loss", type=float)
+    ap.add_argument("--relay-kbps", type=int)
+    ap.add_argument("--relay-kbps-from", type=float, default=0)
     ap.add_argument("--port", type=int, default=0, help="0: a free port")
     a = ap.parse_args()
-    ep = Endpoint(a.token, a.report, a.pli_after_frames, a.relay_loss)
+    ep = Endpoint(a.token, a.report, a.pli_after_frames, a.relay_loss, a.relay_kbps, a.relay_kbps_from)
     app = web.Application()
     app.router.add_post("/whip/live", ep.post)
     app.router.add_delete("/whip/resource/{n}", ep.delete)

@@ -9,6 +9,8 @@ import Synchronization
 ///   NACKs are queued (a fixed ring of `nackCapacity` sequence numbers, the oldest dropped and
 ///   counted when full) for the sender thread, which owns the packet history and the outbound
 ///   SRTP context.
+/// - Receiver reports (RR, or the blocks of an SR) about our video SSRC: the latest fraction lost
+///   and how many arrived, for the bitrate controller (`WHIPPublisher.transportBacklogMs`).
 /// - DTLS after the handshake goes to GnuTLS (our last flight resent when the endpoint resends its own).
 ///
 /// The session is lost when nothing arrives for `silenceLimitNs` or consent expires; the sender
@@ -35,10 +37,16 @@ package final class WHIPFeedbackReader: @unchecked Sendable {
     private let lost = Mutex<String?>(nil)
     package let keyframeRequests = Atomic<Int>(0)
     package let nacksReceived = Atomic<Int>(0)
+    /// The video SSRC whose report blocks count (nil: no video track), and where they go.
+    private let videoSSRC: UInt32?
+    private let reports: WHIPReceiverReports?
 
-    package init(ice: ICEAgent, dtls: DTLSSRTPTransport, keyframeRequester: (@Sendable () -> Void)?) {
+    package init(ice: ICEAgent, dtls: DTLSSRTPTransport, videoSSRC: UInt32? = nil, reports: WHIPReceiverReports? = nil,
+                 keyframeRequester: (@Sendable () -> Void)?) {
         self.ice = ice
         self.dtls = dtls
+        self.videoSSRC = videoSSRC
+        self.reports = reports
         self.keyframeRequester = keyframeRequester
     }
 
@@ -126,7 +134,17 @@ package final class WHIPFeedbackReader: @unchecked Sendable {
             let fmt = b[at] & 0x1F, type = b[at + 1]
             let length = (Int(b.loadBE16(at + 2)) + 1) * 4
             guard at + length <= b.count else { return }
-            if type == 206 && (fmt == 1 || fmt == 4) && length >= 12 {
+            if type == 200 || type == 201 {
+                // Report blocks follow the 8-byte header (and an SR's 20 bytes of sender info).
+                var block = at + (type == 200 ? 28 : 8)
+                for _ in 0..<Int(fmt) where block + 24 <= at + length {
+                    if let ssrc = videoSSRC, let reports, b.loadBE32(block) == ssrc {
+                        reports.fractionLost.store(Int(b[block + 4]), ordering: .relaxed)
+                        reports.count.add(1, ordering: .releasing)
+                    }
+                    block += 24
+                }
+            } else if type == 206 && (fmt == 1 || fmt == 4) && length >= 12 {
                 keyframeRequests.add(1, ordering: .relaxed)
                 keyframeRequester?()
             } else if type == 205 && fmt == 1 && length >= 16 {

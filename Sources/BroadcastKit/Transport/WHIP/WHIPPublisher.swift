@@ -59,6 +59,11 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     package private(set) var unanswerableNACKs = 0
     /// The counters above as link stats, published by the sender thread for the housekeeper.
     private let link = Mutex<TransportLinkStats?>(nil)
+    /// RTP payload bytes sent (first transmissions), for the loss share below. Any thread reads.
+    private let wireBytes = Atomic<Int>(0)
+    private struct LossShare { var reports = 0, bytes = -1, undelivered = 0 }
+    private let lossShare = Mutex(LossShare())
+    private let receiverReports = WHIPReceiverReports()
     package var linkStats: TransportLinkStats? { link.withLock { $0 } }
 
     package init(url text: String, token: String, hasVideo: Bool, hasAudio: Bool, connectTimeoutSeconds: Int, caFile: String?) {
@@ -84,6 +89,34 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     }
 
     package var kind: TagSinkKind { .whip }
+
+    /// Loss stands in for a queue: RTP over UDP never backs up in a send buffer, so congestion
+    /// shows as the fraction lost in the endpoint's receiver reports about our video. As in
+    /// Google's congestion control's loss rule: more than 10% lost reads as congested (past the
+    /// bitrate controller's 300 ms), 2-10% holds the rate (neither congested nor calm), under 2%
+    /// is calm. Nothing is congested before the first report.
+    package var transportBacklogMs: Int {
+        guard receiverReports.count.load(ordering: .acquiring) > 0 else { return 0 }
+        let lost = receiverReports.fractionLost.load(ordering: .relaxed)  // x/256
+        return lost > 25 ? 600 : lost >= 5 ? 200 : 0
+    }
+
+    /// The share of the RTP bytes sent that the receiver reports lost: at each new report, what was
+    /// sent since the last one times its fraction lost (the bitrate controller subtracts it from
+    /// what was handed over, so a congested target follows what arrived).
+    package var undeliveredBytes: Int {
+        let reports = receiverReports.count.load(ordering: .acquiring)
+        let fraction = receiverReports.fractionLost.load(ordering: .relaxed)
+        let bytes = wireBytes.load(ordering: .relaxed)
+        return lossShare.withLock { l in
+            if reports != l.reports {
+                if l.bytes >= 0 && bytes > l.bytes { l.undelivered += (bytes - l.bytes) * fraction / 256 }
+                l.reports = reports
+                l.bytes = bytes
+            }
+            return l.undelivered
+        }
+    }
 
     package func open() throws(TransportError) {
         do {
@@ -141,7 +174,10 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
         ice = agent
         dtls = keys
         history.reset()
-        let r = WHIPFeedbackReader(ice: agent, dtls: keys, keyframeRequester: keyframeRequester)
+        receiverReports.reset()
+        lossShare.withLock { $0 = LossShare(undelivered: $0.undelivered) }
+        let r = WHIPFeedbackReader(ice: agent, dtls: keys, videoSSRC: hasVideo ? video.ssrc : nil, reports: receiverReports,
+                                   keyframeRequester: keyframeRequester)
         do { try r.start() } catch {
             deleteResource()
             throw error
@@ -252,6 +288,7 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
         if keep { history.store(sequence: sequence, UnsafeRawBufferPointer(rebasing: packet[0..<plain])) }
         stream.packets &+= 1
         stream.octets &+= UInt32(headerCount + payload.count)
+        wireBytes.add(plain, ordering: .relaxed)
         guard let n = dtls.protectRTP(packet.baseAddress!, count: plain) else {
             sendFailures += 1
             return
