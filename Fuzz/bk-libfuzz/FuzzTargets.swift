@@ -1,9 +1,10 @@
-/// Every target, one line each. A new parser of outside bytes (the WHIP URL parser when it exists) is one more line here plus a seed folder `Fuzz/corpus/NAME/`.
+/// Every target, one line each. A new parser of outside bytes is one more line here plus a seed folder `Fuzz/corpus/NAME/`.
 let fuzzTargets: [FuzzTarget] = [
     FuzzTarget(name: "rtmp-chunk", summary: "server->client RTMP bytes through RTMPChunkReader, replies through AMF0Reader",
                run: RTMPChunkFuzz.run),
     FuzzTarget(name: "rtmp-url", summary: "RTMPURL(parsing:) and RTMPURL(url:streamKey:)", run: RTMPURLFuzz.run),
     FuzzTarget(name: "srt-url", summary: "SRTURL(parsing:): srt://host:port?streamid=&passphrase=&latency=", run: SRTURLFuzz.run),
+    FuzzTarget(name: "whip-url", summary: "WHIPURL(parsing:) and an endpoint's Location through resource(_:)", run: WHIPURLFuzz.run),
     FuzzTarget(name: "control-command", summary: "a control-socket line through ControlCommand.parse (JSON and words)",
                run: ControlCommandFuzz.run),
     FuzzTarget(name: "y4m-header", summary: "the first line of a Y4M stream through Y4MHeader.parse", run: Y4MHeaderFuzz.run),

@@ -51,6 +51,11 @@ package struct WHIPURL: Sendable, Equatable {
             port = isTLS ? 443 : 80
         }
         guard !host.isEmpty else { throw .connectFailed("WHIP URL: no host") }
+        // The host goes into the request's Host header: letters, digits, '-', '.', '_' (and ':'
+        // in brackets) only, so no header can be injected through it.
+        guard host.utf8.allSatisfy({ Self.hostByte($0, bracketed: authority.hasPrefix("[")) }) else {
+            throw .connectFailed("WHIP URL: the host may hold only letters, digits, '-', '.' and '_'")
+        }
         guard target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else {
             throw .connectFailed("WHIP URL: the path must be printable ASCII without spaces")
         }
@@ -72,9 +77,27 @@ package struct WHIPURL: Sendable, Equatable {
         return (isTLS ? "https://" : "http://") + h + ":\(port)" + path + query
     }
 
+    private static func hostByte(_ b: UInt8, bracketed: Bool) -> Bool {
+        switch b {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"):
+            return true
+        case UInt8(ascii: ":"):
+            return bracketed
+        default:
+            return false
+        }
+    }
+
     /// The URL of a resource the endpoint named in `Location` (absolute, or a path on this host).
+    /// An absolute one must keep the endpoint's scheme, host and port: the DELETE carries the
+    /// bearer token, which must go nowhere else (and never from https to http).
     package func resource(_ location: String) -> WHIPURL? {
-        if WHIPURL.isWHIP(location) { return try? WHIPURL(parsing: location) }
+        if WHIPURL.isWHIP(location) {
+            guard let r = try? WHIPURL(parsing: location), r.isTLS == isTLS, r.host.lowercased() == host.lowercased(),
+                  r.port == port else { return nil }
+            return r
+        }
         var r = self
         if location.hasPrefix("/") {
             r.target = location
