@@ -27,7 +27,7 @@ package enum Usage {
       --require-all          any lost destination fails the run (else only losing every RTMP/SRT one)
       --bitrate-follows W    primary | slowest: what the adaptive bitrate follows (default primary)
       --no-enhanced-rtmp-connect  plain RTMP connect: no E-RTMP capsEx, server reconnect requests ignored
-      --ca-file PATH         also trust this CA (PEM) for rtmps:// (the system store is always used)
+      --ca-file PATH         also trust this CA (PEM) for rtmps:// and https:// (the system store is always used)
       --record PATH          also write the stream to PATH: FLV, or fragmented MP4 when PATH ends in .mp4
       --record-min-free SIZE refuse to start with less free space (default: 10 min at the bitrates)
       --no-publish           do not connect anywhere (use with --record)

@@ -34,7 +34,8 @@ class Endpoint:
     """whip_endpoint.py, started and stopped by pid; its report read after DELETE or SIGTERM."""
 
     def __init__(self, tmp: Path, token: str, pli_after_frames: int | None = None, relay_loss: float | None = None,
-                 port: int = 0, name: str = "whip", relay_kbps: int | None = None, relay_kbps_from: float = 0):
+                 port: int = 0, name: str = "whip", relay_kbps: int | None = None, relay_kbps_from: float = 0,
+                 tls: tuple[Path, Path] | None = None):
         self.report = tmp / f"{name}-report.json"
         self.log = tmp / f"{name}-endpoint.log"
         args = [PY, str(ENDPOINT), "--token", token, "--report", str(self.report), "--port", str(port)]
@@ -44,12 +45,14 @@ class Endpoint:
             args += ["--relay-loss", str(relay_loss)]
         if relay_kbps is not None:
             args += ["--relay-kbps", str(relay_kbps), "--relay-kbps-from", str(relay_kbps_from)]
+        if tls is not None:
+            args += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
         self.proc = subprocess.Popen(args, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=open(self.log, "wb"))
         line = self.proc.stdout.readline().decode()
         if not line:
             raise AssertionError(f"whip_endpoint.py did not start: {self.log.read_text()[-2000:]}")
         self.port = json.loads(line)["port"]
-        self.url = f"http://127.0.0.1:{self.port}/whip/live"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}/whip/live"
 
     def finish(self, wait: float = 10) -> dict:
         """The report: waits for the endpoint to exit after DELETE, else stops it (SIGTERM)."""
@@ -145,6 +148,26 @@ class WHIPTest(BroadcastTestCase):
         after = targets[next(i for i, t in enumerate(targets) if t < 2500):]
         self.assertGreater(min(after), 0.3 * 1200, f"the target collapsed: {targets}")
         self.assertGreater(rep["video_frames"], 300, rep)
+
+    def test_https_endpoint_verified(self):
+        """https:// signalling through the GnuTLS path rtmps:// uses: a certificate from a CA given
+        with --ca-file streams; one for another name is refused (exit 3, the token never sent)."""
+        from test_network import make_pki
+        pki = make_pki(self.tmp / "pki")
+        key = new_key()
+        ep = self.endpoint(key, tls=(pki["server_cert"], pki["server_key"]))
+        r = self.run_broadcast(["--url", ep.url, "--ca-file", pki["ca"], "--source", "test", "--res", "360p",
+                                "--duration", "4"], env={"STREAM_KEY": key}, timeout=60)
+        self.assertEqual(r.returncode, 0, r.describe())
+        rep = ep.finish()
+        self.assertEqual((rep["posts"], rep["deletes"]), (1, 1), rep)
+        self.assertGreaterEqual(rep["video_frames"], 0.9 * 4 * 30, rep)
+        wrong = self.endpoint(key, tls=(pki["other_cert"], pki["other_key"]), name="wrong")
+        r = self.run_broadcast(["--url", wrong.url, "--ca-file", pki["ca"], "--source", "test", "--res", "360p",
+                                "--duration", "4"], env={"STREAM_KEY": key}, timeout=60)
+        self.assertEqual(r.returncode, 3, r.describe())
+        self.assertEqual(len(r.stderr_lines()), 1, r.describe())
+        self.assertEqual(wrong.finish(wait=0)["posts"], 0, "no request may reach an endpoint that failed verification")
 
     def test_endpoint_vanishes_then_returns(self):
         key = new_key()

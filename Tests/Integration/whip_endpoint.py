@@ -1,7 +1,7 @@
 """A WHIP endpoint (RFC 9725) on an independent WebRTC stack, aiortc + aiohttp, for the WHIP tests.
 
     python whip_endpoint.py --token TOKEN --report OUT.json [--pli-after-frames N] [--relay-loss P]
-                            [--relay-kbps K --relay-kbps-from S]
+                            [--relay-kbps K --relay-kbps-from S] [--tls-cert PEM --tls-key KEY]
 
 Listens on 127.0.0.1 (`--port`, else a free port, printed as {"port": P} on stdout), answers POST /whip/live with
 201 + Location when the bearer token matches (401 otherwise, counted), decodes every frame that
@@ -22,6 +22,7 @@ candidate and answers with the relay's address as the only candidate, so every d
 client sends (and what aiortc answers) crosses the lossy path; the relay's counts are in "relay".
 `--relay-kbps K` (with `--relay-kbps-from S`) makes that relay a K kbit/s bottleneck towards aiortc
 from S s on, with a 150 ms queue that drops what overflows (loss 0 unless --relay-loss is given).
+`--tls-cert`/`--tls-key` serve the signalling over HTTPS (then the URL is https://).
 """
 
 from __future__ import annotations
@@ -225,6 +226,8 @@ async def main() -> None:
     ap.add_argument("--pli-after-frames", type=int)
     ap.add_argument("--relay-loss", type=float)
     ap.add_argument("--relay-kbps", type=int)
+    ap.add_argument("--tls-cert")
+    ap.add_argument("--tls-key")
     ap.add_argument("--relay-kbps-from", type=float, default=0)
     ap.add_argument("--port", type=int, default=0, help="0: a free port")
     a = ap.parse_args()
@@ -234,7 +237,12 @@ async def main() -> None:
     app.router.add_delete("/whip/resource/{n}", ep.delete)
     runner = web.AppRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", a.port, reuse_address=True)
+    tls = None
+    if a.tls_cert:
+        import ssl
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(a.tls_cert, a.tls_key)
+    site = web.TCPSite(runner, "127.0.0.1", a.port, reuse_address=True, ssl_context=tls)
     await site.start()
     port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001
     print(json.dumps({"port": port}), flush=True)
