@@ -25,10 +25,6 @@ package enum CoreDumpGuard {
         } ?? false
     }
 
-    /// Whether this process is dumpable (PR_GET_DUMPABLE): true since core dumps are kept off by
-    /// RLIMIT_CORE and coredump_filter instead.
-    package static var isDumpable: Bool { bk_is_dumpable() == 1 }
-
     /// The process's coredump_filter bits (0 once `apply()` ran), or nil if unreadable.
     package static var coredumpFilter: Int? {
         let bits = bk_coredump_filter()

@@ -40,7 +40,6 @@ int bk_exclude_from_core(const void *start, size_t length) {
     return madvise((void *)first, end - first, MADV_DONTDUMP);
 }
 
-int bk_is_dumpable(void) { return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0); }
 
 void bk_test_fault(int kind) {
     if (kind == 1) {

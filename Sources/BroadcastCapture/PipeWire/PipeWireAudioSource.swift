@@ -37,8 +37,6 @@ public final class PipeWireAudioSource: CaptureSource {
     }
     public var error: CaptureError? { stream.error }
 
-    /// Buffers handed to the sink so far.
-    public var buffersDelivered: Int { stream.delivered.load(ordering: .relaxed) }
     /// The negotiated format, e.g. "audio F32 2 ch 48000 Hz" (empty before negotiation).
     public var negotiatedFormat: String { stream.format.withLock { $0 } }
 }

@@ -85,24 +85,11 @@ package enum FlatJSON {
         }
     }
 
-    /// `s` as a JSON string literal.
+    /// `s` as a JSON string literal (`JSONString`).
     package static func quote(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            default:
-                if u.value < 0x20 {
-                    let hex = String(u.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(u)
-                }
-            }
-        }
-        return out + "\""
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(s.utf8.count + 2)
+        JSONString.escape(s) { bytes.append($0) }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -64,27 +64,9 @@ package final class ReportBuffer {
         while div > 0 { append(byte: UInt8(truncatingIfNeeded: frac / div) + 48); frac %= div; div /= 10 }
     }
 
-    /// `s` as a JSON string literal, escaped as `jsonString(_:)` does.
+    /// `s` as a JSON string literal (`JSONString`).
     package func appendJSONString(_ s: String) {
-        append(byte: 34)
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": append("\\\"")
-            case "\\": append("\\\\")
-            case "\n": append("\\n")
-            case "\r": append("\\r")
-            case "\t": append("\\t")
-            default:
-                if u.value < 0x20 {
-                    append("\\u00")
-                    let hex: StaticString = "0123456789abcdef"
-                    hex.withUTF8Buffer { h in append(byte: h[Int(u.value >> 4)]); append(byte: h[Int(u.value & 15)]) }
-                } else {
-                    for b in UTF8.encode(u)! { append(byte: b) }
-                }
-            }
-        }
-        append(byte: 34)
+        JSONString.escape(s) { append(byte: $0) }
     }
 
     /// Pads with spaces up to `length` bytes.

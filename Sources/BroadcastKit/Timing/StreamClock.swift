@@ -30,12 +30,6 @@ package final class StreamClock: Sendable {
         max(0, MediaTime.millis(timelineNs(pts)))
     }
 
-    /// The origin in source-clock nanoseconds, or nil before the first buffer.
-    package var originNs: Int64? {
-        let o = origin.load(ordering: .acquiring)
-        return o == Int64.min ? nil : o
-    }
-
     /// CLOCK_MONOTONIC when the first buffer was accepted, or nil before it (the mixer paces the
     /// silence of a session without any audio source from it).
     package var originArrivalNs: Int64? {

@@ -33,7 +33,6 @@ package final class FLVFileSink: ClosingSink, @unchecked Sendable {
     /// 11-byte tag header + 4-byte PreviousTagSize, reused for every tag.
     private let scratch: UnsafeMutableRawBufferPointer
 
-    static let fileHeaderSize = 9
     static let tagHeaderSize = 11
     /// AMF0 "@setDataFrame": 02 00 0D + 13 bytes.
     static let setDataFramePrefix: [UInt8] = [0x02, 0x00, 0x0D] + Array("@setDataFrame".utf8)

@@ -40,7 +40,6 @@ int bk_coredump_filter(void);
 /// honours the flag (the kernel, gdb's gcore) copies them. Returns 0 on success.
 int bk_exclude_from_core(const void *start, size_t length);
 /// PR_GET_DUMPABLE: 1 if this process could dump core / be ptraced by its user, 0 if not.
-int bk_is_dumpable(void);
 /// Test-only: faults for real. kind 1 writes through a null pointer (SIGSEGV); any other kind
 /// calls abort() (SIGABRT). Used by the CLI's hidden BROADCAST_TEST_FAULT trigger.
 void bk_test_fault(int kind);
