@@ -219,6 +219,58 @@ class WHIPTest(BroadcastTestCase):
                            env={**clean_env(), "PYTHONPATH": str(REPO_ROOT / "bindings" / "python")})
         self.assertIn("refused: a WHIP destination needs Opus audio", r.stdout, r.stdout + r.stderr)
 
+    def test_python_producer_faster_than_real_time(self):
+        """Python over the C ABI, block mode, 150 frames of 640x360 and their Opus audio pushed as
+        fast as the library takes them (media time, not wall time): every frame is encoded and
+        reaches aiortc, which decodes it at 640x360."""
+        key = new_key()
+        ep = self.endpoint(key)
+        code = ("import json, os, sys\n"
+                "import numpy as np\n"
+                "import broadcastkit as bk\n"
+                "frames = 150\n"
+                "img = np.zeros((360, 640, 4), np.uint8)\n"
+                "tone = np.zeros((960, 2), np.float32)\n"
+                "with bk.Session(sys.argv[1], os.environ['STREAM_KEY'], width=640, height=360, audio_codec='opus',\n"
+                "                backpressure='block', memory_budget='80M') as s:\n"
+                "    for n in range(frames):\n"
+                "        img[:, :, 1] = (n * 7) % 256\n"
+                "        img[(n * 2) % 360, :, :] = 255\n"
+                "        assert s.send_video(img, pts_ns=n * 1_000_000_000 // 30) == 'accepted'\n"
+                "        for k in range(2):\n"
+                "            a = n * 2 + k\n"
+                "            s.send_audio(tone, pts_ns=a * 20_000_000)\n"
+                "st = s.stats()  # after finish: the last frames are encoded at the flush\n"
+                "print(json.dumps({'encoded': st['video_frames_encoded'], 'sent': st['video_frames_sent'], 'drops': st['drops'], 'dest': st['destinations']}))\n")
+        r = subprocess.run([PY, "-c", code, ep.url], cwd=REPO_ROOT, capture_output=True, text=True, timeout=90,
+                           env={**clean_env(), "PYTHONPATH": str(REPO_ROOT / "bindings" / "python"), "STREAM_KEY": key})
+        self._captured_texts += [r.stdout, r.stderr]
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        rep = ep.finish()
+        print(f"\n--- whip python block: {out}; decoded {rep['video_sizes']}", file=sys.stderr)
+        self.assertEqual(out["encoded"], 150, out)
+        self.assertGreaterEqual(rep["video_sizes"].get("640x360", 0), 0.95 * 150, rep)
+
+    def test_gstreamer_non_live_named_pipeline(self):
+        """gst-launch with a named sink and a non-live source to a WHIP URL (location=http://…):
+        the element prerolls, every buffer is encoded, aiortc decodes them."""
+        key = new_key()
+        ep = self.endpoint(key)
+        env = {**clean_env(), "GST_PLUGIN_PATH": str(REPO_ROOT / ".build" / "release" / "gstreamer-1.0"),
+               "GST_REGISTRY": str(self.tmp / "registry.bin"), "STREAM_KEY": key}
+        r = subprocess.run(["gst-launch-1.0", "-q", "videotestsrc", "pattern=ball", "num-buffers=90", "!",
+                            "video/x-raw,width=640,height=360,framerate=30/1", "!", "broadcastsink", "name=out",
+                            f"location={ep.url}", "audio-codec=none", "memory-budget=80M"],
+                           env=env, capture_output=True, text=True, timeout=90)
+        self._captured_texts += [r.stdout, r.stderr]
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        rep = ep.finish()
+        print(f"\n--- whip gstreamer: decoded {rep['video_sizes']}, posts {rep['posts']}, deletes {rep['deletes']}",
+              file=sys.stderr)
+        self.assertGreaterEqual(rep["video_sizes"].get("640x360", 0), 0.95 * 90, rep)
+        self.assertEqual(rep["deletes"], 1, rep)
+
     def test_aac_requested_is_refused(self):
         key = new_key()
         r = self.run_broadcast(["--url", "http://127.0.0.1:9/whip/live", "--source", "test", "--audio-codec", "aac",
