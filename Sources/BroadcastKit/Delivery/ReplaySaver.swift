@@ -31,7 +31,7 @@ package final class ReplaySaver: @unchecked Sendable {
     private var busy = false
     private var stopping = false
     private var running = false
-    /// What the last rehearsal wrote (kept so that the work is not optimised away; tests read it).
+    /// What the last rehearsal wrote: stored so that the work is not optimised away (nothing reads it).
     package private(set) var rehearsedBytes = 0
 
     package init(ring: ReplayRing, layout: MP4TrackLayout, settings: ReplaySettings) {
