@@ -34,6 +34,10 @@ public protocol TagSink: AnyObject {
     /// Takes each track's tags as soon as they are encoded, without the interleaver's wait for the
     /// other track (WHIP: RTP streams are timed per track); default false.
     var tracksUnordered: Bool { get }
+    /// The receiver's own estimate of the bitrate the path carries (WebRTC REMB), in kbit/s for
+    /// all media, when the peer sends one; the bitrate controller keeps its ceiling under it. nil
+    /// by default.
+    var peerEstimatedKbps: Int? { get }
 }
 
 /// The kind of a destination's sink, as its line in the stats names it.
@@ -52,6 +56,7 @@ extension TagSink {
     public var transportBacklogMs: Int { 0 }
     public var undeliveredBytes: Int { 0 }
     public var tracksUnordered: Bool { false }
+    public var peerEstimatedKbps: Int? { nil }
 }
 
 /// Transport failures, each mapped to a CLI exit code.
