@@ -24,10 +24,14 @@ public struct DestinationStats: Sendable, Equatable {
     public var downtimeSeconds: Double
     /// The transport's own view of the link (SRT), or nil.
     public var link: TransportLinkStats?
+    /// The receiver's own estimate of the path in kbit/s (WHIP: REMB), or nil.
+    public var peerEstimateKbps: Int?
 
     public init(name: String, kind: String, state: String, kbps: Double, bytesSent: Int, queueBytes: Int,
-                queueMs: Int, drops: Int, reconnects: Int, downtimeSeconds: Double, link: TransportLinkStats? = nil) {
+                queueMs: Int, drops: Int, reconnects: Int, downtimeSeconds: Double, link: TransportLinkStats? = nil,
+                peerEstimateKbps: Int? = nil) {
         self.link = link
+        self.peerEstimateKbps = peerEstimateKbps
         self.name = name
         self.kind = kind
         self.state = state

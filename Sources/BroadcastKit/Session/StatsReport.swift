@@ -133,6 +133,7 @@ package struct StatsReport {
             b.append(",\"reconnects\":"); b.append(d.reconnects)
             b.append(",\"downtime_s\":"); b.append(d.downtimeSeconds, decimals: 1)
             if let l = d.link { Self.writeLink(l, into: b) }
+            if let k = d.peerEstimateKbps { b.append(",\"peer_estimate_kbps\":"); b.append(k) }
             b.append("}")
             i += 1
         }

@@ -19,7 +19,7 @@ package final class ICEAgent {
     /// Binding requests answered, and consent responses received (stats, tests).
     package private(set) var requestsAnswered = 0
     package private(set) var consentResponses = 0
-    private var lastConsentResponseNs: Int64 = 0
+    private var consent = ICEConsent(grantedAtNs: 0)
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 1024, alignment: 4)
     private var consentTransaction = [UInt8](repeating: 0, count: 12)
 
@@ -120,7 +120,7 @@ package final class ICEAgent {
                         if Self.same(msg.transaction, nominateTransaction) {
                             peer = targets[n]
                             connected = true
-                            lastConsentResponseNs = Self.nowNs()
+                            consent = ICEConsent(grantedAtNs: Self.nowNs())
                             return
                         }
                     } else if let i = transactions.firstIndex(where: { Self.same(msg.transaction, $0) }) {
@@ -136,27 +136,30 @@ package final class ICEAgent {
 
     /// Handles a STUN datagram that arrived while streaming: answers the endpoint's checks and notes
     /// consent responses. Returns false when `packet` is not STUN.
-    package func handle(_ packet: UnsafeRawBufferPointer, from: sockaddr_in) -> Bool {
+    package func handle(_ packet: UnsafeRawBufferPointer, from: sockaddr_in, nowNs: Int64 = ICEAgent.nowNs()) -> Bool {
         guard let msg = STUNMessage.parse(packet) else { return false }
         if msg.type == STUNMessage.bindingRequest {
             answerRequest(packet, msg, from: from)
         } else if msg.type == STUNMessage.bindingSuccess, Self.same(msg.transaction, consentTransaction),
                   STUNMessage.integrityValid(packet, msg, password: remotePwd) {
             consentResponses += 1
-            lastConsentResponseNs = Self.nowNs()
+            consent.answered(nowNs: nowNs)
         }
         return true
     }
 
-    /// RFC 7675: a binding request on the selected pair every few seconds; consent is lost when
-    /// none has been answered for 30 s.
-    package func refreshConsent(nowNs: Int64) {
-        consentTransaction = Self.transaction()
-        sendRequest(to: peer, transaction: consentTransaction, nominate: false)
-    }
-
-    package func consentExpired(nowNs: Int64) -> Bool {
-        connected && nowNs - lastConsentResponseNs > 30_000_000_000
+    /// RFC 7675 (`ICEConsent`): sends the consent check that is due at `nowNs`; false once
+    /// consent has expired (no check answered for 30 s).
+    package func keepConsent(nowNs: Int64) -> Bool {
+        guard connected else { return true }
+        switch consent.step(nowNs: nowNs) {
+        case .wait: return true
+        case .expired: return false
+        case .check:
+            consentTransaction = Self.transaction()
+            sendRequest(to: peer, transaction: consentTransaction, nominate: false)
+            return true
+        }
     }
 
     /// Sends `bytes` to the nominated pair. False when the kernel refused (a full buffer drops it).

@@ -26,9 +26,11 @@ package struct RTPStream {
         return timestampOffset &+ UInt32(truncatingIfNeeded: ticks)
     }
 
-    /// Writes the 12-byte header and advances the sequence number.
-    package mutating func writeHeader(_ out: UnsafeMutableRawBufferPointer, timestamp: UInt32, marker: Bool) {
-        out[0] = 0x80
+    /// Writes the 12-byte header (its X bit when a header extension follows) and advances the
+    /// sequence number.
+    package mutating func writeHeader(_ out: UnsafeMutableRawBufferPointer, timestamp: UInt32, marker: Bool,
+                                      hasExtension: Bool = false) {
+        out[0] = hasExtension ? 0x90 : 0x80
         out[1] = (marker ? 0x80 : 0) | payloadType
         out.storeBE16(2, sequence)
         out.storeBE32(4, timestamp)

@@ -20,6 +20,8 @@ package struct SDPAnswer: Equatable {
     package var candidates: [Candidate] = []
     package var opusPayloadType: Int?
     package var h264PayloadType: Int?
+    /// The abs-send-time extension id the endpoint accepted on video (nil: do not send it).
+    package var absSendTimeID: Int?
 
     package init(parsing text: String) throws(TransportError) {
         var kind = ""
@@ -49,6 +51,12 @@ package struct SDPAnswer: Equatable {
                       let priority = UInt32(f[3]) else { continue }
                 let c = Candidate(address: String(f[4]), port: port, priority: priority)
                 if !candidates.contains(c) { candidates.append(c) }
+            } else if a.hasPrefix("extmap:"), kind == "video", !rejected, absSendTimeID == nil {
+                // extmap:<id>[/direction] <uri>; one-byte headers carry ids 1...14.
+                let f = a.dropFirst(7).split(separator: " ")
+                if f.count >= 2, f[1] == AbsSendTime.uri, let id = Int(f[0].split(separator: "/")[0]), (1...14).contains(id) {
+                    absSendTimeID = id
+                }
             } else if a.hasPrefix("rtpmap:"), !rejected {
                 let f = a.dropFirst(7).split(separator: " ")
                 guard f.count == 2, let pt = Int(f[0]) else { continue }

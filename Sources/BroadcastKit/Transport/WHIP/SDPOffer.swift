@@ -1,6 +1,6 @@
 /// The SDP offer a WHIP client POSTs: one BUNDLEd transport (one ufrag/pwd/fingerprint, rtcp-mux),
 /// sendonly Opus 48 kHz stereo and H.264 constrained baseline with packetization-mode 1, our host
-/// candidates inline (no trickle) and `a=setup:actpass` (the endpoint picks the DTLS role).
+/// candidates inline (no trickle), abs-send-time and goog-remb on video, and `a=setup:actpass` (the endpoint picks the DTLS role).
 package struct SDPOffer {
     package static let opusPayloadType = 111
     package static let h264PayloadType = 96
@@ -29,6 +29,8 @@ package struct SDPOffer {
             let pt = Self.h264PayloadType
             s += "m=video 9 UDP/TLS/RTP/SAVPF \(pt)\r\n" + transport(mid: "1")
             s += "a=rtpmap:\(pt) H264/90000\r\na=rtcp-fb:\(pt) nack\r\na=rtcp-fb:\(pt) nack pli\r\na=rtcp-fb:\(pt) ccm fir\r\n"
+            // abs-send-time lets the endpoint estimate the path and answer with REMB.
+            s += "a=rtcp-fb:\(pt) goog-remb\r\na=extmap:\(AbsSendTime.offeredID) \(AbsSendTime.uri)\r\n"
             s += "a=fmtp:\(pt) level-asymmetry-allowed=1;packetization-mode=1;profile-level-id=42e01f\r\n"
             s += "a=ssrc:\(ssrc) cname:broadcast\r\na=ssrc:\(ssrc) msid:broadcast video\r\n"
         }

@@ -11,6 +11,8 @@ import Synchronization
 ///   SRTP context.
 /// - Receiver reports (RR, or the blocks of an SR) about our video SSRC: the latest fraction lost
 ///   and how many arrived, for the bitrate controller (`WHIPPublisher.transportBacklogMs`).
+/// - REMB (PSFB FMT 15) listing our video SSRC: the endpoint's estimate of the path, kept with
+///   its arrival time (`WHIPPublisher.peerEstimatedKbps`).
 /// - DTLS after the handshake goes to GnuTLS (our last flight resent when the endpoint resends its own).
 ///
 /// The session is lost when nothing arrives for `silenceLimitNs` or consent expires; the sender
@@ -80,7 +82,6 @@ package final class WHIPFeedbackReader: @unchecked Sendable {
 
     private func run() {
         var lastHeard = ICEAgent.nowNs()
-        var nextConsent = lastHeard + 2_000_000_000
         while !stopping.load(ordering: .acquiring) {
             var pfd = pollfd(fd: ice.fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&pfd, 1, 50)
@@ -103,13 +104,9 @@ package final class WHIPFeedbackReader: @unchecked Sendable {
                 lost.withLock { $0 = "nothing heard from the endpoint for \(Self.silenceLimitNs / 1_000_000_000) s" }
                 return
             }
-            if now >= nextConsent {
-                if ice.consentExpired(nowNs: now) {
-                    lost.withLock { $0 = "the endpoint stopped answering consent checks (30 s)" }
-                    return
-                }
-                ice.refreshConsent(nowNs: now)
-                nextConsent = now + 5_000_000_000
+            if !ice.keepConsent(nowNs: now) {
+                lost.withLock { $0 = "the endpoint stopped answering consent checks (30 s)" }
+                return
             }
         }
     }
@@ -143,6 +140,11 @@ package final class WHIPFeedbackReader: @unchecked Sendable {
                         reports.count.add(1, ordering: .releasing)
                     }
                     block += 24
+                }
+            } else if type == 206 && fmt == 15 {
+                if let reports, let bps = RTCPREMB.bitsPerSecond(UnsafeRawBufferPointer(rebasing: b[at..<(at + length)]),
+                                                                   listing: videoSSRC) {
+                    reports.noteEstimate(bitsPerSecond: bps, nowNs: ICEAgent.nowNs())
                 }
             } else if type == 206 && (fmt == 1 || fmt == 4) && length >= 12 {
                 keyframeRequests.add(1, ordering: .relaxed)

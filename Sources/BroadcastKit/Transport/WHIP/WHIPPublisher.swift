@@ -32,6 +32,8 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     private var ice: ICEAgent?
     private var dtls: DTLSSRTPTransport?
     private var resource: WHIPURL?
+    /// The abs-send-time extension id the answer accepted for video (nil: none on our packets).
+    private var absSendTimeID: Int?
     private var video = RTPStream(ssrc: UInt32.random(in: 1...UInt32.max), payloadType: UInt8(SDPOffer.h264PayloadType), clockRate: 90_000)
     private var audio = RTPStream(ssrc: UInt32.random(in: 1...UInt32.max), payloadType: UInt8(SDPOffer.opusPayloadType), clockRate: 48_000)
     private let history = RTPPacketHistory()
@@ -65,6 +67,12 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     private let lossShare = Mutex(LossShare())
     private let receiverReports = WHIPReceiverReports()
     package var linkStats: TransportLinkStats? { link.withLock { $0 } }
+
+    /// The endpoint's latest REMB for our video in kbit/s (its delay-based estimate of the path, fed
+    /// by our abs-send-time); nil before the first and when none arrived for 5 s. Any thread reads.
+    package var peerEstimatedKbps: Int? { receiverReports.estimateKbps(nowNs: ICEAgent.nowNs()) }
+    /// REMB packets taken from the endpoint so far (tests).
+    package var estimatesReceived: Int { receiverReports.estimates.load(ordering: .relaxed) }
 
     package init(url text: String, token: String, hasVideo: Bool, hasAudio: Bool, connectTimeoutSeconds: Int, caFile: String?) {
         var parsed = WHIPURL(invalid: ())
@@ -163,6 +171,7 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
                 }
                 audio.payloadType = UInt8(pt & 0x7F)
             }
+            absSendTimeID = answer.absSendTimeID
             let timeoutMs = connectTimeoutSeconds * 1000
             try agent.connect(answer: answer, timeoutMs: timeoutMs) { aborted.load(ordering: .acquiring) }
             try keys.handshake(ice: agent, asClient: !answer.endpointIsDTLSClient, expectedFingerprint: answer.fingerprint,
@@ -213,7 +222,8 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     }
 
     private func publishLinkStats() {
-        let now = TransportLinkStats(rttMs: 0, bandwidthMbps: 0, sendRateMbps: 0, packetsSent: packetsSent,
+        let estimate = Double(peerEstimatedKbps ?? 0) / 1000
+        let now = TransportLinkStats(rttMs: 0, bandwidthMbps: estimate, sendRateMbps: 0, packetsSent: packetsSent,
                                      packetsLost: reader?.nacksReceived.load(ordering: .relaxed) ?? 0,
                                      packetsRetransmitted: retransmitted,
                                      packetsDropped: sendFailures + unanswerableNACKs, sendBufferMs: 0)
@@ -272,19 +282,21 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     private func sendNAL(_ nal: UnsafeRawBufferPointer, timestamp: UInt32, last: Bool) {
         H264RTPPacketizer.packetize(nal, maxPayload: Self.maxPayload, lastOfAccessUnit: last) { f in
             sendPacket(&video, timestamp: timestamp, marker: f.marker, header: f.header, headerCount: f.headerCount,
-                       payload: f.payload, keep: true)
+                       payload: f.payload, keep: true, extensionID: absSendTimeID)
         }
     }
 
     private func sendPacket(_ stream: inout RTPStream, timestamp: UInt32, marker: Bool, header: (UInt8, UInt8), headerCount: Int,
-                            payload: UnsafeRawBufferPointer, keep: Bool) {
-        guard let ice, let dtls, 12 + headerCount + payload.count <= 1500 else { return }
+                            payload: UnsafeRawBufferPointer, keep: Bool, extensionID: Int? = nil) {
+        let top = extensionID == nil ? 12 : 12 + AbsSendTime.extensionBytes
+        guard let ice, let dtls, top + headerCount + payload.count <= 1500 else { return }
         let sequence = stream.sequence
-        stream.writeHeader(packet, timestamp: timestamp, marker: marker)
-        if headerCount > 0 { packet[12] = header.0 }
-        if headerCount > 1 { packet[13] = header.1 }
-        UnsafeMutableRawBufferPointer(rebasing: packet[(12 + headerCount)...]).copyMemory(from: payload)
-        let plain = 12 + headerCount + payload.count
+        stream.writeHeader(packet, timestamp: timestamp, marker: marker, hasExtension: extensionID != nil)
+        if let extensionID { AbsSendTime.write(packet, id: extensionID, ns: ICEAgent.nowNs()) }
+        if headerCount > 0 { packet[top] = header.0 }
+        if headerCount > 1 { packet[top + 1] = header.1 }
+        UnsafeMutableRawBufferPointer(rebasing: packet[(top + headerCount)...]).copyMemory(from: payload)
+        let plain = top + headerCount + payload.count
         if keep { history.store(sequence: sequence, UnsafeRawBufferPointer(rebasing: packet[0..<plain])) }
         stream.packets &+= 1
         stream.octets &+= UInt32(headerCount + payload.count)
@@ -311,7 +323,14 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
 
     private func retransmit(_ sequence: UInt16) {
         guard let ice, let dtls, let plain = history.copy(sequence: sequence, into: UnsafeMutableRawBufferPointer(rebasing: packet[0..<1500])),
-              let n = dtls.protectRTP(packet.baseAddress!, count: plain) else {
+              plain >= 20 else {
+            unanswerableNACKs += 1
+            return
+        }
+        // The repair leaves now: its abs-send-time says so, or the endpoint's estimator would read
+        // the NACK round trip as queueing delay.
+        if packet[0] & 0x10 != 0 { AbsSendTime.update(packet, ns: ICEAgent.nowNs()) }
+        guard let n = dtls.protectRTP(packet.baseAddress!, count: plain) else {
             unanswerableNACKs += 1
             return
         }
