@@ -136,7 +136,7 @@ package final class Destination: @unchecked Sendable {
                                 kbps: Double(rateBitsPerSecond.load(ordering: .relaxed)) / 1000,
                                 bytesSent: bytesSent, queueBytes: queue.queuedBytes, queueMs: queue.queuedDurationMs,
                                 drops: queue.droppedTags, reconnects: reconnects, downtimeSeconds: downtimeSeconds,
-                                link: sink.linkStats)
+                                link: sink.linkStats, peerEstimateKbps: sink.peerEstimatedKbps)
     }
     /// The error that stopped this destination, if any.
     package var error: TransportError? { failure.withLock { $0 } }
@@ -253,7 +253,7 @@ package final class Destination: @unchecked Sendable {
         while !stopping.load(ordering: .acquiring) {
             attempt += 1
             if reconnect.maxAttempts > 0 && attempt > reconnect.maxAttempts {
-                setState(.failed)
+                giveUp(after: reconnect.maxAttempts)
                 return
             }
             let delay = reconnect.delay(attempt: attempt, unit: rng.nextUnit())
@@ -294,6 +294,21 @@ package final class Destination: @unchecked Sendable {
             onEvent?(.reconnected(count: stats.snapshot().reconnects))
             return
         }
+    }
+
+    /// Out of attempts: the failure names the outage (how long the destination has been down) and
+    /// what the last attempt met, not that attempt's error alone ("could not connect" read as if
+    /// the stream had never started).
+    private func giveUp(after attempts: Int) {
+        let down = downtimeSeconds
+        let name = sink.displayName
+        failure.withLock { f in
+            var last = f?.description ?? "no answer"
+            if let r = last.firstRange(of: "\(name): ") { last.removeSubrange(r) }
+            f = .connectionLost("\(name): down for \(fixed(down, 1)) s, not back after \(attempts) reconnect "
+                                + "attempt\(attempts == 1 ? "" : "s") (the last: \(last))")
+        }
+        setState(.failed)
     }
 
     private func account(_ tag: FLVTag) {
