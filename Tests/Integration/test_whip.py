@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -35,7 +36,7 @@ class Endpoint:
 
     def __init__(self, tmp: Path, token: str, pli_after_frames: int | None = None, relay_loss: float | None = None,
                  port: int = 0, name: str = "whip", relay_kbps: int | None = None, relay_kbps_from: float = 0,
-                 tls: tuple[Path, Path] | None = None):
+                 tls: tuple[Path, Path] | None = None, dtls_server: bool = False):
         self.report = tmp / f"{name}-report.json"
         self.log = tmp / f"{name}-endpoint.log"
         args = [PY, str(ENDPOINT), "--token", token, "--report", str(self.report), "--port", str(port)]
@@ -45,6 +46,8 @@ class Endpoint:
             args += ["--relay-loss", str(relay_loss)]
         if relay_kbps is not None:
             args += ["--relay-kbps", str(relay_kbps), "--relay-kbps-from", str(relay_kbps_from)]
+        if dtls_server:
+            args += ["--dtls-server"]
         if tls is not None:
             args += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
         self.proc = subprocess.Popen(args, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=open(self.log, "wb"))
@@ -98,6 +101,19 @@ class WHIPTest(BroadcastTestCase):
         self.assertIsNotNone(rep["pli_sent_at"], rep)
         self.assertIsNotNone(rep["keyframe_after_pli"], f"no keyframe after the PLI: {rep}")
         self.assertLessEqual(rep["keyframe_after_pli"], 2, f"PLI answered {rep['keyframe_after_pli']} frames later: {rep}")
+        # REMB: every video packet carries abs-send-time, aiortc's estimator answers with REMB, and
+        # the publisher's peerEstimatedKbps (in the stats as peer_estimate_kbps) follows it.
+        self.assertEqual(rep["answer_setup"], ["active"], rep)
+        self.assertGreater(rep["abs_send_time_packets"], 20 * 30, rep)
+        self.assertGreater(rep["remb_sent"], 0, f"aiortc sent no REMB: {rep}")
+        rows = [json.loads(x) for x in stats.read_text().splitlines() if x.strip()]
+        estimates = [x["destinations"][0].get("peer_estimate_kbps") for x in rows]
+        print(f"\n--- whip REMB: {rep['remb_sent']} sent, last {rep['remb_last_bps']} bit/s; stats {estimates}",
+              file=sys.stderr)
+        self.assertIsNone(estimates[0], f"no estimate before the first REMB: {estimates}")
+        self.assertTrue(any(e is not None and e > 0 for e in estimates), f"peer_estimate_kbps never set: {estimates}")
+        sent = {bps // 1000 for bps in rep["remb_bps"]}
+        self.assertTrue(all(e is None or e in sent for e in estimates), f"stats {estimates} vs REMBs sent {sorted(sent)}")
 
     def test_loss_repaired_by_nack_beside_rtmp(self):
         key = new_key()
@@ -168,6 +184,54 @@ class WHIPTest(BroadcastTestCase):
         self.assertEqual(r.returncode, 3, r.describe())
         self.assertEqual(len(r.stderr_lines()), 1, r.describe())
         self.assertEqual(wrong.finish(wait=0)["posts"], 0, "no request may reach an endpoint that failed verification")
+
+    def test_dtls_client_role(self):
+        """aiortc as the DTLS server (a=setup:passive): our DTLS client role handshakes, keys SRTP
+        and aiortc decodes the picture."""
+        key = new_key()
+        ep = self.endpoint(key, dtls_server=True)
+        r = self.run_broadcast(["--url", ep.url, "--source", "test", "--res", "360p", "--duration", "5",
+                                "--audio-codec", "opus"], env={"STREAM_KEY": key}, timeout=60)
+        self.assertEqual(r.returncode, 0, r.describe())
+        rep = ep.finish()
+        print(f"\n--- whip DTLS client: setup {rep['answer_setup']}, decoded {rep['video_sizes']}, audio {rep['audio_seconds']} s",
+              file=sys.stderr)
+        self.assertEqual(rep["answer_setup"], ["passive"], rep)
+        self.assertEqual(rep["errors"], [], rep)
+        self.assertGreaterEqual(rep["video_sizes"].get("640x360", 0), 0.9 * 5 * 30, rep)
+        self.assertGreaterEqual(rep["audio_seconds"], 4.0, rep)
+        self.assertEqual(rep["deletes"], 1, rep)
+
+    def test_endpoint_never_returns_exit_4(self):
+        """The endpoint killed mid-stream and never restarted: after 10 s of silence the destination
+        reconnects once (refused: nothing listens); the run ends with exit 4 and one error line naming
+        the downtime, well before its 60 s duration."""
+        key = new_key()
+        ep = self.endpoint(key)
+        proc = subprocess.Popen([str(BROADCAST_BIN), "--url", ep.url, "--source", "test", "--res", "360p",
+                                 "--duration", "60", "--reconnect-attempts", "1", "--reconnect-delay", "0.5",
+                                 "--quiet"],
+                                env={**clean_env(), "STREAM_KEY": key}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(3)
+        ep.proc.kill()
+        ep.proc.wait()
+        killed = time.monotonic()
+        out, err = proc.communicate(timeout=40)
+        took = time.monotonic() - killed
+        text = err.decode(errors="replace")
+        self._captured_texts += [out.decode(errors="replace"), text]
+        lines = [x for x in text.splitlines() if x.strip()]
+        print(f"\n--- whip never returns: exit {proc.returncode} {took:.1f} s after the kill: {lines}", file=sys.stderr)
+        self.assertEqual(proc.returncode, 4, text[-2000:])
+        self.assertLess(took, 20, f"the run must end soon after the reconnects fail: {took:.1f} s")
+        errors = [x for x in lines if x.startswith("broadcast: error:")]
+        self.assertEqual(len(errors), 1, text[-2000:])
+        down = re.search(r"down for (\d+\.\d) s", errors[0])
+        self.assertIsNotNone(down, f"the error must name the downtime: {errors[0]}")
+        # Counted from the loss (10 s of silence: until then every UDP send went through), so
+        # at least the reconnect delay and no more than the time since the kill.
+        self.assertGreater(float(down.group(1)), 0.0, errors[0])
+        self.assertLessEqual(float(down.group(1)), took, errors[0])
 
     def test_endpoint_vanishes_then_returns(self):
         key = new_key()
@@ -252,6 +316,31 @@ class WHIPTest(BroadcastTestCase):
         self.assertEqual(out["encoded"], 150, out)
         self.assertGreaterEqual(rep["video_sizes"].get("640x360", 0), 0.95 * 150, rep)
 
+    def test_c_producer_faster_than_real_time(self):
+        """A C program over the C ABI (block mode, no audio) pushes 90 frames of 640x360 as fast as
+        the library takes them to the WHIP URL: aiortc decodes >= 95% of them at 640x360."""
+        key = new_key()
+        ep = self.endpoint(key)
+        src = self.tmp / "whip_push.c"
+        src.write_text(C_PRODUCER)
+        exe = self.tmp / "whip_push"
+        build = REPO_ROOT / ".build" / "release"
+        r = subprocess.run(["cc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(exe), str(src),
+                            f"-I{REPO_ROOT / 'Sources' / 'CBroadcastKitABI' / 'include'}", f"-L{build}", "-lbroadcastkit",
+                            f"-Wl,-rpath,{build}"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        r = subprocess.run([str(exe), ep.url], capture_output=True, text=True, timeout=90,
+                           env={**clean_env(), "STREAM_KEY": key})
+        self._captured_texts += [r.stdout, r.stderr]
+        self.assertEqual(r.returncode, 0, r.stderr[-2000:])
+        out = json.loads(r.stdout.strip().splitlines()[0])
+        rep = ep.finish()
+        print(f"\n--- whip C producer: {out}; decoded {rep['video_sizes']}", file=sys.stderr)
+        self.assertEqual((out["accepted"], out["finish"]), (90, 0), out)
+        self.assertEqual(set(rep["video_sizes"]), {"640x360"}, rep)
+        self.assertGreaterEqual(rep["video_sizes"]["640x360"], 0.95 * 90, rep)
+        self.assertEqual(rep["deletes"], 1, rep)
+
     def test_gstreamer_non_live_named_pipeline(self):
         """gst-launch with a named sink and a non-live source to a WHIP URL (location=http://…):
         the element prerolls, every buffer is encoded, aiortc decodes them."""
@@ -278,3 +367,46 @@ class WHIPTest(BroadcastTestCase):
         self.assertEqual(r.returncode, 2, r.describe())
         self.assertEqual(len(r.stderr_lines()), 1, r.describe())
         self.assertIn("Opus", r.stderr)
+
+
+# 90 frames of 640x360 BGRx (a moving bar), block mode, no audio, as fast as the library takes them;
+# prints {"accepted", "finish"}. The key comes from $STREAM_KEY and is wiped after the copy.
+C_PRODUCER = r"""
+#include <broadcastkit.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int main(int argc, char **argv) {
+    if (argc != 2 || !getenv("STREAM_KEY")) { fprintf(stderr, "usage: STREAM_KEY=... whip_push URL\n"); return 2; }
+    const int w = 640, h = 360, n = 90;
+    bk_config *cfg = bk_config_new();
+    if (bk_config_set_video(cfg, w, h, 30, 1500) != BK_OK || bk_config_set_audio(cfg, BK_AUDIO_NONE, 0) != BK_OK
+        || bk_config_set_backpressure(cfg, BK_BACKPRESSURE_BLOCK) != BK_OK
+        || bk_config_set_memory_budget(cfg, 80 * 1024 * 1024) != BK_OK
+        || bk_config_add_rtmp(cfg, argv[1], getenv("STREAM_KEY")) != BK_OK) {
+        fprintf(stderr, "config: %s\n", bk_config_last_error(cfg));
+        return 2;
+    }
+    bk_session *s = bk_session_new(cfg);
+    bk_config_free(cfg);
+    if (bk_session_start(s) != BK_OK) { fprintf(stderr, "start: %s\n", bk_session_last_error(s)); return 3; }
+    unsigned char *px = malloc((size_t)w * h * 4);
+    int accepted = 0;
+    int64_t t0 = bk_now_ns();
+    for (int i = 0; i < n; i++) {
+        memset(px, 0x30, (size_t)w * h * 4);
+        for (int y = 0; y < h; y++) memset(px + ((size_t)y * w + (size_t)(i * 6) % (w - 32)) * 4, 0xff, 32 * 4);
+        bk_video_frame f = { .width = w, .height = h, .format = BK_PIXEL_BGRX, .planes = { px },
+                             .strides = { w * 4 }, .plane_sizes = { (int64_t)w * h * 4 },
+                             .pts_ns = t0 + (int64_t)i * 33333333 };
+        if (bk_session_process_video(s, &f) == BK_ACCEPTED) accepted++;
+    }
+    bk_status fin = bk_session_finish(s);
+    if (fin != BK_OK) fprintf(stderr, "finish: %s\n", bk_session_last_error(s));
+    printf("{\"accepted\": %d, \"finish\": %d}\n", accepted, fin);
+    bk_session_free(s);
+    free(px);
+    return 0;
+}
+"""

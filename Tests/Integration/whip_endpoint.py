@@ -22,6 +22,9 @@ candidate and answers with the relay's address as the only candidate, so every d
 client sends (and what aiortc answers) crosses the lossy path; the relay's counts are in "relay".
 `--relay-kbps K` (with `--relay-kbps-from S`) makes that relay a K kbit/s bottleneck towards aiortc
 from S s on, with a 150 ms queue that drops what overflows (loss 0 unless --relay-loss is given).
+`--dtls-server` makes aiortc the DTLS server (`a=setup:passive`), so the client runs its DTLS client role.
+The report also has "answer_setup", "abs_send_time_packets" (video packets that carried the
+extension), "remb_sent", "remb_last_bps" and "remb_bps" (the first 1000) (the REMBs aiortc's estimator sent back).
 `--tls-cert`/`--tls-key` serve the signalling over HTTPS (then the URL is https://).
 """
 
@@ -42,7 +45,7 @@ from aiohttp import web
 from aiortc import RTCPeerConnection, RTCSessionDescription
 from aiortc.mediastreams import MediaStreamError
 from aiortc.rtcrtpreceiver import RTCRtpReceiver
-from aiortc.rtp import RtcpSrPacket
+from aiortc.rtp import RTCP_PSFB_APP, RtcpPsfbPacket, RtcpSrPacket, unpack_remb_fci
 
 # The last sender report per SSRC: (NTP time, RTP time). The client's reports map RTP time to the
 # capture clock, so a decoded frame's RTP time gives its capture time (glass-to-decoded latency).
@@ -63,12 +66,32 @@ FIRST_RTP: dict[int, int] = {}
 _handle_rtp = RTCRtpReceiver._handle_rtp_packet
 
 
+# Video packets that carried abs-send-time, and the REMBs aiortc's estimator sent back (its own
+# RemoteBitrateEstimator, fed only by packets with that extension).
+REMB = {"abs_send_time_packets": 0, "remb_sent": 0, "remb_last_bps": None, "remb_bps": []}
+
+
 async def _note_first_rtp(self, packet, arrival_time_ms):
     FIRST_RTP.setdefault(packet.ssrc, packet.timestamp)
+    if packet.extensions.abs_send_time is not None:
+        REMB["abs_send_time_packets"] += 1
     return await _handle_rtp(self, packet, arrival_time_ms)
 
 
 RTCRtpReceiver._handle_rtp_packet = _note_first_rtp
+_send_rtcp = RTCRtpReceiver._send_rtcp
+
+
+async def _note_remb(self, packet):
+    if isinstance(packet, RtcpPsfbPacket) and packet.fmt == RTCP_PSFB_APP:
+        REMB["remb_sent"] += 1
+        REMB["remb_last_bps"] = unpack_remb_fci(packet.fci)[0]
+        if len(REMB["remb_bps"]) < 1000:
+            REMB["remb_bps"].append(REMB["remb_last_bps"])
+    return await _send_rtcp(self, packet)
+
+
+RTCRtpReceiver._send_rtcp = _note_remb
 
 
 def capture_unix_seconds(pts: int) -> float | None:
@@ -88,7 +111,8 @@ def capture_unix_seconds(pts: int) -> float | None:
 
 class Endpoint:
     def __init__(self, token: str, report: str, pli_after: int | None, relay_loss: float | None = None,
-                 relay_kbps: int | None = None, relay_kbps_from: float = 0):
+                 relay_kbps: int | None = None, relay_kbps_from: float = 0, dtls_server: bool = False):
+        self.dtls_server = dtls_server
         self.relay_loss = relay_loss
         self.relay_kbps = relay_kbps
         self.relay_kbps_from = relay_kbps_from
@@ -123,11 +147,17 @@ class Endpoint:
             asyncio.ensure_future(self.consume(pc, track))
 
         await pc.setRemoteDescription(RTCSessionDescription(sdp=offer, type="offer"))
+        if self.dtls_server:
+            # aiortc answers an actpass offer as the DTLS client unless its transport's role is
+            # already set: take the server role, so the answer says a=setup:passive.
+            for t in pc.getTransceivers():
+                t.receiver.transport._set_role("server")  # noqa: SLF001
         answer = await pc.createAnswer()
         await pc.setLocalDescription(answer)
         sdp = pc.localDescription.sdp
         if self.relay_loss is not None or self.relay_kbps is not None:
             sdp = self.through_relay(sdp)
+        self.r["answer_setup"] = sorted({line.split(":", 1)[1] for line in sdp.splitlines() if line.startswith("a=setup:")})
         self.r["answer_codecs"] = sorted({line.split(" ", 1)[1].split("/")[0].lower()
                                           for line in sdp.splitlines() if line.startswith("a=rtpmap:")})
         rid = secrets.token_hex(8)
@@ -211,6 +241,7 @@ class Endpoint:
 
     def write_report(self) -> None:
         self.r["audio_seconds"] = round(self.r["audio_seconds"], 3)
+        self.r.update(REMB)
         if self.latencies:
             lat = sorted(self.latencies)
             self.r["latency_ms"] = {"frames": len(lat), "p50": round(1000 * lat[len(lat) // 2], 1),
@@ -230,8 +261,9 @@ async def main() -> None:
     ap.add_argument("--tls-key")
     ap.add_argument("--relay-kbps-from", type=float, default=0)
     ap.add_argument("--port", type=int, default=0, help="0: a free port")
+    ap.add_argument("--dtls-server", action="store_true", help="answer a=setup:passive (the client is the DTLS client)")
     a = ap.parse_args()
-    ep = Endpoint(a.token, a.report, a.pli_after_frames, a.relay_loss, a.relay_kbps, a.relay_kbps_from)
+    ep = Endpoint(a.token, a.report, a.pli_after_frames, a.relay_loss, a.relay_kbps, a.relay_kbps_from, a.dtls_server)
     app = web.Application()
     app.router.add_post("/whip/live", ep.post)
     app.router.add_delete("/whip/resource/{n}", ep.delete)
