@@ -42,9 +42,12 @@ package final class WHIPFeedbackReader: @unchecked Sendable {
     /// The video SSRC whose report blocks count (nil: no video track), and where they go.
     private let videoSSRC: UInt32?
     private let reports: WHIPReceiverReports?
+    /// CLOCK_MONOTONIC ns; a test passes a faster one to run the 10 s and 30 s rules without waiting.
+    private let clock: @Sendable () -> Int64
 
     package init(ice: ICEAgent, dtls: DTLSSRTPTransport, videoSSRC: UInt32? = nil, reports: WHIPReceiverReports? = nil,
-                 keyframeRequester: (@Sendable () -> Void)?) {
+                 keyframeRequester: (@Sendable () -> Void)?, clock: @escaping @Sendable () -> Int64 = { ICEAgent.nowNs() }) {
+        self.clock = clock
         self.ice = ice
         self.dtls = dtls
         self.videoSSRC = videoSSRC
@@ -81,11 +84,11 @@ package final class WHIPFeedbackReader: @unchecked Sendable {
     }
 
     private func run() {
-        var lastHeard = ICEAgent.nowNs()
+        var lastHeard = clock()
         while !stopping.load(ordering: .acquiring) {
             var pfd = pollfd(fd: ice.fd, events: Int16(POLLIN), revents: 0)
             let ready = poll(&pfd, 1, 50)
-            let now = ICEAgent.nowNs()
+            let now = clock()
             if ready > 0 {
                 while true {
                     var from = sockaddr_in()
@@ -96,8 +99,8 @@ package final class WHIPFeedbackReader: @unchecked Sendable {
                         }
                     }
                     guard n > 0 else { break }
-                    lastHeard = ICEAgent.nowNs()
-                    handle(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), from: from)
+                    lastHeard = clock()
+                    handle(UnsafeRawBufferPointer(rebasing: buffer[0..<n]), from: from, nowNs: lastHeard)
                 }
             }
             if now - lastHeard > Self.silenceLimitNs {
@@ -111,8 +114,8 @@ package final class WHIPFeedbackReader: @unchecked Sendable {
         }
     }
 
-    private func handle(_ data: UnsafeRawBufferPointer, from: sockaddr_in) {
-        if ice.handle(data, from: from) { return }
+    private func handle(_ data: UnsafeRawBufferPointer, from: sockaddr_in, nowNs: Int64) {
+        if ice.handle(data, from: from, nowNs: nowNs) { return }
         // RFC 7983: 20...63 is DTLS.
         if data[0] >= 20 && data[0] <= 63 {
             dtls.feed(data)
