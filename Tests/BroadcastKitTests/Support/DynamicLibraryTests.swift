@@ -116,6 +116,8 @@ private let raceStarts = Atomic<Int>(0)
         let lib = TestLibrary(["libbk-surely-absent.so.7", "libm.so.6"], symbols: [("cos", true), ("sin", true)],
                               start: { _, _ in
                                   raceStarts.add(1, ordering: .relaxed)
+                                  // Holds the first load open long enough for the others to arrive.
+                                  usleep(20_000)
                                   return 0
                               })
         let threads = 8
