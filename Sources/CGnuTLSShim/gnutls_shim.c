@@ -39,9 +39,7 @@
 BK_GNUTLS_FUNCTIONS(BK_POINTER)
 #undef BK_POINTER
 
-#define BK_ENTRY(name) BK_DL_REQUIRED(name, p_##name),
-static const bk_dl_symbol symbols[] = {BK_GNUTLS_FUNCTIONS(BK_ENTRY)};
-#undef BK_ENTRY
+static const bk_dl_symbol symbols[] = {BK_GNUTLS_FUNCTIONS(BK_DL_REQUIRED_P)};
 static const char *const sonames[] = {"libgnutls.so.30", NULL};
 static bk_dl_library library = BK_DL_LIBRARY("rtmps://", sonames, "libgnutls30", symbols, NULL);
 

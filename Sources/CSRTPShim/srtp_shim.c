@@ -28,9 +28,7 @@ static int start(char *error, size_t error_cap) {
     return -1;
 }
 
-#define BK_ENTRY(name) BK_DL_REQUIRED(name, p_##name),
-static const bk_dl_symbol symbols[] = {BK_SRTP_FUNCTIONS(BK_ENTRY)};
-#undef BK_ENTRY
+static const bk_dl_symbol symbols[] = {BK_SRTP_FUNCTIONS(BK_DL_REQUIRED_P)};
 static const char *const sonames[] = {"libsrtp2.so.1", NULL};
 static bk_dl_library library = BK_DL_LIBRARY("WHIP", sonames, "libsrtp2-1", symbols, start);
 

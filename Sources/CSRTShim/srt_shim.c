@@ -38,9 +38,7 @@ static int start(char *error, size_t error_cap) {
     return 0;
 }
 
-#define BK_ENTRY(name) BK_DL_REQUIRED(name, p_##name),
-static const bk_dl_symbol symbols[] = {BK_SRT_FUNCTIONS(BK_ENTRY)};
-#undef BK_ENTRY
+static const bk_dl_symbol symbols[] = {BK_SRT_FUNCTIONS(BK_DL_REQUIRED_P)};
 static const char *const sonames[] = {"libsrt.so.1.5", NULL};
 static bk_dl_library library = BK_DL_LIBRARY("srt://", sonames, "libsrt1.5-openssl", symbols, start);
 

@@ -27,6 +27,8 @@ typedef struct {
 
 #define BK_DL_REQUIRED(symbol, variable) {#symbol, (void *)&(variable), 1}
 #define BK_DL_OPTIONAL(symbol, variable) {#symbol, (void *)&(variable), 0}
+/* For an X-macro list whose pointers are named p_<symbol>: BK_LIST(BK_DL_REQUIRED_P). */
+#define BK_DL_REQUIRED_P(symbol) BK_DL_REQUIRED(symbol, p_##symbol),
 
 /* Runs once, after every required symbol resolved (e.g. srt_startup). 0, or -1 with a reason in
    `error` (without the "<feature> needs <soname>: " prefix, which the loader adds). */
