@@ -37,7 +37,10 @@ typedef int (*bk_dl_start_fn)(char *error, size_t error_cap);
 typedef struct {
     /* Description, set once (BK_DL_LIBRARY or bk_dl_library_init). */
     const char *feature;        /* what needs the library, first words of every error: "srt://" */
-    const char *const *sonames; /* NULL-terminated, tried in order: the versioned name first */
+    /* NULL-terminated, tried in order. Only names with the ABI the shim was compiled against: an
+       unversioned libfoo.so is a -dev symlink that may lead to another major (other struct layouts,
+       e.g. SRT_TRACEBSTATS), so the shims list none. */
+    const char *const *sonames;
     const char *package;        /* the Debian package(s) that install it, named in the error */
     const bk_dl_symbol *symbols;
     size_t symbol_count;
