@@ -4,30 +4,49 @@ import Synchronization
 import Testing
 @testable import BroadcastKit
 
-/// A loader description made at run time. Leaked on purpose: the loader keeps pointers into it
-/// for the life of the process, as the shims' static descriptions are.
-private struct TestLibrary: @unchecked Sendable {
+/// A loader description made at run time, freed when the test is done with it (the dlopen()ed
+/// library itself stays, as the loader never closes one).
+private final class TestLibrary: @unchecked Sendable {
     let library: UnsafeMutablePointer<bk_dl_library>
     /// Where each symbol's address lands, in the order given.
     let slots: [UnsafeMutablePointer<UnsafeMutableRawPointer?>]
+    private let names: UnsafeMutablePointer<UnsafePointer<CChar>?>
+    private let table: UnsafeMutablePointer<bk_dl_symbol>
+    private var strings: [UnsafeMutablePointer<CChar>] = []
 
     init(_ sonames: [String], package: String = "bk-test-package", symbols: [(name: String, required: Bool)] = [],
          start: bk_dl_start_fn? = nil) {
-        let names = UnsafeMutablePointer<UnsafePointer<CChar>?>.allocate(capacity: sonames.count + 1)
-        for (i, s) in sonames.enumerated() { names[i] = UnsafePointer(strdup(s)) }
+        var strings: [UnsafeMutablePointer<CChar>] = []
+        func keep(_ s: String) -> UnsafeMutablePointer<CChar> {
+            let copy = strdup(s)!
+            strings.append(copy)
+            return copy
+        }
+        names = UnsafeMutablePointer<UnsafePointer<CChar>?>.allocate(capacity: sonames.count + 1)
+        for (i, s) in sonames.enumerated() { names[i] = UnsafePointer(keep(s)) }
         names[sonames.count] = nil
-        let table = UnsafeMutablePointer<bk_dl_symbol>.allocate(capacity: max(symbols.count, 1))
+        table = UnsafeMutablePointer<bk_dl_symbol>.allocate(capacity: max(symbols.count, 1))
         var slots: [UnsafeMutablePointer<UnsafeMutableRawPointer?>] = []
         for (i, s) in symbols.enumerated() {
             let slot = UnsafeMutablePointer<UnsafeMutableRawPointer?>.allocate(capacity: 1)
             slot.initialize(to: nil)
             slots.append(slot)
-            table[i] = bk_dl_symbol(name: UnsafePointer(strdup(s.name)), destination: UnsafeMutableRawPointer(slot),
+            table[i] = bk_dl_symbol(name: keep(s.name), destination: UnsafeMutableRawPointer(slot),
                                     required: s.required ? 1 : 0)
         }
         library = UnsafeMutablePointer<bk_dl_library>.allocate(capacity: 1)
-        bk_dl_library_init(library, strdup("the test"), names, strdup(package), table, symbols.count, start)
+        bk_dl_library_init(library, keep("the test"), names, keep(package), table, symbols.count, start)
         self.slots = slots
+        self.strings = strings
+    }
+
+    deinit {
+        pthread_mutex_destroy(&library.pointee.lock)
+        library.deallocate()
+        for slot in slots { slot.deallocate() }
+        table.deallocate()
+        names.deallocate()
+        for s in strings { free(s) }
     }
 
     func load() -> UnsafeMutableRawPointer? { bk_dl_load(library) }
