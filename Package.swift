@@ -22,26 +22,28 @@ let package = Package(
         // system/ links in their folders; Swift code sees only the shims' own small headers.
         // Not linked to libpipewire: it is dlopen()ed on first use (pw_dl.h), so a run that captures
         // nothing never maps it.
-        .target(name: "CPipeWireShim",
-                cSettings: [.headerSearchPath("system/pipewire-0.3"), .headerSearchPath("system/spa-0.2")],
-                linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CPipeWireShim", dependencies: ["CDynamicLibrary"],
+                cSettings: [.headerSearchPath("system/pipewire-0.3"), .headerSearchPath("system/spa-0.2")]),
+        // The one dlopen() loader of the optional libraries below (sonames in order, a symbol table, one
+        // error wording, thread-safe first load); each shim describes its library and calls it.
+        .target(name: "CDynamicLibrary", linkerSettings: [.linkedLibrary("dl")]),
         // One small C shim per concern, for APIs Swift cannot call directly (macros, varargs).
         .target(name: "CX264Shim", dependencies: ["CX264"]),
         .target(name: "COpusShim", dependencies: ["COpus"]),
         .target(name: "CLinuxProcess"),
         // GnuTLS for rtmps:// only: dlopen()ed on first use, never linked (its headers, from
         // libgnutls28-dev, only declare), so rtmp:// processes do not map it.
-        .target(name: "CGnuTLSShim"),
+        .target(name: "CGnuTLSShim", dependencies: ["CDynamicLibrary"]),
         // sd-bus for the ScreenCast portal, libsystemd dlopen()ed on first use (not linked).
-        .target(name: "CSDBusShim", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CSDBusShim", dependencies: ["CDynamicLibrary"]),
         // libsoxr for the 44.1 kHz resampler, dlopen()ed when the first one is needed (not linked).
-        .target(name: "CSoxrShim", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CSoxrShim", dependencies: ["CDynamicLibrary"]),
         // libsrt for srt:// destinations, dlopen()ed when the first one opens (not linked).
-        .target(name: "CSRTShim", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CSRTShim", dependencies: ["CDynamicLibrary"]),
         // WHIP: GnuTLS for DTLS-SRTP (certificate, handshake, keys) and libsrtp2, each dlopen()ed when
         // the first WHIP destination opens (not linked).
-        .target(name: "CDTLSShim", linkerSettings: [.linkedLibrary("dl")]),
-        .target(name: "CSRTPShim", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CDTLSShim", dependencies: ["CDynamicLibrary"]),
+        .target(name: "CSRTPShim", dependencies: ["CDynamicLibrary"]),
         // The synthetic PipeWire screen for tests and benchmarks; the shipped binary does not link it.
         .target(name: "CPipeWireTestScreen",
                 cSettings: [.headerSearchPath("system/pipewire-0.3"), .headerSearchPath("system/spa-0.2")],
@@ -91,7 +93,7 @@ let package = Package(
         // The README's embedding example, compiled so it cannot drift from the API.
         .executableTarget(name: "embed-example", dependencies: ["BroadcastKit"], path: "Examples/embed-example",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(name: "BroadcastKitTests", dependencies: ["BroadcastKit", "CLinuxProcess"]),
+        .testTarget(name: "BroadcastKitTests", dependencies: ["BroadcastKit", "CLinuxProcess", "CDynamicLibrary"]),
         .testTarget(name: "BroadcastCaptureTests", dependencies: ["BroadcastCapture"]),
         .testTarget(name: "BroadcastCLITests", dependencies: ["BroadcastCLI", "BroadcastKit", "BroadcastCapture"]),
     ]

@@ -1,10 +1,9 @@
 /* dlopen()s GnuTLS for DTLS-SRTP (see CDTLSShim.h). */
 #include "CDTLSShim.h"
+#include "bk_dynamic_library.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <poll.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,8 +12,6 @@
 #include <gnutls/crypto.h>
 #include <gnutls/dtls.h>
 #include <gnutls/x509.h>
-
-#define BK_GNUTLS_SONAME "libgnutls.so.30"
 
 #define BK_DTLS_FUNCTIONS(X)                         \
     X(gnutls_x509_privkey_init)                      \
@@ -61,36 +58,13 @@
 BK_DTLS_FUNCTIONS(BK_POINTER)
 #undef BK_POINTER
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static int loaded;
-static char load_error[256];
+static const bk_dl_symbol symbols[] = {BK_DTLS_FUNCTIONS(BK_DL_REQUIRED_P)};
+static const char *const sonames[] = {"libgnutls.so.30", NULL};
+static bk_dl_library library = BK_DL_LIBRARY("WHIP", sonames, "libgnutls30", symbols, NULL);
 
-static void load(void) {
-    void *lib = dlopen(BK_GNUTLS_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        const char *why = dlerror();
-        snprintf(load_error, sizeof load_error,
-                 "WHIP needs the GnuTLS library (%s), which could not be loaded: %s; install libgnutls30",
-                 BK_GNUTLS_SONAME, why ? why : "unknown error");
-        return;
-    }
-#define BK_RESOLVE(name)                                                                              \
-    p_##name = (__typeof__(name) *)dlsym(lib, #name);                                                  \
-    if (p_##name == NULL) {                                                                           \
-        snprintf(load_error, sizeof load_error, "WHIP needs GnuTLS 3.6 or newer: %s lacks %s", BK_GNUTLS_SONAME, #name); \
-        return;                                                                                       \
-    }
-    BK_DTLS_FUNCTIONS(BK_RESOLVE)
-#undef BK_RESOLVE
-    loaded = 1;
-}
+int bk_dtls_load(void) { return bk_dl_load(&library) != NULL; }
 
-int bk_dtls_load(void) {
-    pthread_once(&load_once, load);
-    return loaded;
-}
-
-const char *bk_dtls_load_error(void) { return loaded ? "" : load_error; }
+const char *bk_dtls_load_error(void) { return bk_dl_error(&library); }
 
 struct bk_dtls {
     gnutls_x509_privkey_t key;
@@ -130,7 +104,7 @@ static int der_fingerprint(const gnutls_datum_t *der, char out[BK_DTLS_FINGERPRI
 
 bk_dtls *bk_dtls_create(char fingerprint[BK_DTLS_FINGERPRINT_LEN], char *error, size_t error_cap) {
     if (!bk_dtls_load()) {
-        snprintf(error, error_cap, "%s", load_error);
+        snprintf(error, error_cap, "%s", bk_dtls_load_error());
         return NULL;
     }
     bk_dtls *d = calloc(1, sizeof *d);

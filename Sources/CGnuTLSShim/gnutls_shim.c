@@ -1,12 +1,9 @@
 /* dlopen()s GnuTLS on first use and forwards the bk_gnutls_* calls (see CGnuTLSShim.h). */
 #include "CGnuTLSShim.h"
+#include "bk_dynamic_library.h"
 
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-
-#define BK_GNUTLS_SONAME "libgnutls.so.30"
 
 /* Every function we use, once: the list drives the pointer table, the lookup and the checks. */
 #define BK_GNUTLS_FUNCTIONS(X)                  \
@@ -42,39 +39,13 @@
 BK_GNUTLS_FUNCTIONS(BK_POINTER)
 #undef BK_POINTER
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static int loaded;
-static char load_error[256];
+static const bk_dl_symbol symbols[] = {BK_GNUTLS_FUNCTIONS(BK_DL_REQUIRED_P)};
+static const char *const sonames[] = {"libgnutls.so.30", NULL};
+static bk_dl_library library = BK_DL_LIBRARY("rtmps://", sonames, "libgnutls30", symbols, NULL);
 
-static void load(void) {
-    /* RTLD_LOCAL: GnuTLS's symbols stay out of the global namespace. Never dlclose()d: the
-       library keeps global state (and atexit handlers) for the life of the process. */
-    void *lib = dlopen(BK_GNUTLS_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        const char *why = dlerror();
-        snprintf(load_error, sizeof load_error,
-                 "rtmps:// needs the GnuTLS library (%s), which could not be loaded: %s; install libgnutls30",
-                 BK_GNUTLS_SONAME, why ? why : "unknown error");
-        return;
-    }
-#define BK_RESOLVE(name)                                                                        \
-    p_##name = (__typeof__(name) *)dlsym(lib, #name);                                            \
-    if (p_##name == NULL) {                                                                     \
-        snprintf(load_error, sizeof load_error,                                                 \
-                 "rtmps:// needs GnuTLS 3.6 or newer: %s lacks %s", BK_GNUTLS_SONAME, #name);  \
-        return;                                                                                 \
-    }
-    BK_GNUTLS_FUNCTIONS(BK_RESOLVE)
-#undef BK_RESOLVE
-    loaded = 1;
-}
+int bk_gnutls_load(void) { return bk_dl_load(&library) != NULL; }
 
-int bk_gnutls_load(void) {
-    pthread_once(&load_once, load);
-    return loaded;
-}
-
-const char *bk_gnutls_load_error(void) { return loaded ? "" : load_error; }
+const char *bk_gnutls_load_error(void) { return bk_dl_error(&library); }
 
 int bk_gnutls_x509_trust_list_init(gnutls_x509_trust_list_t *list, unsigned int size) {
     return p_gnutls_x509_trust_list_init(list, size);

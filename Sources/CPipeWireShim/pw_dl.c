@@ -2,47 +2,32 @@
 #define BK_PW_DL_IMPL
 #include "pw_common.h"
 #include "pw_dl.h"
+#include "bk_dynamic_library.h"
 
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
-#include <string.h>
-
-#define BK_PW_LIBRARY "libpipewire-0.3.so.0"
 
 struct bk_pw_api bk_pw_api;
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static char load_error[400]; /* empty: loaded and initialised */
-
-static void load(void)
+static int start(char *error, size_t error_cap)
 {
-    /* RTLD_LOCAL: nothing else resolves against it; the modules libpipewire dlopens itself link
-     * it by name, so they bind to this copy. Never closed. */
-    void *h = dlopen(BK_PW_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (h == NULL) {
-        const char *why = dlerror();
-        snprintf(load_error, sizeof(load_error),
-                 "no PipeWire library: cannot load %s (%s); PipeWire capture needs it "
-                 "(Debian: apt install libpipewire-0.3-0 libpipewire-0.3-modules)",
-                 BK_PW_LIBRARY, why ? why : "not found");
-        return;
-    }
-#define BK_PW_RESOLVE(name) \
-    if ((bk_pw_api.name = (__typeof__(bk_pw_api.name))dlsym(h, #name)) == NULL) { \
-        snprintf(load_error, sizeof(load_error), \
-                 "no usable PipeWire library: %s has no %s (PipeWire 0.3 is needed)", BK_PW_LIBRARY, #name); \
-        return; \
-    }
-    BK_PW_FUNCTIONS(BK_PW_RESOLVE)
-#undef BK_PW_RESOLVE
+    (void)error;
+    (void)error_cap;
     bk_pw_api.pw_init(NULL, NULL);
+    return 0;
 }
+
+#define BK_PW_ENTRY(name) BK_DL_REQUIRED(name, bk_pw_api.name),
+static const bk_dl_symbol symbols[] = {BK_PW_FUNCTIONS(BK_PW_ENTRY)};
+#undef BK_PW_ENTRY
+/* The modules libpipewire dlopens itself link it by name, so they bind to this copy. */
+static const char *const sonames[] = {"libpipewire-0.3.so.0", NULL};
+static bk_dl_library library = BK_DL_LIBRARY("capture", sonames, "libpipewire-0.3-0 libpipewire-0.3-modules",
+                                             symbols, start);
 
 int bk_pw_ensure_init(char *err, size_t err_len)
 {
-    pthread_once(&load_once, load);
-    if (load_error[0] == 0) return 0;
-    snprintf(err, err_len, "%s", load_error);
+    if (bk_dl_load(&library) != NULL) return 0;
+    /* "no PipeWire" first: PipeWireStream reads it as "unavailable", not an I/O failure. */
+    snprintf(err, err_len, "no PipeWire library: %s", bk_dl_error(&library));
     return -1;
 }

@@ -1,14 +1,11 @@
 /* sd-bus through a table of function pointers resolved from libsystemd.so.0 on first use. */
 #include "CSDBusShim.h"
+#include "bk_dynamic_library.h"
 
-#include <dlfcn.h>
 #include <errno.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <systemd/sd-bus.h>
-
-#define BK_SD_LIBRARY "libsystemd.so.0"
 
 _Static_assert(sizeof(bk_sd_bus_error) == sizeof(sd_bus_error), "bk_sd_bus_error must match sd_bus_error");
 _Static_assert(offsetof(bk_sd_bus_error, name) == offsetof(sd_bus_error, name), "sd_bus_error.name");
@@ -30,37 +27,15 @@ static struct {
 #undef BK_SD_MEMBER
 } api;
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static int loaded;
-static char load_error[300];
+#define BK_SD_ENTRY(name) BK_DL_REQUIRED(name, api.name),
+static const bk_dl_symbol symbols[] = {BK_SD_FUNCTIONS(BK_SD_ENTRY)};
+#undef BK_SD_ENTRY
+static const char *const sonames[] = {"libsystemd.so.0", NULL};
+static bk_dl_library library = BK_DL_LIBRARY("the screen-cast portal", sonames, "libsystemd0", symbols, NULL);
 
-static void load(void)
-{
-    void *h = dlopen(BK_SD_LIBRARY, RTLD_NOW | RTLD_LOCAL); /* never closed */
-    if (h == NULL) {
-        const char *why = dlerror();
-        snprintf(load_error, sizeof(load_error),
-                 "cannot load %s for D-Bus (%s); the screen-cast portal needs it (Debian: apt install libsystemd0)",
-                 BK_SD_LIBRARY, why ? why : "not found");
-        return;
-    }
-#define BK_SD_RESOLVE(name) \
-    if ((api.name = (__typeof__(api.name))dlsym(h, #name)) == NULL) { \
-        snprintf(load_error, sizeof(load_error), "%s has no %s (systemd 240 or newer is needed)", BK_SD_LIBRARY, #name); \
-        return; \
-    }
-    BK_SD_FUNCTIONS(BK_SD_RESOLVE)
-#undef BK_SD_RESOLVE
-    loaded = 1;
-}
+static int ready(void) { return bk_dl_load(&library) != NULL; }
 
-static int ready(void)
-{
-    pthread_once(&load_once, load);
-    return loaded;
-}
-
-const char *bk_sd_bus_load(void) { return ready() ? NULL : load_error; }
+const char *bk_sd_bus_load(void) { return ready() ? NULL : bk_dl_error(&library); }
 
 /* Our opaque types are sd-bus's own objects under another name. */
 #define BUS(b) ((sd_bus *)(void *)(b))

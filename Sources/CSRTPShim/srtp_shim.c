@@ -1,14 +1,11 @@
 /* dlopen()s libsrtp2 on first use (see CSRTPShim.h). */
 #include "CSRTPShim.h"
+#include "bk_dynamic_library.h"
 
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <srtp2/srtp.h>
-
-#define BK_SRTP_SONAME "libsrtp2.so.1"
 
 #define BK_SRTP_FUNCTIONS(X)                     \
     X(srtp_init)                                 \
@@ -24,41 +21,20 @@
 BK_SRTP_FUNCTIONS(BK_POINTER)
 #undef BK_POINTER
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static int loaded;
-static char load_error[256];
-
-static void load(void) {
-    /* Never dlclose()d: srtp_init keeps global state for the life of the process. */
-    void *lib = dlopen(BK_SRTP_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        const char *why = dlerror();
-        snprintf(load_error, sizeof load_error,
-                 "WHIP needs libsrtp2 (%s), which could not be loaded: %s; install libsrtp2-1",
-                 BK_SRTP_SONAME, why ? why : "unknown error");
-        return;
-    }
-#define BK_RESOLVE(name)                                                                           \
-    p_##name = (__typeof__(name) *)dlsym(lib, #name);                                               \
-    if (p_##name == NULL) {                                                                        \
-        snprintf(load_error, sizeof load_error, "WHIP needs libsrtp2 2.x: %s lacks %s", BK_SRTP_SONAME, #name); \
-        return;                                                                                    \
-    }
-    BK_SRTP_FUNCTIONS(BK_RESOLVE)
-#undef BK_RESOLVE
-    if (p_srtp_init() != srtp_err_status_ok) {
-        snprintf(load_error, sizeof load_error, "WHIP: srtp_init failed");
-        return;
-    }
-    loaded = 1;
+/* Never closed: srtp_init keeps global state for the life of the process. */
+static int start(char *error, size_t error_cap) {
+    if (p_srtp_init() == srtp_err_status_ok) return 0;
+    snprintf(error, error_cap, "srtp_init failed");
+    return -1;
 }
 
-int bk_srtp_load(void) {
-    pthread_once(&load_once, load);
-    return loaded;
-}
+static const bk_dl_symbol symbols[] = {BK_SRTP_FUNCTIONS(BK_DL_REQUIRED_P)};
+static const char *const sonames[] = {"libsrtp2.so.1", NULL};
+static bk_dl_library library = BK_DL_LIBRARY("WHIP", sonames, "libsrtp2-1", symbols, start);
 
-const char *bk_srtp_load_error(void) { return loaded ? "" : load_error; }
+int bk_srtp_load(void) { return bk_dl_load(&library) != NULL; }
+
+const char *bk_srtp_load_error(void) { return bk_dl_error(&library); }
 
 struct bk_srtp {
     srtp_t session;

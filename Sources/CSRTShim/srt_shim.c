@@ -1,16 +1,13 @@
 /* dlopen()s libsrt on first use and wraps the calls we make (see CSRTShim.h). */
 #include "CSRTShim.h"
+#include "bk_dynamic_library.h"
 
-#include <dlfcn.h>
 #include <netdb.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <srt/srt.h>
-
-#define BK_SRT_SONAME "libsrt.so.1.5"
 
 #define BK_SRT_FUNCTIONS(X) \
     X(srt_startup)          \
@@ -31,44 +28,23 @@
 BK_SRT_FUNCTIONS(BK_POINTER)
 #undef BK_POINTER
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static int loaded;
-static char load_error[256];
-
-static void load(void) {
-    /* Never dlclose()d: libsrt runs its own threads and global state for the life of the process. */
-    void *lib = dlopen(BK_SRT_SONAME, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL) {
-        const char *why = dlerror();
-        snprintf(load_error, sizeof load_error,
-                 "srt:// needs libsrt (%s), which could not be loaded: %s; install libsrt1.5-openssl",
-                 BK_SRT_SONAME, why ? why : "unknown error");
-        return;
-    }
-#define BK_RESOLVE(name)                                                                        \
-    p_##name = (__typeof__(name) *)dlsym(lib, #name);                                            \
-    if (p_##name == NULL) {                                                                     \
-        snprintf(load_error, sizeof load_error, "srt:// needs libsrt 1.5: %s lacks %s",          \
-                 BK_SRT_SONAME, #name);                                                         \
-        return;                                                                                 \
-    }
-    BK_SRT_FUNCTIONS(BK_RESOLVE)
-#undef BK_RESOLVE
+static int start(char *error, size_t error_cap) {
     /* libsrt logs to stderr by default; our own one-line errors say what matters. */
     p_srt_setloglevel(2 /* LOG_CRIT */);
     if (p_srt_startup() < 0) {
-        snprintf(load_error, sizeof load_error, "srt:// : libsrt failed to start: %s", p_srt_getlasterror_str());
-        return;
+        snprintf(error, error_cap, "libsrt failed to start: %s", p_srt_getlasterror_str());
+        return -1;
     }
-    loaded = 1;
+    return 0;
 }
 
-int bk_srt_load(void) {
-    pthread_once(&load_once, load);
-    return loaded;
-}
+static const bk_dl_symbol symbols[] = {BK_SRT_FUNCTIONS(BK_DL_REQUIRED_P)};
+static const char *const sonames[] = {"libsrt.so.1.5", NULL};
+static bk_dl_library library = BK_DL_LIBRARY("srt://", sonames, "libsrt1.5-openssl", symbols, start);
 
-const char *bk_srt_load_error(void) { return loaded ? "" : load_error; }
+int bk_srt_load(void) { return bk_dl_load(&library) != NULL; }
+
+const char *bk_srt_load_error(void) { return bk_dl_error(&library); }
 
 static int set_int(SRTSOCKET s, SRT_SOCKOPT opt, int value) {
     return p_srt_setsockflag(s, opt, &value, sizeof value);
@@ -83,7 +59,7 @@ int bk_srt_connect(const char *host, int port, const bk_srt_options *o, char *er
                    int *refused) {
     *refused = 0;
     if (!bk_srt_load()) {
-        snprintf(error, error_size, "%s", load_error);
+        snprintf(error, error_size, "%s", bk_srt_load_error());
         return -1;
     }
     char service[16];
@@ -152,7 +128,7 @@ int bk_srt_send(int sock, const void *data, int length, char *error, size_t erro
 }
 
 void bk_srt_close(int sock) {
-    if (loaded) p_srt_close(sock);
+    if (bk_dl_is_loaded(&library)) p_srt_close(sock);
 }
 
 int bk_srt_stats_read(int sock, bk_srt_stats *out) {

@@ -1,12 +1,9 @@
 /* libsoxr through function pointers resolved from libsoxr.so.0 when the first resampler is made. */
 #include "CSoxrShim.h"
+#include "bk_dynamic_library.h"
 
-#include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <soxr.h>
-
-#define BK_SOXR_LIBRARY "libsoxr.so.0"
 
 #define BK_SOXR_FUNCTIONS(X) \
     X(soxr_io_spec) X(soxr_quality_spec) X(soxr_create) X(soxr_process) X(soxr_delay) X(soxr_delete)
@@ -17,35 +14,13 @@ static struct {
 #undef BK_SOXR_MEMBER
 } api;
 
-static pthread_once_t load_once = PTHREAD_ONCE_INIT;
-static int loaded;
-static char load_error[300];
+#define BK_SOXR_ENTRY(name) BK_DL_REQUIRED(name, api.name),
+static const bk_dl_symbol symbols[] = {BK_SOXR_FUNCTIONS(BK_SOXR_ENTRY)};
+#undef BK_SOXR_ENTRY
+static const char *const sonames[] = {"libsoxr.so.0", NULL};
+static bk_dl_library library = BK_DL_LIBRARY("44.1 kHz audio", sonames, "libsoxr0", symbols, NULL);
 
-static void load(void)
-{
-    void *h = dlopen(BK_SOXR_LIBRARY, RTLD_NOW | RTLD_LOCAL); /* never closed */
-    if (h == NULL) {
-        const char *why = dlerror();
-        snprintf(load_error, sizeof(load_error),
-                 "cannot load %s (%s); 44.1 kHz audio needs it (Debian: apt install libsoxr0)",
-                 BK_SOXR_LIBRARY, why ? why : "not found");
-        return;
-    }
-#define BK_SOXR_RESOLVE(name) \
-    if ((api.name = (__typeof__(api.name))dlsym(h, #name)) == NULL) { \
-        snprintf(load_error, sizeof(load_error), "%s has no %s", BK_SOXR_LIBRARY, #name); \
-        return; \
-    }
-    BK_SOXR_FUNCTIONS(BK_SOXR_RESOLVE)
-#undef BK_SOXR_RESOLVE
-    loaded = 1;
-}
-
-const char *bk_soxr_load(void)
-{
-    pthread_once(&load_once, load);
-    return loaded ? NULL : load_error;
-}
+const char *bk_soxr_load(void) { return bk_dl_load(&library) != NULL ? NULL : bk_dl_error(&library); }
 
 bk_soxr *bk_soxr_create(double in_rate, double out_rate, unsigned channels, char *err, size_t err_len)
 {
