@@ -6,6 +6,7 @@
   and again with input larger than the output, so every frame goes through the scaler.
 - An impossible plan is refused with exit 2 and the plan; a tight one picks a leaner x264 configuration.
 - A real 720p stream stays inside the default 50 MB budget (peak RSS from /proc via --stats-json).
+- Issue 23: a brightness fade leaves anon memory where it was (x264's weighted plane stays untouched).
 """
 
 from __future__ import annotations
