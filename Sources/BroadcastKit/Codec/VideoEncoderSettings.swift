@@ -45,6 +45,12 @@ public struct VideoEncoderSettings: Sendable, Equatable {
         self.tuning = tuning
     }
 
+    /// x264's `weightp` the encoder opens with: 0 (off) unless `tuning` sets it. The library turns
+    /// it off whatever the preset, because its buffer becomes resident only at the first weighted
+    /// frame, possibly long into a run (see `X264Encoder.configure`); a tuning that turns it on
+    /// gets the weighted planes in the memory plan (`X264MemoryModel`).
+    public var weightedPrediction: Int { tuning.weightedPrediction ?? 0 }
+
     /// x264's `subme` for `preset` unless `tuning` overrides it; 0 means no half-pel planes.
     /// (Preset values as in x264's common/base.c; unknown names count as medium.)
     public var subpelRefinement: Int {

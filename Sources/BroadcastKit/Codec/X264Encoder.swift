@@ -217,6 +217,12 @@ package final class X264Encoder: VideoEncoder, @unchecked Sendable {
         p.pointee.rc.i_vbv_buffer_size = Int32(s.vbvBufferKbits)
         p.pointee.rc.i_lookahead = 0
         p.pointee.rc.b_mb_tree = 0
+        // No weighted prediction unless a tuning asks for it (`VideoEncoderSettings.weightedPrediction`).
+        // x264 allocates a weighted luma plane per thread at open but touches it only when it first
+        // weights a reference (a fade, a flash): a VmHWM step long after start that no start-up
+        // rehearsal can reach (720p veryfast: +760 kB of anon at t = 948 s of a soak, +880 kB one
+        // second into a brightness fade). Presets turn it on only from veryfast up; it pays on fades.
+        p.pointee.analyse.i_weighted_pred = Int32(X264_WEIGHTP_NONE)
         // AVCC framing; SPS/PPS travel once in the sequence header, not before each IDR.
         p.pointee.b_annexb = 0
         p.pointee.b_repeat_headers = 0

@@ -2,8 +2,9 @@
 ///
 /// Order (for a requested preset that refines to sub-pel, e.g. veryfast, with 2 pending frames):
 /// 1. the requested settings;
-/// 2. the requested preset made lean (`X264Tuning.lean`): no sub-pel refinement and no weighted
-///    prediction — the half-pel planes per reference are x264's one large optional cost — with
+/// 2. the requested preset made lean (`X264Tuning.lean`): no sub-pel refinement (weighted prediction
+///    is off in every step: `X264Encoder.configure`) — the half-pel planes per reference are x264's
+///    one large optional cost — with
 ///    CABAC, deblocking, 8x8 DCT, intra partitions and AQ kept, and trellis quantization added
 ///    (CPU, no memory: it wins back most of the quality sub-pel was worth, see `X264Tuning.lean`);
 /// 3. the lean configuration with 1 pending video frame;

@@ -7,6 +7,11 @@
 /// own process (moving noise content, zerolatency, 2 sliced threads, 1 reference; the larger of
 /// two runs), and rewrites the rows between the markers. Between measured sizes the plan
 /// interpolates linearly in pixels; beyond them it extends the nearest segment.
+///
+/// Weighted prediction is off (`X264Encoder.configure`); a tuning that turns it back on adds
+/// `weightedPlaneBytes`. (The subpel rows in the table were measured while veryfast still ran
+/// with its `weightp` 1: whatever of the weighted plane that content touched is in them, an
+/// over-estimate now, never an under-estimate.)
 package enum X264MemoryModel {
     /// What decides x264's working set: whether it keeps half-pel planes per reference.
     package enum Configuration: String, Sendable {
@@ -72,6 +77,19 @@ package enum X264MemoryModel {
         // table is for the 1 reference every session uses).
         let refs = Double(max(1, v.referenceFrames) - 1) * 2.4
         let threads = v.slicedThreads ? 0 : Double(max(0, v.threads - 1)) * 4
-        return max(0, base) + Int(Double(px) * (refs + threads))
+        return max(0, base) + Int(Double(px) * (refs + threads)) + weightedPlaneBytes(v)
+    }
+
+    /// Weighted prediction's buffers, when a tuning turns it on (the library keeps it off, and the
+    /// table is measured without it): per encoder thread one padded luma plane per weighted
+    /// reference (1 for `weightp` 1, 2 for 2), as x264's source allocates them at open (luma
+    /// padding 32 pixels each side). They become resident only at the first weighted frame,
+    /// whenever content brings one, so they are planned in full from that layout, not measured.
+    package static func weightedPlaneBytes(_ v: VideoEncoderSettings) -> Int {
+        guard v.weightedPrediction > 0 else { return 0 }
+        let padding = 32                                       // x264's PADH and PADV, luma
+        let stride = ((v.width + 15) / 16 * 16 + 2 * padding + 63) / 64 * 64
+        let rows = (v.height + 15) / 16 * 16 + 2 * padding
+        return stride * rows * min(2, v.weightedPrediction) * max(1, v.threads)
     }
 }

@@ -155,6 +155,19 @@ func codecTestSettings(fps: Int = 10, bitrate: Int = 500) -> VideoEncoderSetting
         return (cabac, transform8x8)
     }
 
+    /// Issue 23: x264 touches its weighted plane only at the first weighted frame (a fade), a
+    /// late VmHWM step; the library opens every preset without weighted prediction unless a
+    /// tuning asks for it.
+    @Test func weightedPredictionIsOffUnlessATuningAsksForIt() throws {
+        var s = codecTestSettings()
+        s.preset = "veryfast"                    // its preset default is weightp 1
+        #expect(try X264Encoder(settings: s).effectiveTools.weightedPrediction == 0)
+        #expect(s.weightedPrediction == 0)
+        s.tuning = X264Tuning(weightedPrediction: 2)
+        #expect(try X264Encoder(settings: s).effectiveTools.weightedPrediction == 2)
+        #expect(s.weightedPrediction == 2)
+    }
+
     @Test func leanTuningOpensWithTheFreeToolsAndNoSubpel() throws {
         var s = codecTestSettings()
         s.preset = "veryfast"

@@ -103,4 +103,19 @@ import Testing
         let first = plan.description.split(separator: "\n").first.map(String.init) ?? ""
         #expect(first.contains("x264 configuration") && first.hasSuffix(plan.encoderChoice))
     }
+
+    /// Weighted prediction is off by default, so it adds nothing; a tuning that turns it on gets
+    /// its planes planned in full (they become resident only at the first weighted frame): one
+    /// padded luma plane (1344 x 784 at 720p) per thread and weighted reference.
+    @Test func weightedPlanesArePlannedOnlyWhenATuningTurnsThemOn() {
+        let plain = VideoEncoderSettings(width: 1280, height: 720, preset: "veryfast")
+        #expect(X264MemoryModel.weightedPlaneBytes(plain) == 0)
+        var simple = plain
+        simple.tuning = X264Tuning(weightedPrediction: 1)
+        #expect(X264MemoryModel.weightedPlaneBytes(simple) == 1344 * 784 * 2)
+        #expect(X264MemoryModel.workingBytes(simple) - X264MemoryModel.workingBytes(plain) == 1344 * 784 * 2)
+        var smart = plain
+        smart.tuning = X264Tuning(weightedPrediction: 2)
+        #expect(X264MemoryModel.weightedPlaneBytes(smart) == 1344 * 784 * 2 * 2)
+    }
 }
