@@ -39,7 +39,20 @@ package final class BitrateController: @unchecked Sendable {
     let probeHoldSeconds = 3
     /// A probe above the ceiling fails when the link delivered this much less than was handed over.
     let carriedShortfallPercent = 2
+    /// How long a failed probe's level bounds the probes (a link that recovers shows itself
+    /// sooner: a probe held at that level forgets it).
+    let failureMemorySeconds = 60
+    /// Calm seconds a probe above the ceiling must hold while a failure is remembered: long enough
+    /// that a path buffer cannot hide a 2.5% excess of a link of 600 kbit/s or more.
+    let rememberedHoldSeconds = 6
+    /// Calm seconds a probe at the failed level must hold to show the link recovered: longer than
+    /// a path buffer of 200 ms hides a 2.5% excess.
+    let recoveryHoldSeconds = 10
+    /// Held probes counted once a failed level is carried: the next step is 27%, then 50%.
+    let recoveredProbesHeld = 4
     let settleFraction = 0.85
+    /// Congested, the target leaves the link room to empty the queue in this many seconds.
+    let drainSeconds = 5
     let returnFraction = 0.93
     private(set) var currentKbps: Int
     /// The video rate the link carried when last congested, raised by probes held calm; the
@@ -55,6 +68,14 @@ package final class BitrateController: @unchecked Sendable {
     private var probeHanded = 0
     private var probeDelivered = 0
     private var probeSeconds = 0
+    /// The level of the last probe that failed (or the level congestion struck): a level the link
+    /// did not carry. While it is remembered probes stay at or under it, in small steps only.
+    private(set) var failedKbps: Int?
+    /// Seconds since `failedKbps` was set.
+    private var secondsSinceFailure = 0
+    /// The receiver's estimate less audio (see `TagSink.peerEstimatedKbps`), when the followed
+    /// destination gives one: the ceiling and every probe stay at or under it.
+    private(set) var peerCapKbps: Int?
     /// Bytes sent per destination at the previous tick, so the followed one may change between ticks.
     private var lastBytes: [Int]
     /// Undelivered bytes per destination at the previous tick (see `TagSink.undeliveredBytes`).
@@ -66,6 +87,8 @@ package final class BitrateController: @unchecked Sendable {
     /// link; only congested seconds count, when the queue kept the link busy.
     private var congestedSent = (0, 0, 0)
     private var congestedSeconds = 0
+    /// Congested seconds in a row.
+    private var episodeSeconds = 0
     /// The previous second was congested too (one congestion episode).
     private var inEpisode = false
     private var calm = 0
@@ -92,6 +115,7 @@ package final class BitrateController: @unchecked Sendable {
     /// buffers can hide for a few seconds; the rest level stays within 15% of them), then 9%,
     /// 27% and 50% for a link that carried those.
     var ceilingStep: Double {
+        if failedKbps != nil { return 0.025 }
         switch probesHeld {
         case 0, 1: return 0.025
         case 2: return 0.09
@@ -104,6 +128,7 @@ package final class BitrateController: @unchecked Sendable {
     /// check); the second small step, the last before larger ones, is held longest.
     private var holdSeconds: Int {
         guard currentKbps > ceilingKbps else { return calmSeconds }
+        if let failed = failedKbps { return currentKbps >= failed ? recoveryHoldSeconds : rememberedHoldSeconds }
         return probesHeld == 1 ? probeHoldSeconds + 1 : probeHoldSeconds
     }
 
@@ -143,13 +168,29 @@ package final class BitrateController: @unchecked Sendable {
         // the kernel's send buffer (~128 KB: most of a second at 1 Mbit/s), so a link that is slightly over-driven shows at once, not once it is full.
         let unsent = (destinations[i].sink as? RTMPPublisher)?.unsentBytes ?? 0
         let kernelMs = unsent * 8 / max(1, currentKbps + audioKbps)
-        adapt(sentKbps: sentKbps, backlogMs: destinations[i].backlogMs + kernelMs, handedKbps: handedKbps)
+        adapt(sentKbps: sentKbps, backlogMs: destinations[i].backlogMs + kernelMs, handedKbps: handedKbps,
+              peerEstimatedKbps: destinations[i].sink.peerEstimatedKbps)
     }
 
     /// One second's decision from what the followed destination delivered (`sentKbps`, audio
     /// included), what was handed over to its transport (`handedKbps`; nil: all of it was
-    /// delivered) and how much it holds queued (`backlogMs`).
-    func adapt(sentKbps: Int, backlogMs backlog: Int, handedKbps: Int? = nil) {
+    /// delivered), how much it holds queued (`backlogMs`) and the receiver's estimate of the
+    /// path (`peerEstimatedKbps`, audio included; nil: none).
+    func adapt(sentKbps: Int, backlogMs backlog: Int, handedKbps: Int? = nil, peerEstimatedKbps: Int? = nil) {
+        if failedKbps != nil {
+            secondsSinceFailure += 1
+            if secondsSinceFailure >= failureMemorySeconds { failedKbps = nil }
+        }
+        peerCapKbps = peerEstimatedKbps.map { max(floorKbps, min(targetKbps, $0 - audioKbps)) }
+        if let cap = peerCapKbps {
+            // The receiver sees less than the ceiling: it is the ceiling, and the target rests under it.
+            ceilingKbps = min(ceilingKbps, cap)
+            if currentKbps > cap {
+                endProbe(failed: false)
+                apply(restLevel)
+                return
+            }
+        }
         let previous = lastBacklog
         lastBacklog = backlog
         let episodeContinues = inEpisode
@@ -160,8 +201,16 @@ package final class BitrateController: @unchecked Sendable {
             probeSeconds += 1
         }
         if backlog > backlogMs || (probing && backlog >= 100 && backlog > previous) {
-            congestedSent = (congestedSent.1, congestedSent.2, sentKbps)
-            congestedSeconds += 1
+            // The first second of an episode counts alone, and leaves the window at the second:
+            // it includes what the path's buffers took in as the queue built.
+            episodeSeconds = episodeContinues ? episodeSeconds + 1 : 1
+            if episodeSeconds <= 2 {
+                congestedSent = (sentKbps, sentKbps, sentKbps)
+                congestedSeconds = 1
+            } else {
+                congestedSent = (congestedSent.1, congestedSent.2, sentKbps)
+                congestedSeconds += 1
+            }
             let window = min(3, congestedSeconds)
             let averageSent = (congestedSent.0 * (window >= 3 ? 1 : 0) + congestedSent.1 * (window >= 2 ? 1 : 0)
                                + congestedSent.2) / window
@@ -171,6 +220,7 @@ package final class BitrateController: @unchecked Sendable {
             calmSinceChange = 0
             if probing {
                 // The link carries no more than the rest level: back there, and probe less often.
+                failed(at: currentKbps)
                 endProbe(failed: true)
                 ceilingKbps = min(ceilingKbps, carried)
                 apply(restLevel)
@@ -180,10 +230,13 @@ package final class BitrateController: @unchecked Sendable {
             if backlog < previous && currentKbps <= restLevel { return }
             // What got through while the queue was full is what the link carries now (within
             // one episode the lowest estimate: the first seconds include a burst into buffers).
+            if !episodeContinues { failed(at: max(currentKbps, failedKbps ?? 0)) }
             ceilingKbps = episodeContinues ? min(ceilingKbps, carried) : carried
             probeInterval = probeIntervalSeconds
             probesHeld = 0
-            let fit = max(floorKbps, Int(Double(ceilingKbps) * settleFraction))
+            // Under what the link carries by enough to drain the queue within `drainSeconds`.
+            let queuedKbit = backlog * (currentKbps + audioKbps) / 1000
+            let fit = max(floorKbps, min(Int(Double(ceilingKbps) * settleFraction), ceilingKbps - queuedKbit / drainSeconds))
             if fit < currentKbps * 95 / 100 { apply(fit) }
             return
         }
@@ -192,6 +245,7 @@ package final class BitrateController: @unchecked Sendable {
         // the link last carried (what got through in two seconds includes what path buffers took).
         if probing && currentKbps > ceilingKbps && probeSeconds >= 2
             && probeDelivered * 100 < probeHanded * (100 - carriedShortfallPercent) {
+            failed(at: currentKbps)
             endProbe(failed: true)
             calm = 0
             apply(restLevel)
@@ -212,9 +266,14 @@ package final class BitrateController: @unchecked Sendable {
                 ceilingKbps = currentKbps
                 probesHeld += 1
             }
+            if let failed = failedKbps, currentKbps >= failed {
+                // The link now carries a level it did not: it recovered, the large steps follow.
+                failedKbps = nil
+                probesHeld = max(probesHeld, recoveredProbesHeld)
+            }
             // Held at the ceiling (the level the link last carried): step gently above it.
             endProbe(failed: false)
-            let next = min(targetKbps, Int(Double(ceilingKbps) * (1 + ceilingStep)))
+            let next = min(probeLimit, Int(Double(ceilingKbps) * (1 + ceilingStep)))
             if next > currentKbps { startProbe(next) }
             return
         }
@@ -224,8 +283,21 @@ package final class BitrateController: @unchecked Sendable {
         } else if calmSinceChange >= probeInterval {
             // To the ceiling, the level the link last carried: a ceiling measured in a burst fails
             // this probe and is measured again.
-            startProbe(max(ceilingKbps, min(targetKbps, currentKbps + 1)))
+            // While a failure is remembered the ceiling is known to hold (a probe failed above it):
+            // straight to one small step above it, or the failed level.
+            let above = failedKbps == nil ? ceilingKbps : Int(Double(ceilingKbps) * (1 + ceilingStep))
+            let next = min(probeLimit, max(above, currentKbps + 1))
+            if next > currentKbps { startProbe(next) }
         }
+    }
+
+    /// No probe goes past the target, the receiver's estimate, or a level that failed recently.
+    private var probeLimit: Int { min(targetKbps, peerCapKbps ?? targetKbps, failedKbps ?? targetKbps) }
+
+    /// A level the link did not carry: probes stay at or under it for `failureMemorySeconds`.
+    private func failed(at kbps: Int) {
+        failedKbps = min(kbps, targetKbps)
+        secondsSinceFailure = 0
     }
 
     private func startProbe(_ kbps: Int) {
