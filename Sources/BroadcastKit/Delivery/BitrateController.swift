@@ -4,25 +4,41 @@
 /// that is live (the one with the longest queue this second). Once a second, from that
 /// destination's send rate and queue:
 /// - congested (more than `backlogMs` queued): the video the link carried (the rate it delivered,
-///   handed-over bytes less the growth of the transport's undelivered bytes, over the last three
-///   congested seconds, less audio) becomes the remembered ceiling, and the target drops to
-///   `settleFraction` (85%) of it. A queue that is already draining at or below the rest level
-///   is left to drain;
+///   handed-over bytes less the growth of the transport's undelivered bytes, less audio; the
+///   first second of an episode alone, then the last three seconds without it, since the first
+///   includes what path buffers took in) becomes the remembered ceiling, and the target drops to
+///   `settleFraction` (85%) of it, or lower by as much as empties the queue in `drainSeconds`
+///   (never under `lowestFitFraction`, 60%, of it, nor under the floor). The level congestion struck is remembered as failed. A queue that
+///   is already draining at or below the rest level is left to drain;
 /// - calm (under 100 ms queued) for `calmSeconds`: below the rest level, `returnFraction` (93%)
 ///   of the ceiling, the target climbs back quickly (+25% a second, no higher). After
-///   `probeIntervalSeconds` calm at rest it probes, as OBS's dynamic bitrate does: the target
-///   goes to the ceiling, the level the link last carried, and no higher. Held, the next probes
-///   go 2.5% above it twice (a path's buffers can hide such a step for seconds, and the rest level
-///   stays within 15% of them), then 9%, 27% and 50% for a link that carries those. A probe fails
-///   when the queue grows (at least 100 ms and rising), congests, or when the link delivered 2%
-///   less than was handed over (the socket buffer took the rest): the target returns to rest
-///   under the ceiling the link last carried, and the next probe waits `maxProbeIntervalSeconds`.
+///   `probeIntervalSeconds` calm at rest it probes.
+///
+/// Probes (as OBS's dynamic bitrate does, upward only to what the link has shown it carries):
+/// - a probe fails when the queue grows (at least 100 ms and rising), congests, or when the link
+///   delivered 2% less than was handed over (the socket buffer took the rest); the target
+///   returns to rest under the ceiling the link last carried, and the probe's level is
+///   remembered as failed (`failedKbps`);
+/// - while a failed level is remembered (`failureMemorySeconds`, 60 s since the last failure):
+///   each probe is one step of 2.5% above the ceiling and never above the failed level, and must
+///   hold `rememberedHoldSeconds` (6 s) to raise the ceiling. A probe at the failed level must
+///   hold `recoveryHoldSeconds` (10 s: longer than a path buffer of 200 ms hides a 2.5% excess);
+///   held, the link carries what it did not: it recovered, the failure is forgotten and the next
+///   steps are 50%. So under a steady throttle the probes stay within one small step of what the
+///   link carried (a path's buffers can hide such a step for seconds, not a larger one);
+/// - with no failure remembered: first to the ceiling, then 2.5% above it twice, then 9%, 27%
+///   and 50% for a link that carries those.
+///
+/// The receiver's estimate (`TagSink.peerEstimatedKbps`, WebRTC REMB), when the followed
+/// destination gives one, less audio and never under the floor, bounds the ceiling and every
+/// probe; a target above it returns to rest under it.
 ///
 /// The ceiling is never forgotten by time, so a link that stays slow is not re-flooded (the saw
-/// of issue 22: 500-2500 kbps every 20 s under a steady 1200 kbit/s throttle). Under a steady
-/// throttle the target rests at 93% of what the link carries most of the time (rests are longer
-/// than the probes that follow them), so it settles at 89-93% of the link and stays within 15%
-/// of that; a link that recovers is climbed back in six probes after at most one rest.
+/// of issue 22: 500-2500 kbps every 20 s under a steady 1200 kbit/s throttle; then a +9% probe
+/// every 25 s past the link). Under a steady throttle the target rests at 93% of what the link
+/// carries and probes at most one 2.5% step above it, so it stays within 70-95% of the link and
+/// within 15% of its level; a link that recovers is back at the target within about 30 s
+/// (one rest, one 10 s hold, then 50% steps).
 package final class BitrateController: @unchecked Sendable {
     private let encoder: VideoEncoder
     private let destinations: [Destination]
@@ -53,6 +69,8 @@ package final class BitrateController: @unchecked Sendable {
     let settleFraction = 0.85
     /// Congested, the target leaves the link room to empty the queue in this many seconds.
     let drainSeconds = 5
+    /// ...but never under this share of it (no collapse: a drop for a long queue is brief).
+    let lowestFitFraction = 0.6
     let returnFraction = 0.93
     private(set) var currentKbps: Int
     /// The video rate the link carried when last congested, raised by probes held calm; the
@@ -236,7 +254,8 @@ package final class BitrateController: @unchecked Sendable {
             probesHeld = 0
             // Under what the link carries by enough to drain the queue within `drainSeconds`.
             let queuedKbit = backlog * (currentKbps + audioKbps) / 1000
-            let fit = max(floorKbps, min(Int(Double(ceilingKbps) * settleFraction), ceilingKbps - queuedKbit / drainSeconds))
+            let drain = max(Int(Double(ceilingKbps) * lowestFitFraction), ceilingKbps - queuedKbit / drainSeconds)
+            let fit = max(floorKbps, min(Int(Double(ceilingKbps) * settleFraction), drain))
             if fit < currentKbps * 95 / 100 { apply(fit) }
             return
         }
