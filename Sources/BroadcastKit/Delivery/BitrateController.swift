@@ -6,11 +6,12 @@
 /// - congested (more than `backlogMs` queued): the video the link carried (the rate it delivered,
 ///   handed-over bytes less the growth of the transport's undelivered bytes, less audio; the
 ///   first second of an episode alone, then the last three seconds without it, since the first
-///   includes what path buffers took in) becomes the remembered ceiling, and the target drops to
+///   includes what path buffers took in) lowers the remembered ceiling (a congestion never
+///   raises it: only held probes do), and the target drops to
 ///   `settleFraction` (85%) of it, or lower by as much as empties the queue in `drainSeconds`
 ///   (never under `lowestFitFraction`, 60%, of it, nor under the floor). The level congestion struck is remembered as failed. A queue that
 ///   is already draining at or below the rest level is left to drain;
-/// - calm (under 100 ms queued) for `calmSeconds`: below the rest level, `returnFraction` (93%)
+/// - calm (under 100 ms queued) for `calmSeconds`: below the rest level, `returnFraction` (94%)
 ///   of the ceiling, the target climbs back quickly (+25% a second, no higher). After
 ///   `probeIntervalSeconds` calm at rest it probes.
 ///
@@ -35,9 +36,10 @@
 ///
 /// The ceiling is never forgotten by time, so a link that stays slow is not re-flooded (the saw
 /// of issue 22: 500-2500 kbps every 20 s under a steady 1200 kbit/s throttle; then a +9% probe
-/// every 25 s past the link). Under a steady throttle the target rests at 93% of what the link
-/// carries and probes at most one 2.5% step above it, so it stays within 70-95% of the link and
-/// within 15% of its level; a link that recovers is back at the target within about 30 s
+/// every 25 s past the link). Under a steady throttle the target rests at 94% of what the link
+/// carries and probes at most one 2.5% step above it, so it stays within 15% of its level and,
+/// when audio is at least ~7% of the link (a probe above the video the link carries is then
+/// still under 95% of the link), within 70-95% of the link every second; a link that recovers is back at the target within about 30 s
 /// (one rest, one 10 s hold, then 50% steps).
 package final class BitrateController: @unchecked Sendable {
     private let encoder: VideoEncoder
@@ -71,7 +73,7 @@ package final class BitrateController: @unchecked Sendable {
     let drainSeconds = 5
     /// ...but never under this share of it (no collapse: a drop for a long queue is brief).
     let lowestFitFraction = 0.6
-    let returnFraction = 0.93
+    let returnFraction = 0.94
     private(set) var currentKbps: Int
     /// The video rate the link carried when last congested, raised by probes held calm; the
     /// target until the first congestion.
@@ -246,10 +248,11 @@ package final class BitrateController: @unchecked Sendable {
             }
             // Already at rest or below and the queue shrinks: let it drain.
             if backlog < previous && currentKbps <= restLevel { return }
-            // What got through while the queue was full is what the link carries now (within
-            // one episode the lowest estimate: the first seconds include a burst into buffers).
+            // What got through while the queue was full is what the link carries now, and a
+            // congestion never raises the ceiling (only held probes do): a second's count can
+            // include a burst into buffers.
             if !episodeContinues { failed(at: max(currentKbps, failedKbps ?? 0)) }
-            ceilingKbps = episodeContinues ? min(ceilingKbps, carried) : carried
+            ceilingKbps = min(ceilingKbps, carried)
             probeInterval = probeIntervalSeconds
             probesHeld = 0
             // Under what the link carries by enough to drain the queue within `drainSeconds`.
