@@ -36,7 +36,7 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         c.adapt(sentKbps: 1200, backlogMs: 500)
         // 85% of it, or lower by enough to drain the queue (500 ms at 2500 + audio) in 5 s.
         let queued = 500 * (target + audio) / 1000
-        let want = min(Int(0.85 * Double(1200 - audio)), max(Int(0.6 * Double(1200 - audio)), 1200 - audio - queued / c.drainSeconds))
+        let want = min(Int(0.85 * Double(1200 - audio)), max(Int(c.lowestFitFraction * Double(1200 - audio)), 1200 - audio - queued / c.drainSeconds))
         #expect(want < Int(0.85 * Double(1200 - audio)))
         #expect(c.ceilingKbps == 1200 - audio)
         #expect(c.currentKbps == want)
