@@ -26,7 +26,8 @@
 ///   hold `rememberedHoldSeconds` (6 s) to raise the ceiling. A probe at the failed level must
 ///   hold `recoveryHoldSeconds` (10 s: longer than a path buffer of 200 ms hides a 2.5% excess);
 ///   held, the link carries what it did not: it recovered, the failure is forgotten and the next
-///   steps are 50%. So under a steady throttle the probes stay within one small step of what the
+///   steps are 27%, then 50%. So does the third small probe held in a row (`recoveryStreak`; it
+///   too must hold 10 s): a link that recovers shows itself as small probes that keep holding. So under a steady throttle the probes stay within one small step of what the
 ///   link carried (a path's buffers can hide such a step for seconds, not a larger one);
 /// - with no failure remembered: first to the ceiling, then 2.5% above it twice, then 9%, 27%
 ///   and 50% for a link that carries those.
@@ -68,7 +69,10 @@ package final class BitrateController: @unchecked Sendable {
     /// a path buffer of 200 ms hides a 2.5% excess.
     let recoveryHoldSeconds = 10
     /// Held probes counted once a failed level is carried: the next step is 27%, then 50%.
-    let recoveredProbesHeld = 4
+    let recoveredProbesHeld = 3
+    /// Small probes held in a row (the last one `recoveryHoldSeconds`) that show a recovered link
+    /// while a failure is remembered: a ceiling measured low is found in as many steps.
+    let recoveryStreak = 3
     let settleFraction = 0.85
     /// Congested, the target leaves the link room to empty the queue in this many seconds.
     let drainSeconds = 5
@@ -150,7 +154,9 @@ package final class BitrateController: @unchecked Sendable {
     /// check); the second small step, the last before larger ones, is held longest.
     private var holdSeconds: Int {
         guard currentKbps > ceilingKbps else { return calmSeconds }
-        if let failed = failedKbps { return currentKbps >= failed ? recoveryHoldSeconds : rememberedHoldSeconds }
+        if let failed = failedKbps {
+            return currentKbps >= failed || probesHeld + 1 >= recoveryStreak ? recoveryHoldSeconds : rememberedHoldSeconds
+        }
         return probesHeld == 1 ? probeHoldSeconds + 1 : probeHoldSeconds
     }
 
@@ -290,8 +296,9 @@ package final class BitrateController: @unchecked Sendable {
                 ceilingKbps = currentKbps
                 probesHeld += 1
             }
-            if let failed = failedKbps, currentKbps >= failed {
-                // The link now carries a level it did not: it recovered, the large steps follow.
+            if let failed = failedKbps, currentKbps >= failed || probesHeld >= recoveryStreak {
+                // The link now carries a level it did not, or small steps kept holding: it
+                // recovered, the large steps follow.
                 failedKbps = nil
                 probesHeld = max(probesHeld, recoveredProbesHeld)
             }

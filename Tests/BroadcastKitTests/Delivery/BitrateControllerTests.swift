@@ -60,11 +60,10 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         #expect(enc.requested.first == c.floorKbps && enc.requested.count == 1, "no reconfiguration at the floor: \(enc.requested)")
     }
 
-    /// Calm after one congested second: quick return to rest (93% of the ceiling); after a calm
+    /// Calm after one congested second: quick return to rest (94% of the ceiling); after a calm
     /// interval one step of 2.5% above the ceiling, and while the congestion is remembered only
-    /// such steps, each held `rememberedHoldSeconds`; the ceiling is not forgotten by time (the old
-    /// controller dropped it after 20 s and re-flooded the link). Once the failure is forgotten
-    /// the steps grow, and a link that carries everything is climbed back.
+    /// such steps, each held `rememberedHoldSeconds`, the third `recoveryHoldSeconds`; then the
+    /// steps grow (27%), and a link that carries everything is climbed back.
     @Test func calmReturnsQuicklyThenProbesGentlyAboveTheCeiling() {
         let (c, _, _) = controller()
         c.adapt(sentKbps: 1200, backlogMs: 800)
@@ -83,16 +82,20 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         let atRest = changes.firstIndex { $0.after == rest } ?? changes.count
         #expect(atRest <= 2 && changes.prefix(atRest + 1).allSatisfy { $0.second <= 2 }, "quick return to rest: \(changes)")
         let probes = Array(changes.dropFirst(atRest))
-        #expect(probes.count >= 5, "\(changes)")
-        guard probes.count >= 5 else { return }
+        #expect(probes.count >= 6, "\(changes)")
+        guard probes.count >= 6 else { return }
         #expect(probes[1].after == Int(Double(ceiling) * 1.025) && probes[1].second - probes[0].second >= c.probeIntervalSeconds,
                 "then one small step above the ceiling after a calm interval: \(changes)")
-        let remembered = probes.dropFirst().filter { $0.second < c.failureMemorySeconds - 2 }
-        for (a, b) in zip(remembered, remembered.dropFirst()) {
+        // Small steps while the congestion is remembered, until the third in a row held 10 s:
+        // the link recovered, larger steps follow.
+        let small = Array(probes[1...c.recoveryStreak])
+        for (a, b) in zip(small, small.dropFirst()) {
             #expect(b.after <= Int(Double(b.before) * 1.025) + 1, "only 2.5% steps while the failure is remembered: \(changes)")
             #expect(b.second - a.second >= c.rememberedHoldSeconds, "each held \(c.rememberedHoldSeconds) s: \(changes)")
         }
-        #expect(changes.contains { $0.after > $0.before * 14 / 10 }, "larger steps once it is forgotten: \(changes)")
+        let grown = probes[c.recoveryStreak + 1]
+        #expect(grown.second - probes[c.recoveryStreak].second >= c.recoveryHoldSeconds, "the third held \(c.recoveryHoldSeconds) s: \(changes)")
+        #expect(grown.after == Int(Double(grown.before) * 1.27), "then 27%: \(changes)")
         #expect(c.currentKbps == target, "a link that carries everything is climbed back: \(changes)")
     }
 
