@@ -8,7 +8,8 @@
 ///   first second of an episode alone, then the last three seconds without it, since the first
 ///   includes what path buffers took in) lowers the remembered ceiling (a congestion never
 ///   raises it: only held probes do), and the target drops to
-///   `settleFraction` (85%) of it, or lower by as much as empties the queue in `drainSeconds`
+///   `settleFraction` (85%) of it, or (from the episode's second second) lower by as much as
+///   empties the queue in `drainSeconds`
 ///   (never under `lowestFitFraction`, 70%, of it, nor under the floor). The level congestion
 ///   struck is remembered as failed. A queue that
 ///   is already draining at or below the rest level is left to drain;
@@ -263,10 +264,14 @@ package final class BitrateController: @unchecked Sendable {
             ceilingKbps = min(ceilingKbps, carried)
             probeInterval = probeIntervalSeconds
             probesHeld = 0
-            // Under what the link carries by enough to drain the queue within `drainSeconds`.
+            // Under what the link carries by enough to drain the queue within `drainSeconds`, once
+            // a second congested second confirms the estimate (one second alone can be far low:
+            // WHIP's first congested second put it at 37% of the link).
             let queuedKbit = backlog * (currentKbps + audioKbps) / 1000
-            let drain = max(Int(Double(ceilingKbps) * lowestFitFraction), ceilingKbps - queuedKbit / drainSeconds)
-            let fit = max(floorKbps, min(Int(Double(ceilingKbps) * settleFraction), drain))
+            let settle = Int(Double(ceilingKbps) * settleFraction)
+            let drain = episodeSeconds < 2 ? settle
+                : max(Int(Double(ceilingKbps) * lowestFitFraction), ceilingKbps - queuedKbit / drainSeconds)
+            let fit = max(floorKbps, min(settle, drain))
             if fit < currentKbps * 95 / 100 { apply(fit) }
             return
         }

@@ -34,10 +34,7 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         let (c, enc, stats) = controller()
         #expect(c.floorKbps == max(150, target / 8))
         c.adapt(sentKbps: 1200, backlogMs: 500)
-        // 85% of it, or lower by enough to drain the queue (500 ms at 2500 + audio) in 5 s.
-        let queued = 500 * (target + audio) / 1000
-        let want = min(Int(0.85 * Double(1200 - audio)), max(Int(c.lowestFitFraction * Double(1200 - audio)), 1200 - audio - queued / c.drainSeconds))
-        #expect(want < Int(0.85 * Double(1200 - audio)))
+        let want = Int(0.85 * Double(1200 - audio))
         #expect(c.ceilingKbps == 1200 - audio)
         #expect(c.currentKbps == want)
         #expect(enc.requested == [want], "the encoder is asked for the new rate")
@@ -50,6 +47,14 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         // second alone is the carried rate).
         c.adapt(sentKbps: 1190, backlogMs: 1000)
         #expect(c.currentKbps == want && enc.requested.count == 1)
+        // A second congested second with a long queue: lower by enough to empty it in
+        // `drainSeconds`, not under 70% of the ceiling.
+        c.adapt(sentKbps: 1190, backlogMs: 2000)
+        let ceiling = 1190 - audio
+        let queued = 2000 * (want + audio) / 1000
+        let drain = max(Int(c.lowestFitFraction * Double(ceiling)), ceiling - queued / c.drainSeconds)
+        #expect(c.ceilingKbps == ceiling)
+        #expect(drain < Int(0.85 * Double(ceiling)) && c.currentKbps == drain, "\(enc.requested)")
     }
 
     @Test func neverBelowTheFloorEvenWhenNothingGetsThrough() {
