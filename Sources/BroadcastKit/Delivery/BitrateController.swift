@@ -27,8 +27,10 @@
 ///   hold `rememberedHoldSeconds` (6 s) to raise the ceiling. A probe at the failed level must
 ///   hold `recoveryHoldSeconds` (10 s: longer than a path buffer of 200 ms hides a 2.5% excess);
 ///   held, the link carries what it did not: it recovered, the failure is forgotten and the next
-///   steps are 27%, then 50%. So does the third small probe held in a row (`recoveryStreak`; it
-///   too must hold 10 s): a link that recovers shows itself as small probes that keep holding. So under a steady throttle the probes stay within one small step of what the
+///   steps are 27%, then 50%. A third small probe held in a row (`recoveryStreak`; it too must
+///   hold 10 s) shows a recovered link or a ceiling measured low (real runs measured it 7-14%
+///   under the link): one probe `confirmStep` (5%) above it, held 6 s, tells them apart before
+///   the large steps; failing, its level is remembered like any failed probe. So under a steady throttle the probes stay within one small step of what the
 ///   link carried (a path's buffers can hide such a step for seconds, not a larger one);
 /// - with no failure remembered: first to the ceiling, then 2.5% above it twice, then 9%, 27%
 ///   and 50% for a link that carries those.
@@ -74,6 +76,9 @@ package final class BitrateController: @unchecked Sendable {
     /// Small probes held in a row (the last one `recoveryHoldSeconds`) that show a recovered link
     /// while a failure is remembered: a ceiling measured low is found in as many steps.
     let recoveryStreak = 3
+    /// The step that confirms a recovery after `recoveryStreak`, held `rememberedHoldSeconds`:
+    /// under 95% of a 1200 kbit/s link with 128 kbit/s of audio over a ceiling 7% low.
+    let confirmStep = 0.05
     let settleFraction = 0.85
     /// Congested, the target leaves the link room to empty the queue in this many seconds.
     let drainSeconds = 5
@@ -89,6 +94,9 @@ package final class BitrateController: @unchecked Sendable {
     private(set) var probeInterval: Int
     /// The target is a probe at the ceiling, not yet held calm for an interval.
     private(set) var probing = false
+    /// Small probes kept holding: the next, `confirmStep` above the ceiling, must hold too before
+    /// the large steps (a ceiling measured low is found by small probes that hold as well).
+    private var confirming = false
     /// Probes above the ceiling held in a row: each makes the next step 3x larger.
     private var probesHeld = 0
     /// What the current probe handed over and what the link delivered (kbit/s summed per second).
@@ -155,6 +163,7 @@ package final class BitrateController: @unchecked Sendable {
     /// check); the second small step, the last before larger ones, is held longest.
     private var holdSeconds: Int {
         guard currentKbps > ceilingKbps else { return calmSeconds }
+        if confirming { return rememberedHoldSeconds }
         if let failed = failedKbps {
             return currentKbps >= failed || probesHeld + 1 >= recoveryStreak ? recoveryHoldSeconds : rememberedHoldSeconds
         }
@@ -301,11 +310,22 @@ package final class BitrateController: @unchecked Sendable {
                 ceilingKbps = currentKbps
                 probesHeld += 1
             }
-            if let failed = failedKbps, currentKbps >= failed || probesHeld >= recoveryStreak {
-                // The link now carries a level it did not, or small steps kept holding: it
-                // recovered, the large steps follow.
+            if confirming {
+                // Held 5% over small probes that held: the link recovered, the large steps follow.
+                confirming = false
+                probesHeld = max(probesHeld, recoveredProbesHeld)
+            } else if let failed = failedKbps, currentKbps >= failed {
+                // The link now carries a level it did not: it recovered, the large steps follow.
                 failedKbps = nil
                 probesHeld = max(probesHeld, recoveredProbesHeld)
+            } else if failedKbps != nil && probesHeld >= recoveryStreak {
+                // Small steps kept holding: a recovered link, or a ceiling measured low. One
+                // step of 5% tells them apart before any large one.
+                failedKbps = nil
+                confirming = true
+                endProbe(failed: false)
+                startProbe(min(probeLimit, Int(Double(ceilingKbps) * (1 + confirmStep))))
+                return
             }
             // Held at the ceiling (the level the link last carried): step gently above it.
             endProbe(failed: false)
@@ -332,6 +352,7 @@ package final class BitrateController: @unchecked Sendable {
 
     /// A level the link did not carry: probes stay at or under it for `failureMemorySeconds`.
     private func failed(at kbps: Int) {
+        confirming = false
         failedKbps = min(kbps, targetKbps)
         secondsSinceFailure = 0
     }

@@ -67,8 +67,8 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
 
     /// Calm after one congested second: quick return to rest (94% of the ceiling); after a calm
     /// interval one step of 2.5% above the ceiling, and while the congestion is remembered only
-    /// such steps, each held `rememberedHoldSeconds`, the third `recoveryHoldSeconds`; then the
-    /// steps grow (27%), and a link that carries everything is climbed back.
+    /// such steps, each held `rememberedHoldSeconds`, the third `recoveryHoldSeconds`; then one
+    /// 5% step confirms it, the steps grow (27%), and a link that carries everything is climbed back.
     @Test func calmReturnsQuicklyThenProbesGentlyAboveTheCeiling() {
         let (c, _, _) = controller()
         c.adapt(sentKbps: 1200, backlogMs: 800)
@@ -100,7 +100,11 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         }
         let grown = probes[c.recoveryStreak + 1]
         #expect(grown.second - probes[c.recoveryStreak].second >= c.recoveryHoldSeconds, "the third held \(c.recoveryHoldSeconds) s: \(changes)")
-        #expect(grown.after == Int(Double(grown.before) * 1.27), "then 27%: \(changes)")
+        #expect(grown.after == Int(Double(grown.before) * (1 + c.confirmStep)), "then one 5% step: \(changes)")
+        guard probes.count > c.recoveryStreak + 2 else { return }
+        let large = probes[c.recoveryStreak + 2]
+        #expect(large.second - grown.second >= c.rememberedHoldSeconds && large.after >= Int(Double(large.before) * 1.27),
+                "held, then 27% or more: \(changes)")
         #expect(c.currentKbps == target, "a link that carries everything is climbed back: \(changes)")
     }
 
