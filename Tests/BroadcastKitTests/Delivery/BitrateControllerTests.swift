@@ -43,10 +43,18 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         c.adapt(sentKbps: 1200, backlogMs: c.backlogMs)
         c.adapt(sentKbps: 1200, backlogMs: 150)
         #expect(c.currentKbps == want)
-        // A cut of less than 5% is not worth an encoder reconfiguration (the carried rate is the
-        // last three congested seconds' average: 1195).
+        // A cut of less than 5% is not worth an encoder reconfiguration (a new episode: its first
+        // second alone is the carried rate).
         c.adapt(sentKbps: 1190, backlogMs: 1000)
         #expect(c.currentKbps == want && enc.requested.count == 1)
+        // A second congested second with a long queue: lower by enough to empty it in
+        // `drainSeconds`, not under 70% of the ceiling.
+        c.adapt(sentKbps: 1190, backlogMs: 2000)
+        let ceiling = 1190 - audio
+        let queued = 2000 * (want + audio) / 1000
+        let drain = max(Int(c.lowestFitFraction * Double(ceiling)), ceiling - queued / c.drainSeconds)
+        #expect(c.ceilingKbps == ceiling)
+        #expect(drain < Int(0.85 * Double(ceiling)) && c.currentKbps == drain, "\(enc.requested)")
     }
 
     @Test func neverBelowTheFloorEvenWhenNothingGetsThrough() {
@@ -57,35 +65,46 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         #expect(enc.requested.first == c.floorKbps && enc.requested.count == 1, "no reconfiguration at the floor: \(enc.requested)")
     }
 
-    /// Calm after one congested second: quick return to 90% of the ceiling, then probes of one
-    /// step per interval, none past the ceiling until it was held; the ceiling is not forgotten
-    /// by time (the old controller dropped it after 20 s and re-flooded the link).
-    @Test func calmReturnsQuicklyThenProbesGentlyUpToTheCeiling() {
+    /// Calm after one congested second: quick return to rest (94% of the ceiling); after a calm
+    /// interval one step of 2.5% above the ceiling, and while the congestion is remembered only
+    /// such steps, each held `rememberedHoldSeconds`, the third `recoveryHoldSeconds`; then one
+    /// 5% step confirms it, the steps grow (27%), and a link that carries everything is climbed back.
+    @Test func calmReturnsQuicklyThenProbesGentlyAboveTheCeiling() {
         let (c, _, _) = controller()
         c.adapt(sentKbps: 1200, backlogMs: 800)
         let ceiling = 1200 - audio
+        #expect(c.failedKbps == target, "the level congestion struck is remembered")
         let low = c.currentKbps
         c.adapt(sentKbps: 1200, backlogMs: 0)
         #expect(c.currentKbps == low, "the first calm second only counts")
         var changes: [(second: Int, before: Int, after: Int)] = []
-        for second in 0..<60 {
+        for second in 0..<120 {
             let before = c.currentKbps
             c.adapt(sentKbps: before + audio, backlogMs: 0)
             if c.currentKbps != before { changes.append((second, before, c.currentKbps)) }
         }
-        let steps = changes.map(\.after)
-        #expect(changes.count >= 5, "\(changes)")
-        guard changes.count >= 5 else { return }
-        #expect(changes[0].second == 0 && steps[0] == Int(Double(ceiling) * c.returnFraction), "quick return to rest: \(changes)")
-        // Then the ceiling after a calm interval; held, 2.5% above it, twice; held, 9% above that.
-        #expect(steps[1] == ceiling && changes[1].second - changes[0].second >= c.probeIntervalSeconds, "\(changes)")
-        #expect(steps[2] == Int(Double(ceiling) * 1.025), "then 2.5% above it after holding it: \(changes)")
-        #expect(steps[3] == Int(Double(steps[2]) * 1.025), "and again: \(changes)")
-        #expect(steps[4] == Int(Double(steps[3]) * 1.09), "then 9% above that: \(changes)")
-        for (a, b) in zip(changes, changes.dropFirst()) {
-            #expect(b.after - b.before <= max(10, b.before / 2), "probe step \(b.before) -> \(b.after)")
-            #expect(b.second - a.second >= c.calmSeconds, "\(changes)")
+        let rest = Int(Double(ceiling) * c.returnFraction)
+        let atRest = changes.firstIndex { $0.after == rest } ?? changes.count
+        #expect(atRest <= 2 && changes.prefix(atRest + 1).allSatisfy { $0.second <= 2 }, "quick return to rest: \(changes)")
+        let probes = Array(changes.dropFirst(atRest))
+        #expect(probes.count >= 6, "\(changes)")
+        guard probes.count >= 6 else { return }
+        #expect(probes[1].after == Int(Double(ceiling) * 1.025) && probes[1].second - probes[0].second >= c.probeIntervalSeconds,
+                "then one small step above the ceiling after a calm interval: \(changes)")
+        // Small steps while the congestion is remembered, until the third in a row held 10 s:
+        // the link recovered, larger steps follow.
+        let small = Array(probes[1...c.recoveryStreak])
+        for (a, b) in zip(small, small.dropFirst()) {
+            #expect(b.after <= Int(Double(b.before) * 1.025) + 1, "only 2.5% steps while the failure is remembered: \(changes)")
+            #expect(b.second - a.second >= c.rememberedHoldSeconds, "each held \(c.rememberedHoldSeconds) s: \(changes)")
         }
+        let grown = probes[c.recoveryStreak + 1]
+        #expect(grown.second - probes[c.recoveryStreak].second >= c.recoveryHoldSeconds, "the third held \(c.recoveryHoldSeconds) s: \(changes)")
+        #expect(grown.after == Int(Double(grown.before) * (1 + c.confirmStep)), "then one 5% step: \(changes)")
+        guard probes.count > c.recoveryStreak + 2 else { return }
+        let large = probes[c.recoveryStreak + 2]
+        #expect(large.second - grown.second >= c.rememberedHoldSeconds && large.after >= Int(Double(large.before) * 1.27),
+                "held, then 27% or more: \(changes)")
         #expect(c.currentKbps == target, "a link that carries everything is climbed back: \(changes)")
     }
 
@@ -226,6 +245,131 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         #expect(trace.last?.kbps == target)
         let drops = trace.map(\.drops).reduce(0, +)
         #expect(drops == 0)
+    }
+
+    /// A throttled path as issue 22's soak meets it: the send queue, the transport's socket buffer
+    /// (what it holds is visible: handed over, not delivered), then a path buffer the sender
+    /// cannot see (a proxy's or router's; it hides a small excess for a few seconds) in front of
+    /// a bottleneck of `capacityKbps`. The encoder makes exactly what it is asked, with a 2 s GOP
+    /// whose keyframe carries 15% of its bits; the send queue drops video past 700 ms.
+    struct ThrottledPath {
+        var capacityKbps: Double
+        /// The bottleneck's rate swings by this share of it, a triangle of 7 s (a shaper's
+        /// scheduling, cross traffic), so what a congested second carried varies as in the soak.
+        var wobble = 0.0
+        var socketKbit = 1000.0
+        /// 200 ms of the link.
+        var pathKbit: Double { capacityKbps / 5 }
+        var queued = 0.0, socket = 0.0, path = 0.0
+        var handed = 0.0, delivered = 0.0
+        var framesDropped = 0.0
+        var steps = 0
+
+        mutating func step(videoKbps: Int, audioKbps: Int) {
+            let gop = Double(videoKbps) * 2
+            queued += (steps % 20 == 0 ? gop * 0.15 : 0) + gop * 0.85 / 20 + Double(audioKbps) / 10
+            steps += 1
+            let toSocket = min(queued, socketKbit - socket)
+            queued -= toSocket
+            socket += toSocket
+            handed += toSocket
+            // The bottleneck forwards a tenth of its rate; the path buffer takes what it can of the rest.
+            let phase = Double(steps % 70) / 35
+            let rate = capacityKbps * (1 + wobble * (2 * (phase < 1 ? phase : 2 - phase) - 1))
+            let waiting = max(0, path + socket - rate / 10)
+            let socketAfter = max(0, waiting - pathKbit)
+            delivered += socket - socketAfter
+            path = waiting - socketAfter
+            socket = socketAfter
+            let limit = 0.7 * Double(videoKbps + audioKbps)
+            if queued > limit {
+                framesDropped += (queued - limit) / (Double(max(1, videoKbps)) / 30)
+                queued = limit
+            }
+        }
+
+        /// One second: the controller sees what was handed over, what left the socket buffer,
+        /// and the queue plus the socket buffer; the path buffer is invisible to it.
+        mutating func second(_ c: BitrateController, audioKbps: Int, peerEstimatedKbps: Int? = nil) -> Double {
+            let dropsBefore = framesDropped
+            for _ in 0..<10 { step(videoKbps: c.currentKbps, audioKbps: audioKbps) }
+            let backlog = Int((queued + socket) / Double(c.currentKbps + audioKbps) * 1000)
+            c.adapt(sentKbps: Int(delivered), backlogMs: backlog, handedKbps: Int(handed), peerEstimatedKbps: peerEstimatedKbps)
+            handed = 0
+            delivered = 0
+            return framesDropped - dropsBefore
+        }
+    }
+
+    /// Issue 22's target on every second, not most: 2500 kbps into a steady link, and from 10 s on
+    /// every second's target is 70-95% of the link and within ±15% of the settled level (the
+    /// median), over 300 s; drops stay under 1%.
+    @Test(arguments: [600.0, 1200.0, 3000.0], [0.0, 0.05])
+    func settlesOnEverySecondBehindAPathBuffer(capacity: Double, wobble: Double) {
+        let (c, _, _) = controller()
+        var path = ThrottledPath(capacityKbps: capacity, wobble: wobble)
+        var trace: [Int] = [], drops = 0.0
+        for s in 0..<300 {
+            let d = path.second(c, audioKbps: audio)
+            trace.append(c.currentKbps)
+            if s >= 10 { drops += d }
+        }
+        let settled = trace.dropFirst(10).map(Double.init)
+        let level = settled.sorted()[settled.count / 2]
+        let outOfBand = settled.filter { $0 < 0.70 * capacity || $0 > 0.95 * capacity }
+        let offLevel = settled.filter { abs($0 - level) > 0.15 * level }
+        #expect(outOfBand.isEmpty, "\(outOfBand.count) s outside 70-95% of \(capacity): \(trace)")
+        #expect(offLevel.isEmpty, "\(offLevel.count) s off ±15% of \(level): \(trace)")
+        #expect(drops <= 0.01 * Double(settled.count * 30), "\(drops) frames dropped once settled")
+    }
+
+    /// A lifted throttle is climbed back to the full target within 30 s, whatever the phase of
+    /// the probes when it lifts (one lift per second of a 30 s window).
+    @Test func climbsBackWithin30SecondsWhenTheThrottleLifts() {
+        var worst = 0
+        for lift in 90..<120 {
+            let (c, _, _) = controller()
+            var path = ThrottledPath(capacityKbps: 1200)
+            for _ in 0..<lift { _ = path.second(c, audioKbps: audio) }
+            path.capacityKbps = 10_000
+            var trace: [Int] = []
+            for _ in 0..<60 {
+                _ = path.second(c, audioKbps: audio)
+                trace.append(c.currentKbps)
+            }
+            let back = trace.firstIndex(of: target).map { $0 + 1 } ?? 61
+            worst = max(worst, back)
+            #expect(back <= 30, "lifted at \(lift) s, back at the target after \(back) s: \(trace)")
+        }
+        #expect(worst > 0)
+    }
+
+    /// The receiver's estimate (REMB) bounds the ceiling and every probe: the target stays at
+    /// or under the estimate less audio, never below the floor, and follows a rising estimate up.
+    @Test func theReceiversEstimateBoundsTheCeiling() {
+        let (c, _, _) = controller()
+        var path = ThrottledPath(capacityKbps: 10_000)
+        var trace: [Int] = []
+        for _ in 0..<60 {
+            _ = path.second(c, audioKbps: audio, peerEstimatedKbps: 1000)
+            trace.append(c.currentKbps)
+            #expect(c.ceilingKbps <= 1000 - audio)
+        }
+        #expect(trace.dropFirst().allSatisfy { $0 <= 1000 - audio }, "\(trace)")
+        #expect(trace.suffix(30).allSatisfy { $0 >= Int(0.85 * Double(1000 - audio)) }, "it rests just under the estimate: \(trace)")
+        // An estimate under the floor leaves the floor.
+        _ = path.second(c, audioKbps: audio, peerEstimatedKbps: 100)
+        #expect(c.currentKbps == c.floorKbps && c.ceilingKbps == c.floorKbps)
+        // The estimate rises: the probes climb to it, and no further.
+        trace = []
+        for _ in 0..<90 {
+            _ = path.second(c, audioKbps: audio, peerEstimatedKbps: 2000)
+            trace.append(c.currentKbps)
+        }
+        #expect(trace.max() == 2000 - audio, "\(trace)")
+        // No estimate any more: back to the full target.
+        for _ in 0..<60 { _ = path.second(c, audioKbps: audio) }
+        #expect(c.currentKbps == target)
     }
 
     /// The once-a-second tick reads the followed destination's queue and byte count: a destination
