@@ -346,27 +346,25 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
 
     /// The receiver's estimate (REMB) bounds the ceiling and every probe: the target stays at
     /// or under the estimate less audio, never below the floor, and follows a rising estimate up.
-    @Test func theReceiversEstimateBoundsTheCeiling() {
+    @Test func theReceiversEstimateBoundsTheProbes() {
         let (c, _, _) = controller()
         var path = ThrottledPath(capacityKbps: 10_000)
+        // An estimate under the target alone does not push it down (a delay-based estimate falls
+        // while a bottleneck drains; loss and queues bring the target down).
+        for _ in 0..<30 { _ = path.second(c, audioKbps: audio, peerEstimatedKbps: 1000) }
+        #expect(c.currentKbps == target)
+        // A slow link brings it down; then the link recovers, and the probes climb to the
+        // estimate and no further.
+        var slow = ThrottledPath(capacityKbps: 800)
+        for _ in 0..<30 { _ = slow.second(c, audioKbps: audio, peerEstimatedKbps: 2000) }
+        #expect(c.currentKbps < 800)
         var trace: [Int] = []
-        for _ in 0..<60 {
-            _ = path.second(c, audioKbps: audio, peerEstimatedKbps: 1000)
-            trace.append(c.currentKbps)
-            #expect(c.ceilingKbps <= 1000 - audio)
-        }
-        #expect(trace.dropFirst().allSatisfy { $0 <= 1000 - audio }, "\(trace)")
-        #expect(trace.suffix(30).allSatisfy { $0 >= Int(0.85 * Double(1000 - audio)) }, "it rests just under the estimate: \(trace)")
-        // An estimate under the floor leaves the floor.
-        _ = path.second(c, audioKbps: audio, peerEstimatedKbps: 100)
-        #expect(c.currentKbps == c.floorKbps && c.ceilingKbps == c.floorKbps)
-        // The estimate rises: the probes climb to it, and no further.
-        trace = []
-        for _ in 0..<90 {
+        for _ in 0..<150 {
             _ = path.second(c, audioKbps: audio, peerEstimatedKbps: 2000)
             trace.append(c.currentKbps)
         }
-        #expect(trace.max() == 2000 - audio, "\(trace)")
+        #expect(trace.max()! <= 2000 - audio, "\(trace)")
+        #expect(trace.max()! >= Int(0.85 * Double(2000 - audio)), "the probes climb to the estimate: \(trace)")
         // No estimate any more: back to the full target.
         for _ in 0..<60 { _ = path.second(c, audioKbps: audio) }
         #expect(c.currentKbps == target)
