@@ -109,14 +109,14 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
         return lost > 25 ? 600 : lost >= 5 ? 200 : 0
     }
 
-    /// Three quarters of the share of the RTP bytes sent that the receiver reports lost (Google's congestion
-    /// control's loss rule lowers the rate by half the fraction lost: what was sent since the last
-    /// call, at the latest report's fraction. The bitrate controller subtracts the growth from what
-    /// was handed over. A report's fraction describes packets sent at the earlier, higher rate, and
-    /// a bottleneck's queue keeps dropping while it drains: counting the whole fraction against
-    /// each second compounded into the floor, and charging all the bytes since the previous report
-    /// when a report arrived put two seconds of loss into one (312 kbps through a 1200 kbit/s link,
-    /// in CI and in 3 of 3 runs by hand).
+    /// Three quarters of the share of the RTP bytes sent that the receiver reports lost: what was
+    /// sent since the last call, at the latest report's fraction. The bitrate controller subtracts
+    /// the growth from what was handed over. A report's fraction describes packets sent at the
+    /// earlier, higher rate, and a bottleneck's queue keeps dropping while it drains: counting the
+    /// whole fraction against each second compounded into the floor (1 of 3 runs by hand), half
+    /// of it came down too slowly (2 of 5 runs decoded under 300 frames), and charging all the
+    /// bytes since the previous report when a report arrived put two seconds of loss into one
+    /// (312 kbps through a 1200 kbit/s link in CI).
     package var undeliveredBytes: Int {
         let reported = receiverReports.count.load(ordering: .acquiring) > 0
         let fraction = receiverReports.fractionLost.load(ordering: .relaxed)
