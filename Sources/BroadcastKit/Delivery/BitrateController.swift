@@ -5,9 +5,10 @@
 /// destination's send rate and queue:
 /// - congested (more than `backlogMs` queued): the video the link carried (the rate it delivered,
 ///   handed-over bytes less the growth of the transport's undelivered bytes, less audio; the
-///   first second of an episode alone, then the last three seconds without it, since the first
-///   includes what path buffers took in) lowers the remembered ceiling (a congestion never
-///   raises it: only held probes do), and the target drops to
+///   first second of an episode alone, then the best of the last three seconds without it, since
+///   the first includes what path buffers took in, and a second counts low far more often than
+///   high) sets the ceiling under the one the episode began with (a congestion never raises it:
+///   only held probes do; one low second does not stay the ceiling), and the target drops to
 ///   `settleFraction` (85%) of it, or (from the episode's second second) lower by as much as
 ///   empties the queue in `drainSeconds`
 ///   (never under `lowestFitFraction`, 70%, of it, nor under the floor). The level congestion
@@ -20,8 +21,8 @@
 /// Probes (as OBS's dynamic bitrate does, upward only to what the link has shown it carries):
 /// - a probe fails when the queue grows (at least 100 ms and rising), congests, or when the link
 ///   delivered 2% less than was handed over (the socket buffer took the rest); the target
-///   returns to rest under the ceiling the link last carried, and the probe's level is
-///   remembered as failed (`failedKbps`);
+///   returns to rest under the ceiling the link last carried (the held ceiling stays: the probe
+///   failed, not it), and the probe's level is remembered as failed (`failedKbps`);
 /// - while a failed level is remembered (`failureMemorySeconds`, 60 s since the last failure):
 ///   each probe is one step of 2.5% above the ceiling and never above the failed level, and must
 ///   hold `rememberedHoldSeconds` (6 s) to raise the ceiling. A probe at the failed level must
@@ -29,8 +30,9 @@
 ///   held, the link carries what it did not: it recovered, the failure is forgotten and the next
 ///   steps are 27%, then 50%. A third small probe held in a row (`recoveryStreak`; it too must
 ///   hold 10 s) shows a recovered link or a ceiling measured low (real runs measured it 7-14%
-///   under the link): one probe `confirmStep` (5%) above it, held 6 s, tells them apart before
-///   the large steps; failing, its level is remembered like any failed probe. So under a steady throttle the probes stay within one small step of what the
+///   under the link): one probe `confirmStep` (5%) above it, held 6 s, then one of 9% (still
+///   inside 95% of a throttled link) before the large steps; failing, its level is remembered
+///   like any failed probe. So under a steady throttle the probes stay within one small step of what the
 ///   link carried (a path's buffers can hide such a step for seconds, not a larger one);
 /// - with no failure remembered: first to the ceiling, then 2.5% above it twice, then 9%, 27%
 ///   and 50% for a link that carries those.
@@ -73,6 +75,8 @@ package final class BitrateController: @unchecked Sendable {
     let recoveryHoldSeconds = 10
     /// Held probes counted once a failed level is carried: the next step is 27%, then 50%.
     let recoveredProbesHeld = 3
+    /// Held probes counted once the confirming step holds: the next step is 9%, then 27%, 50%.
+    let confirmedProbesHeld = 2
     /// Small probes held in a row (the last one `recoveryHoldSeconds`) that show a recovered link
     /// while a failure is remembered: a ceiling measured low is found in as many steps.
     let recoveryStreak = 3
@@ -126,6 +130,10 @@ package final class BitrateController: @unchecked Sendable {
     private var episodeSeconds = 0
     /// The previous second was congested too (one congestion episode).
     private var inEpisode = false
+    /// The ceiling when the episode began: each congested second sets the ceiling to the
+    /// episode's latest estimate under it, not to the lowest of its seconds (one second's count
+    /// can be far under the link: the soak's onset second measured 816 for a link carrying 1050).
+    private var episodeBaseKbps = 0
     private var calm = 0
     /// Calm seconds since the last change of the target.
     private var calmSinceChange = 0
@@ -244,18 +252,23 @@ package final class BitrateController: @unchecked Sendable {
                 congestedSent = (congestedSent.1, congestedSent.2, sentKbps)
                 congestedSeconds += 1
             }
+            // The best of the window's seconds: while a queue waits the link is busy, and a
+            // second counts less than it carried (loss recovery, the socket buffer's accounting)
+            // more often than more; the first second, inflated by what the path's buffers took
+            // in, leaves the window at the second.
             let window = min(3, congestedSeconds)
-            let averageSent = (congestedSent.0 * (window >= 3 ? 1 : 0) + congestedSent.1 * (window >= 2 ? 1 : 0)
-                               + congestedSent.2) / window
-            let carried = min(targetKbps, max(floorKbps, averageSent - audioKbps))
+            let bestSent = max(window >= 3 ? congestedSent.0 : 0, window >= 2 ? congestedSent.1 : 0, congestedSent.2)
+            let carried = min(targetKbps, max(floorKbps, bestSent - audioKbps))
+            if !episodeContinues { episodeBaseKbps = ceilingKbps }
             inEpisode = true
             calm = 0
             calmSinceChange = 0
             if probing {
-                // The link carries no more than the rest level: back there, and probe less often.
+                // The probe failed, not the ceiling under it (held calm): back to rest under it,
+                // and probe less often. A link that did slow down keeps the queue up, and the next
+                // congested seconds lower the ceiling to what it carries.
                 failed(at: currentKbps)
                 endProbe(failed: true)
-                ceilingKbps = min(ceilingKbps, carried)
                 apply(restLevel)
                 return
             }
@@ -265,7 +278,7 @@ package final class BitrateController: @unchecked Sendable {
             // congestion never raises the ceiling (only held probes do): a second's count can
             // include a burst into buffers.
             if !episodeContinues { failed(at: max(currentKbps, failedKbps ?? 0)) }
-            ceilingKbps = min(ceilingKbps, carried)
+            ceilingKbps = min(episodeBaseKbps, carried)
             probeInterval = probeIntervalSeconds
             probesHeld = 0
             // Under what the link carries by enough to drain the queue within `drainSeconds`, once
@@ -306,13 +319,17 @@ package final class BitrateController: @unchecked Sendable {
                 probesHeld += 1
             }
             if confirming {
-                // Held 5% over small probes that held: the link recovered, the large steps follow.
+                // Held 5% over small probes that held: a recovered link, or a ceiling that was
+                // still low. Then 9% (under 95% of a throttled link whose ceiling holds within
+                // 2.5% of it), and only once that holds 27% and 50%.
                 confirming = false
-                probesHeld = max(probesHeld, recoveredProbesHeld)
+                probesHeld = confirmedProbesHeld
             } else if let failed = failedKbps, currentKbps >= failed {
                 // The link now carries a level it did not: it recovered, the large steps follow.
+                // (`probesHeld` already counts the small steps: set, not raised, so the next
+                // step is 27%, not 50%.)
                 failedKbps = nil
-                probesHeld = max(probesHeld, recoveredProbesHeld)
+                probesHeld = recoveredProbesHeld
             } else if failedKbps != nil && probesHeld >= recoveryStreak {
                 // Small steps kept holding: a recovered link, or a ceiling measured low. One
                 // step of 5% tells them apart before any large one.
