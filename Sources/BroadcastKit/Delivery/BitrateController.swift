@@ -5,10 +5,10 @@
 /// destination's send rate and queue:
 /// - congested (more than `backlogMs` queued): the video the link carried (the rate it delivered,
 ///   handed-over bytes less the growth of the transport's undelivered bytes, less audio; the
-///   first second of an episode alone, then the best of the last three seconds without it, since
-///   the first includes what path buffers took in, and a second counts low far more often than
-///   high) sets the ceiling under the one the episode began with (a congestion never raises it:
-///   only held probes do; one low second does not stay the ceiling), and the target drops to
+///   first second of an episode alone, then the last three seconds without it, since the first
+///   includes what path buffers took in) lowers the remembered ceiling (a congestion never
+///   raises it: only held probes do; a second's count can be high as well as low, so the
+///   lowest stands until a probe holds above it), and the target drops to
 ///   `settleFraction` (85%) of it, or (from the episode's second second) lower by as much as
 ///   empties the queue in `drainSeconds`
 ///   (never under `lowestFitFraction`, 70%, of it, nor under the floor). The level congestion
@@ -30,9 +30,8 @@
 ///   held, the link carries what it did not: it recovered, the failure is forgotten and the next
 ///   steps are 27%, then 50%. A third small probe held in a row (`recoveryStreak`; it too must
 ///   hold 10 s) shows a recovered link or a ceiling measured low (real runs measured it 7-14%
-///   under the link): one probe `confirmStep` (5%) above it, held 6 s, then one of 9% (still
-///   inside 95% of a throttled link) before the large steps; failing, its level is remembered
-///   like any failed probe. So under a steady throttle the probes stay within one small step of what the
+///   under the link): one probe `confirmStep` (5%) above it, held 6 s, tells them apart before
+///   the 50% steps; failing, its level is remembered like any failed probe. So under a steady throttle the probes stay within one small step of what the
 ///   link carried (a path's buffers can hide such a step for seconds, not a larger one);
 /// - with no failure remembered: first to the ceiling, then 2.5% above it twice, then 9%, 27%
 ///   and 50% for a link that carries those.
@@ -75,8 +74,8 @@ package final class BitrateController: @unchecked Sendable {
     let recoveryHoldSeconds = 10
     /// Held probes counted once a failed level is carried: the next step is 27%, then 50%.
     let recoveredProbesHeld = 3
-    /// Held probes counted once the confirming step holds: the next step is 9%, then 27%, 50%.
-    let confirmedProbesHeld = 2
+    /// Held probes counted once the confirming step holds: the next step is 50%.
+    let confirmedProbesHeld = 4
     /// Small probes held in a row (the last one `recoveryHoldSeconds`) that show a recovered link
     /// while a failure is remembered: a ceiling measured low is found in as many steps.
     let recoveryStreak = 3
@@ -130,10 +129,6 @@ package final class BitrateController: @unchecked Sendable {
     private var episodeSeconds = 0
     /// The previous second was congested too (one congestion episode).
     private var inEpisode = false
-    /// The ceiling when the episode began: each congested second sets the ceiling to the
-    /// episode's latest estimate under it, not to the lowest of its seconds (one second's count
-    /// can be far under the link: the soak's onset second measured 816 for a link carrying 1050).
-    private var episodeBaseKbps = 0
     private var calm = 0
     /// Calm seconds since the last change of the target.
     private var calmSinceChange = 0
@@ -252,14 +247,10 @@ package final class BitrateController: @unchecked Sendable {
                 congestedSent = (congestedSent.1, congestedSent.2, sentKbps)
                 congestedSeconds += 1
             }
-            // The best of the window's seconds: while a queue waits the link is busy, and a
-            // second counts less than it carried (loss recovery, the socket buffer's accounting)
-            // more often than more; the first second, inflated by what the path's buffers took
-            // in, leaves the window at the second.
             let window = min(3, congestedSeconds)
-            let bestSent = max(window >= 3 ? congestedSent.0 : 0, window >= 2 ? congestedSent.1 : 0, congestedSent.2)
-            let carried = min(targetKbps, max(floorKbps, bestSent - audioKbps))
-            if !episodeContinues { episodeBaseKbps = ceilingKbps }
+            let averageSent = (congestedSent.0 * (window >= 3 ? 1 : 0) + congestedSent.1 * (window >= 2 ? 1 : 0)
+                               + congestedSent.2) / window
+            let carried = min(targetKbps, max(floorKbps, averageSent - audioKbps))
             inEpisode = true
             calm = 0
             calmSinceChange = 0
@@ -278,7 +269,7 @@ package final class BitrateController: @unchecked Sendable {
             // congestion never raises the ceiling (only held probes do): a second's count can
             // include a burst into buffers.
             if !episodeContinues { failed(at: max(currentKbps, failedKbps ?? 0)) }
-            ceilingKbps = min(episodeBaseKbps, carried)
+            ceilingKbps = min(ceilingKbps, carried)
             probeInterval = probeIntervalSeconds
             probesHeld = 0
             // Under what the link carries by enough to drain the queue within `drainSeconds`, once
@@ -319,9 +310,9 @@ package final class BitrateController: @unchecked Sendable {
                 probesHeld += 1
             }
             if confirming {
-                // Held 5% over small probes that held: a recovered link, or a ceiling that was
-                // still low. Then 9% (under 95% of a throttled link whose ceiling holds within
-                // 2.5% of it), and only once that holds 27% and 50%.
+                // Held 5% over small probes that held: the link recovered; 50% steps follow. (A
+                // 27% step costs SlowLinkTest's recovery 3-4 s, and under a throttle whose
+                // ceiling was measured low it leaves 95% of the link just as a 50% one does.)
                 confirming = false
                 probesHeld = confirmedProbesHeld
             } else if let failed = failedKbps, currentKbps >= failed {
