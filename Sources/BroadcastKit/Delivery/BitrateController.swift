@@ -5,10 +5,11 @@
 /// destination's send rate and queue:
 /// - congested (more than `backlogMs` queued): the video the link carried (the rate it delivered,
 ///   handed-over bytes less the growth of the transport's undelivered bytes, less audio; the
-///   first second of an episode alone, then the last three seconds without it, since the first
-///   includes what path buffers took in) lowers the remembered ceiling (a congestion never
-///   raises it: only held probes do; a second's count can be high as well as low, so the
-///   lowest stands until a probe holds above it), and the target drops to
+///   first second of an episode alone, then the median of the last three seconds without it,
+///   since the first includes what path buffers took in) sets the ceiling, never above the
+///   ceiling the episode began with (a congestion never raises it: only held probes do; one
+///   second's count is high or low by what crossed a tick boundary, not by the link),
+///   and the target drops to
 ///   `settleFraction` (85%) of it, or (from the episode's second second) lower by as much as
 ///   empties the queue in `drainSeconds`
 ///   (never under `lowestFitFraction`, 70%, of it, nor under the floor). The level congestion
@@ -125,6 +126,9 @@ package final class BitrateController: @unchecked Sendable {
     /// link; only congested seconds count, when the queue kept the link busy.
     private var congestedSent = (0, 0, 0)
     private var congestedSeconds = 0
+    /// The ceiling when this congestion episode began: the episode's seconds may lower it, and
+    /// a later, better-counted second of the same episode raises it back as far as this, no further.
+    private var episodeBaseKbps = 0
     /// Congested seconds in a row.
     private var episodeSeconds = 0
     /// The previous second was congested too (one congestion episode).
@@ -247,10 +251,15 @@ package final class BitrateController: @unchecked Sendable {
                 congestedSent = (congestedSent.1, congestedSent.2, sentKbps)
                 congestedSeconds += 1
             }
+            if !episodeContinues { episodeBaseKbps = ceilingKbps }
+            // The median of the window: one second's count is high or low by what crossed a tick
+            // boundary or filled a buffer, not by the link. The running lowest put the 45-minute
+            // soak's ceiling at 816 under a link that carried ~1050; the best second put
+            // SlowLinkTest's at 1256 through a 1200 kbit/s link.
             let window = min(3, congestedSeconds)
-            let averageSent = (congestedSent.0 * (window >= 3 ? 1 : 0) + congestedSent.1 * (window >= 2 ? 1 : 0)
-                               + congestedSent.2) / window
-            let carried = min(targetKbps, max(floorKbps, averageSent - audioKbps))
+            let (a, b, c) = congestedSent
+            let middle = window < 3 ? (window < 2 ? c : (b + c) / 2) : max(min(a, b), min(max(a, b), c))
+            let carried = min(targetKbps, max(floorKbps, middle - audioKbps))
             inEpisode = true
             calm = 0
             calmSinceChange = 0
@@ -269,7 +278,7 @@ package final class BitrateController: @unchecked Sendable {
             // congestion never raises the ceiling (only held probes do): a second's count can
             // include a burst into buffers.
             if !episodeContinues { failed(at: max(currentKbps, failedKbps ?? 0)) }
-            ceilingKbps = min(ceilingKbps, carried)
+            ceilingKbps = min(episodeBaseKbps, carried)
             probeInterval = probeIntervalSeconds
             probesHeld = 0
             // Under what the link carries by enough to drain the queue within `drainSeconds`, once
