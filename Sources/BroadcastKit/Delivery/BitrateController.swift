@@ -3,8 +3,10 @@
 /// It follows one destination (`BitrateFollows`): the primary, or the slowest network publisher
 /// that is live (the one with the longest queue this second). Once a second, from that
 /// destination's send rate and queue:
-/// - congested (more than `backlogMs` queued): the video the link carried (the rate it delivered,
-///   handed-over bytes less the growth of the transport's undelivered bytes, less audio; the
+/// - congested (more than `backlogMs` queued): the video the link carried (the rate it delivered:
+///   what the receiver reports arrived over its report's span, `TagSink.deliveredKbps`, when the
+///   transport learns it (WHIP); else handed-over bytes less the growth of the transport's
+///   undelivered bytes; less audio; the
 ///   first second of an episode alone, then the median of the last three seconds without it,
 ///   since the first includes what path buffers took in) sets the ceiling, never above the
 ///   ceiling the episode began with (a congestion never raises it: only held probes do; one
@@ -214,14 +216,17 @@ package final class BitrateController: @unchecked Sendable {
         let unsent = (destinations[i].sink as? RTMPPublisher)?.unsentBytes ?? 0
         let kernelMs = unsent * 8 / max(1, currentKbps + audioKbps)
         adapt(sentKbps: sentKbps, backlogMs: destinations[i].backlogMs + kernelMs, handedKbps: handedKbps,
-              peerEstimatedKbps: destinations[i].sink.peerEstimatedKbps)
+              peerEstimatedKbps: destinations[i].sink.peerEstimatedKbps, reportedKbps: destinations[i].sink.deliveredKbps)
     }
 
     /// One second's decision from what the followed destination delivered (`sentKbps`, audio
     /// included), what was handed over to its transport (`handedKbps`; nil: all of it was
     /// delivered), how much it holds queued (`backlogMs`) and the receiver's estimate of the
-    /// path (`peerEstimatedKbps`, audio included; nil: none).
-    func adapt(sentKbps: Int, backlogMs backlog: Int, handedKbps: Int? = nil, peerEstimatedKbps: Int? = nil) {
+    /// path (`peerEstimatedKbps`, audio included; nil: none) and what the receiver reports it
+    /// received (`reportedKbps`, audio included, over the span of its latest report; nil: the
+    /// transport does not learn it).
+    func adapt(sentKbps: Int, backlogMs backlog: Int, handedKbps: Int? = nil, peerEstimatedKbps: Int? = nil,
+               reportedKbps: Int? = nil) {
         if failedKbps != nil {
             secondsSinceFailure += 1
             if secondsSinceFailure >= failureMemorySeconds { failedKbps = nil }
@@ -244,11 +249,14 @@ package final class BitrateController: @unchecked Sendable {
             // The first second of an episode counts alone, and leaves the window at the second:
             // it includes what the path's buffers took in as the queue built.
             episodeSeconds = episodeContinues ? episodeSeconds + 1 : 1
+            // What the receiver says arrived, when it says: a loss fraction counted against this
+            // second's bytes describes an earlier, higher rate (WHIP's cuts compounded to the floor).
+            let sample = reportedKbps ?? sentKbps
             if episodeSeconds <= 2 {
-                congestedSent = (sentKbps, sentKbps, sentKbps)
+                congestedSent = (sample, sample, sample)
                 congestedSeconds = 1
             } else {
-                congestedSent = (congestedSent.1, congestedSent.2, sentKbps)
+                congestedSent = (congestedSent.1, congestedSent.2, sample)
                 congestedSeconds += 1
             }
             if !episodeContinues { episodeBaseKbps = ceilingKbps }

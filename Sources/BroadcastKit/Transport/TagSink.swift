@@ -38,6 +38,11 @@ public protocol TagSink: AnyObject {
     /// all media, when the peer sends one; the bitrate controller keeps its ceiling under it. nil
     /// by default.
     var peerEstimatedKbps: Int? { get }
+    /// The rate the peer reports receiving, all media, in kbit/s, measured over the span its
+    /// latest report covers (WebRTC receiver reports): what the path carried, when the transport
+    /// learns it from the receiver rather than from its own buffers. The bitrate controller takes
+    /// it as the carried rate while congested. nil by default.
+    var deliveredKbps: Int? { get }
 }
 
 /// The kind of a destination's sink, as its line in the stats names it.
@@ -57,6 +62,7 @@ extension TagSink {
     public var undeliveredBytes: Int { 0 }
     public var tracksUnordered: Bool { false }
     public var peerEstimatedKbps: Int? { nil }
+    public var deliveredKbps: Int? { nil }
 }
 
 /// Transport failures, each mapped to a CLI exit code.

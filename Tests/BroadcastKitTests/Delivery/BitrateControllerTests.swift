@@ -356,6 +356,29 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         #expect(c.ceilingKbps == 1180 - audio, "a congestion never raises the ceiling: \(c.ceilingKbps)")
     }
 
+    /// WHIP: a receiver report's loss fraction describes packets sent at the earlier, higher rate,
+    /// so counted against the seconds after a cut it makes the link look far slower (CI: 879 →
+    /// 488 → 312 through a 1200 kbit/s link). What the receiver reports arrived, over the span
+    /// its report covers, is the carried rate while congested; the lagged count is not.
+    @Test func whatTheReceiverReportsArrivedIsTheCarriedRate() {
+        let (c, _, _) = controller()
+        c.adapt(sentKbps: 2600, backlogMs: 0, reportedKbps: 2580)
+        // Congested: the count (handed less the old fraction's share) is low, the report is the link.
+        c.adapt(sentKbps: 1400, backlogMs: 600, handedKbps: 2600, reportedKbps: 1150)
+        #expect(c.ceilingKbps == 1150 - audio)
+        // Lagged seconds after the cut: the old fraction times the new rate reads 400-500.
+        for (count, reported) in [(480, 1120), (420, 1140), (450, 1130), (500, 1160)] {
+            c.adapt(sentKbps: count, backlogMs: 600, handedKbps: 900, reportedKbps: reported)
+        }
+        #expect(c.ceilingKbps >= 1120 - audio, "the link's rate, not the lagged count's: \(c.ceilingKbps)")
+        #expect(c.currentKbps >= Int(c.lowestFitFraction * Double(1120 - audio)), "no collapse: \(c.currentKbps)")
+        // Without a report the count is all there is.
+        let (d, _, _) = controller()
+        d.adapt(sentKbps: 2600, backlogMs: 0)
+        d.adapt(sentKbps: 1400, backlogMs: 600, handedKbps: 2600)
+        #expect(d.ceilingKbps == 1400 - audio)
+    }
+
     /// A lifted throttle is climbed back to the full target within 30 s, whatever the phase of
     /// the probes when it lifts (one lift per second of a 30 s window).
     @Test func climbsBackWithin30SecondsWhenTheThrottleLifts() {

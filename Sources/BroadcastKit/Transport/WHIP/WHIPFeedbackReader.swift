@@ -10,7 +10,8 @@ import Synchronization
 ///   counted when full) for the sender thread, which owns the packet history and the outbound
 ///   SRTP context.
 /// - Receiver reports (RR, or the blocks of an SR) about our video SSRC: the latest fraction lost
-///   and how many arrived, for the bitrate controller (`WHIPPublisher.transportBacklogMs`).
+///   (`WHIPPublisher.transportBacklogMs`), highest sequence and cumulative loss (the sender's
+///   `RTPDeliveryMeter`), and how many arrived, for the bitrate controller.
 /// - REMB (PSFB FMT 15) listing our video SSRC: the endpoint's estimate of the path, kept with
 ///   its arrival time (`WHIPPublisher.peerEstimatedKbps`).
 /// - DTLS after the handshake goes to GnuTLS (our last flight resent when the endpoint resends its own).
@@ -139,8 +140,11 @@ package final class WHIPFeedbackReader: @unchecked Sendable {
                 var block = at + (type == 200 ? 28 : 8)
                 for _ in 0..<Int(fmt) where block + 24 <= at + length {
                     if let ssrc = videoSSRC, let reports, b.loadBE32(block) == ssrc {
-                        reports.fractionLost.store(Int(b[block + 4]), ordering: .relaxed)
-                        reports.count.add(1, ordering: .releasing)
+                        // Cumulative loss is 24-bit signed (duplicates can make it negative).
+                        let lost24 = Int32(bitPattern: UInt32(b[block + 5]) << 24 | UInt32(b[block + 6]) << 16
+                                           | UInt32(b[block + 7]) << 8) >> 8
+                        reports.noteBlock(fractionLost: Int(b[block + 4]), highest: UInt16(truncatingIfNeeded: b.loadBE32(block + 8)),
+                                          cumulativeLost: Int(lost24))
                     }
                     block += 24
                 }

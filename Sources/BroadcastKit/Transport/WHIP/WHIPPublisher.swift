@@ -59,6 +59,16 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     package private(set) var malformedUnits = 0
     /// Packets NACKed that the history no longer held.
     package private(set) var unanswerableNACKs = 0
+    /// NACKs for a packet resent within `RTPPacketHistory.resendGuardNs` (not answered again).
+    package private(set) var repeatedNACKs = 0
+    /// Repairs not sent: the repair budget was spent (the packet stays lost; counted as dropped).
+    package private(set) var repairsOverBudget = 0
+    /// Repair bytes the path may still take: each first transmission adds `repairSharePercent` of
+    /// its bytes, up to `repairBurstBytes`. Repairs beyond it would crowd a congested path with
+    /// more than the media it lost, and the loss would feed itself.
+    private var repairCredit = WHIPPublisher.repairBurstBytes
+    package static let repairSharePercent = 20
+    package static let repairBurstBytes = 96_000
     /// The counters above as link stats, published by the sender thread for the housekeeper.
     private let link = Mutex<TransportLinkStats?>(nil)
     /// RTP payload bytes sent (first transmissions), for the loss share below. Any thread reads.
@@ -66,6 +76,10 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     private struct LossShare { var bytes = -1, undelivered = 0 }
     private let lossShare = Mutex(LossShare())
     private let receiverReports = WHIPReceiverReports()
+    /// What the endpoint received over each report's span (the sender thread's).
+    private let meter = RTPDeliveryMeter()
+    /// Report blocks the meter has seen (`WHIPReceiverReports.count`).
+    private var reportsTaken = 0
     package var linkStats: TransportLinkStats? { link.withLock { $0 } }
 
     /// The endpoint's latest REMB for our video in kbit/s (its delay-based estimate of the path, fed
@@ -73,6 +87,9 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     package var peerEstimatedKbps: Int? { receiverReports.estimateKbps(nowNs: ICEAgent.nowNs()) }
     /// REMB packets taken from the endpoint so far (tests).
     package var estimatesReceived: Int { receiverReports.estimates.load(ordering: .relaxed) }
+    /// What the endpoint's receiver reports say arrived, over the span the latest covers
+    /// (`RTPDeliveryMeter`); nil before two reports and when none was measured for 3 s.
+    package var deliveredKbps: Int? { receiverReports.deliveredKbps(nowNs: ICEAgent.nowNs()) }
 
     package init(url text: String, token: String, hasVideo: Bool, hasAudio: Bool, connectTimeoutSeconds: Int, caFile: String?) {
         var parsed = WHIPURL(invalid: ())
@@ -111,12 +128,11 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
 
     /// Three quarters of the share of the RTP bytes sent that the receiver reports lost: what was
     /// sent since the last call, at the latest report's fraction. The bitrate controller subtracts
-    /// the growth from what was handed over. A report's fraction describes packets sent at the
-    /// earlier, higher rate, and a bottleneck's queue keeps dropping while it drains: counting the
-    /// whole fraction against each second compounded into the floor (1 of 3 runs by hand), half
-    /// of it came down too slowly (2 of 5 runs decoded under 300 frames), and charging all the
-    /// bytes since the previous report when a report arrived put two seconds of loss into one
-    /// (312 kbps through a 1200 kbit/s link in CI).
+    /// the growth from what was handed over in the seconds it has no measured rate for (before
+    /// the second report, and when calm). While congested it takes `deliveredKbps` instead: a
+    /// report's fraction describes packets sent at an earlier, higher rate, and counted against
+    /// each later second it compounded the cuts into the floor (312 kbps through a 1200 kbit/s
+    /// link in CI).
     package var undeliveredBytes: Int {
         let reported = receiverReports.count.load(ordering: .acquiring) > 0
         let fraction = receiverReports.fractionLost.load(ordering: .relaxed)
@@ -186,6 +202,9 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
         dtls = keys
         history.reset()
         receiverReports.reset()
+        meter.reset()
+        reportsTaken = 0
+        repairCredit = Self.repairBurstBytes
         lossShare.withLock { $0 = LossShare(undelivered: $0.undelivered) }
         let r = WHIPFeedbackReader(ice: agent, dtls: keys, videoSSRC: hasVideo ? video.ssrc : nil, reports: receiverReports,
                                    keyframeRequester: keyframeRequester)
@@ -201,6 +220,7 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
         if let why = reader.lostReason { throw TransportError.connectionLost("\(displayName): \(why)") }
         unanswerableNACKs += reader.drainNACKs { retransmit($0) }
         let now = ICEAgent.nowNs()
+        takeReport(now)
         let body = tag.body
         switch tag.type {
         case .video where hasVideo && body.count >= 5 && body[0] & 0x0F == 7:
@@ -223,12 +243,23 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
         sendReports(now)
     }
 
+    /// A new receiver report about our video: what arrived over its span (nothing allocates).
+    private func takeReport(_ now: Int64) {
+        let n = receiverReports.count.load(ordering: .acquiring)
+        guard n != reportsTaken else { return }
+        reportsTaken = n
+        let block = receiverReports.latestBlock.withLock { $0 }
+        if let kbps = meter.take(highest: block.highest, cumulativeLost: block.cumulativeLost) {
+            receiverReports.noteDelivered(kbps: kbps, nowNs: now)
+        }
+    }
+
     private func publishLinkStats() {
         let estimate = Double(peerEstimatedKbps ?? 0) / 1000
         let now = TransportLinkStats(rttMs: 0, bandwidthMbps: estimate, sendRateMbps: 0, packetsSent: packetsSent,
                                      packetsLost: reader?.nacksReceived.load(ordering: .relaxed) ?? 0,
                                      packetsRetransmitted: retransmitted,
-                                     packetsDropped: sendFailures + unanswerableNACKs, sendBufferMs: 0)
+                                     packetsDropped: sendFailures + unanswerableNACKs + repairsOverBudget, sendBufferMs: 0)
         link.withLock { $0 = now }
     }
 
@@ -302,7 +333,13 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
         if keep { history.store(sequence: sequence, UnsafeRawBufferPointer(rebasing: packet[0..<plain])) }
         stream.packets &+= 1
         stream.octets &+= UInt32(headerCount + payload.count)
+        if keep {
+            meter.videoSent(sequence: sequence, bytes: headerCount + payload.count, nowNs: ICEAgent.nowNs())
+        } else {
+            meter.audioSent(bytes: headerCount + payload.count)
+        }
         wireBytes.add(plain, ordering: .relaxed)
+        repairCredit = min(Self.repairBurstBytes, repairCredit + plain * Self.repairSharePercent / 100)
         guard let n = dtls.protectRTP(packet.baseAddress!, count: plain) else {
             sendFailures += 1
             return
@@ -324,9 +361,17 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     }
 
     private func retransmit(_ sequence: UInt16) {
+        guard history.claimResend(sequence: sequence, nowNs: ICEAgent.nowNs()) else {
+            repeatedNACKs += 1
+            return
+        }
         guard let ice, let dtls, let plain = history.copy(sequence: sequence, into: UnsafeMutableRawBufferPointer(rebasing: packet[0..<1500])),
               plain >= 20 else {
             unanswerableNACKs += 1
+            return
+        }
+        guard repairCredit >= plain else {
+            repairsOverBudget += 1
             return
         }
         // The repair leaves now: its abs-send-time says so, or the endpoint's estimator would read
@@ -336,10 +381,15 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
             unanswerableNACKs += 1
             return
         }
-        // Twice: a repair lost again would stall the receiver's jitter buffer until it gives up on
-        // the frame (and its dependants); the copy costs the loss rate's share of the bitrate.
+        // Twice while the budget allows: a repair lost again would stall the receiver's jitter
+        // buffer until it gives up on the frame (and its dependants); the copy costs the loss
+        // rate's share of the bitrate.
+        repairCredit -= plain
         if ice.send(packet.baseAddress!, count: n) { retransmitted += 1 }
-        _ = ice.send(packet.baseAddress!, count: n)
+        if repairCredit >= plain {
+            repairCredit -= plain
+            _ = ice.send(packet.baseAddress!, count: n)
+        }
     }
 
     /// DELETEs the resource (best effort, bounded by the connect timeout) and drops the transport.
@@ -370,7 +420,7 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     }
 
     /// What a configuration's WHIP destinations add to the memory plan: the NACK history, the
-    /// packet buffers and the signalling response buffer (while open) per destination, and the
+    /// delivery meter's ring, the packet buffers and the signalling response buffer (while open) per destination, and the
     /// libraries' pages once.
     package static func plannedBytes(_ cfg: BroadcastConfiguration) -> Int {
         let n = cfg.destinations.reduce(0) { count, d in
@@ -378,7 +428,7 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
             return count
         }
         guard n > 0 else { return 0 }
-        return n * (RTPPacketHistory.plannedBytes + 4 * 1600 + WHIPHTTPClient.maxResponseBytes) + libraryBytes
+        return n * (RTPPacketHistory.plannedBytes + RTPDeliveryMeter.plannedBytes + 4 * 1600 + WHIPHTTPClient.maxResponseBytes) + libraryBytes
     }
 
     /// GnuTLS (+ nettle, p11-kit …), libsrtp2, the certificate and the `bk-whip-rx` stack, once per
