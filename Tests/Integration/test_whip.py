@@ -36,7 +36,7 @@ class Endpoint:
 
     def __init__(self, tmp: Path, token: str, pli_after_frames: int | None = None, relay_loss: float | None = None,
                  port: int = 0, name: str = "whip", relay_kbps: int | None = None, relay_kbps_from: float = 0,
-                 tls: tuple[Path, Path] | None = None, dtls_server: bool = False):
+                 tls: tuple[Path, Path] | None = None, dtls_server: bool = False, wrong_fingerprint: bool = False):
         self.report = tmp / f"{name}-report.json"
         self.log = tmp / f"{name}-endpoint.log"
         args = [PY, str(ENDPOINT), "--token", token, "--report", str(self.report), "--port", str(port)]
@@ -48,6 +48,8 @@ class Endpoint:
             args += ["--relay-kbps", str(relay_kbps), "--relay-kbps-from", str(relay_kbps_from)]
         if dtls_server:
             args += ["--dtls-server"]
+        if wrong_fingerprint:
+            args += ["--wrong-fingerprint"]
         if tls is not None:
             args += ["--tls-cert", str(tls[0]), "--tls-key", str(tls[1])]
         self.proc = subprocess.Popen(args, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=open(self.log, "wb"))
@@ -270,6 +272,25 @@ class WHIPTest(BroadcastTestCase):
         self.assertEqual(rep["posts"], 1, f"401 must not be retried: {rep}")
         self.assertEqual(rep["unauthorized"], 1, rep)
         self.assertTrue(any("401" in line for line in r.stderr_lines()), r.describe())
+
+    def test_dtls_fingerprint_mismatch_exit_3(self):
+        """ICE succeeds, but the endpoint's DTLS certificate is not the one its answer names: the
+        handshake is refused (exit 3, one line naming the fingerprint, within the connect timeout),
+        no media is sent, and the resource is deleted."""
+        key = new_key()
+        ep = self.endpoint(key, wrong_fingerprint=True)
+        start = time.monotonic()
+        r = self.run_broadcast(["--url", ep.url, "--source", "test", "--res", "360p", "--duration", "20"],
+                               env={"STREAM_KEY": key}, timeout=60)
+        took = time.monotonic() - start
+        rep = ep.finish(wait=0.5)
+        print(f"\n--- whip wrong fingerprint: exit {r.returncode} after {took:.1f} s: {r.stderr_lines()}", file=sys.stderr)
+        self.assertEqual(r.returncode, 3, r.describe())
+        self.assertEqual(len(r.stderr_lines()), 1, r.describe())
+        self.assertIn("fingerprint", r.stderr_lines()[0], r.describe())
+        self.assertLess(took, 15, f"a refused certificate must end the run at once: {took:.1f} s")
+        self.assertEqual((rep["posts"], rep["deletes"]), (1, 1), rep)
+        self.assertEqual(rep["video_frames"], 0, rep)
 
     def test_library_refuses_aac_with_whip(self):
         # The library owns the rule: an embedder (Python over the C ABI) asking for AAC is refused at start.

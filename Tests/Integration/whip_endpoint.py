@@ -111,8 +111,10 @@ def capture_unix_seconds(pts: int) -> float | None:
 
 class Endpoint:
     def __init__(self, token: str, report: str, pli_after: int | None, relay_loss: float | None = None,
-                 relay_kbps: int | None = None, relay_kbps_from: float = 0, dtls_server: bool = False):
+                 relay_kbps: int | None = None, relay_kbps_from: float = 0, dtls_server: bool = False,
+                 wrong_fingerprint: bool = False):
         self.dtls_server = dtls_server
+        self.wrong_fingerprint = wrong_fingerprint
         self.relay_loss = relay_loss
         self.relay_kbps = relay_kbps
         self.relay_kbps_from = relay_kbps_from
@@ -157,6 +159,11 @@ class Endpoint:
         sdp = pc.localDescription.sdp
         if self.relay_loss is not None or self.relay_kbps is not None:
             sdp = self.through_relay(sdp)
+        if self.wrong_fingerprint:
+            # ICE answers as usual; the DTLS certificate is not the one the answer names (a
+            # man in the middle, or a broken endpoint).
+            sdp = re.sub(r"(a=fingerprint:sha-256 )([0-9A-Fa-f]{2})",
+                         lambda m: m.group(1) + ("00" if m.group(2) != "00" else "11"), sdp)
         self.r["answer_setup"] = sorted({line.split(":", 1)[1] for line in sdp.splitlines() if line.startswith("a=setup:")})
         self.r["answer_codecs"] = sorted({line.split(" ", 1)[1].split("/")[0].lower()
                                           for line in sdp.splitlines() if line.startswith("a=rtpmap:")})
@@ -262,8 +269,10 @@ async def main() -> None:
     ap.add_argument("--relay-kbps-from", type=float, default=0)
     ap.add_argument("--port", type=int, default=0, help="0: a free port")
     ap.add_argument("--dtls-server", action="store_true", help="answer a=setup:passive (the client is the DTLS client)")
+    ap.add_argument("--wrong-fingerprint", action="store_true", help="the answer names another certificate's fingerprint")
     a = ap.parse_args()
-    ep = Endpoint(a.token, a.report, a.pli_after_frames, a.relay_loss, a.relay_kbps, a.relay_kbps_from, a.dtls_server)
+    ep = Endpoint(a.token, a.report, a.pli_after_frames, a.relay_loss, a.relay_kbps, a.relay_kbps_from, a.dtls_server,
+                  a.wrong_fingerprint)
     app = web.Application()
     app.router.add_post("/whip/live", ep.post)
     app.router.add_delete("/whip/resource/{n}", ep.delete)
