@@ -86,6 +86,7 @@ package final class RTPDeliveryMeter {
         // than was sent: a report cannot raise the rate past what left.
         let received = min(expected, max(0, expected - (cumulativeLost - p.lost)))
         let bytes = (b.videoBytes - a.videoBytes) + (b.audioBytes - a.audioBytes)
+        guard bytes > 0 else { return nil }
         let deliveredBits = Double(bytes) * Double(received) / Double(expected) * 8
         return Int(deliveredBits / (Double(b.sentNs - a.sentNs) / 1e9) / 1000)
     }

@@ -41,7 +41,7 @@ package struct SDPAnswer: Equatable {
             else if a.hasPrefix("ice-pwd:"), icePwd.isEmpty { icePwd = String(a.dropFirst(8)) }
             else if a.hasPrefix("fingerprint:"), fingerprint.isEmpty {
                 let f = a.dropFirst(12).split(separator: " ")
-                if f.count == 2, f[0].lowercased() == "sha-256" { fingerprint = f[1].uppercased() }
+                if f.count == 2, f[0].lowercased() == "sha-256", Self.isFingerprint(f[1]) { fingerprint = f[1].uppercased() }
             } else if a.hasPrefix("setup:") {
                 endpointIsDTLSClient = a.dropFirst(6) == "active"
             } else if a.hasPrefix("candidate:"), candidates.count < Self.maxCandidates {
@@ -59,7 +59,8 @@ package struct SDPAnswer: Equatable {
                 }
             } else if a.hasPrefix("rtpmap:"), !rejected {
                 let f = a.dropFirst(7).split(separator: " ")
-                guard f.count == 2, let pt = Int(f[0]) else { continue }
+                // A payload type is 7 bits (RFC 3550): anything else is not one.
+                guard f.count == 2, let pt = Int(f[0]), (0...127).contains(pt) else { continue }
                 let codec = f[1].lowercased()
                 if kind == "audio", codec.hasPrefix("opus/48000"), opusPayloadType == nil { opusPayloadType = pt }
                 if kind == "video", codec.hasPrefix("h264/90000"), h264PayloadType == nil { h264PayloadType = pt }
@@ -69,5 +70,15 @@ package struct SDPAnswer: Equatable {
         guard fingerprint.count == 95 else { throw .connectFailed("the WHIP answer has no sha-256 DTLS fingerprint") }
         guard !candidates.isEmpty else { throw .connectFailed("the WHIP answer has no UDP candidate") }
         candidates.sort { $0.priority > $1.priority }
+    }
+
+    /// 32 hex pairs joined by colons: a SHA-256 fingerprint (RFC 8122), nothing else.
+    static func isFingerprint(_ f: Substring) -> Bool {
+        guard f.utf8.count == 95 else { return false }
+        for (i, c) in f.utf8.enumerated() {
+            let hex = (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66)
+            guard i % 3 == 2 ? c == 0x3A : hex else { return false }
+        }
+        return true
     }
 }

@@ -128,46 +128,21 @@ package final class WHIPFeedbackReader: @unchecked Sendable {
         walkRTCP(UnsafeRawBufferPointer(rebasing: buffer[0..<plain]))
     }
 
-    /// A compound RTCP packet: PLI/FIR → keyframe request; generic NACK → queued for the sender.
+    /// A compound RTCP packet (`RTCPFeedback`): report blocks and REMB → `WHIPReceiverReports`;
+    /// PLI/FIR → keyframe request; generic NACK → queued for the sender.
     private func walkRTCP(_ b: UnsafeRawBufferPointer) {
-        var at = 0
-        while at + 4 <= b.count {
-            let fmt = b[at] & 0x1F, type = b[at + 1]
-            let length = (Int(b.loadBE16(at + 2)) + 1) * 4
-            guard at + length <= b.count else { return }
-            if type == 200 || type == 201 {
-                // Report blocks follow the 8-byte header (and an SR's 20 bytes of sender info).
-                var block = at + (type == 200 ? 28 : 8)
-                for _ in 0..<Int(fmt) where block + 24 <= at + length {
-                    if let ssrc = videoSSRC, let reports, b.loadBE32(block) == ssrc {
-                        // Cumulative loss is 24-bit signed (duplicates can make it negative).
-                        let lost24 = Int32(bitPattern: UInt32(b[block + 5]) << 24 | UInt32(b[block + 6]) << 16
-                                           | UInt32(b[block + 7]) << 8) >> 8
-                        reports.noteBlock(fractionLost: Int(b[block + 4]), highest: UInt16(truncatingIfNeeded: b.loadBE32(block + 8)),
-                                          cumulativeLost: Int(lost24))
-                    }
-                    block += 24
-                }
-            } else if type == 206 && fmt == 15 {
-                if let reports, let bps = RTCPREMB.bitsPerSecond(UnsafeRawBufferPointer(rebasing: b[at..<(at + length)]),
-                                                                   listing: videoSSRC) {
-                    reports.noteEstimate(bitsPerSecond: bps, nowNs: ICEAgent.nowNs())
-                }
-            } else if type == 206 && (fmt == 1 || fmt == 4) && length >= 12 {
+        RTCPFeedback.walk(b, videoSSRC: videoSSRC) { item in
+            switch item {
+            case .reportBlock(let fraction, let highest, let cumulativeLost):
+                reports?.noteBlock(fractionLost: fraction, highest: highest, cumulativeLost: cumulativeLost)
+            case .estimate(let bps):
+                reports?.noteEstimate(bitsPerSecond: bps, nowNs: ICEAgent.nowNs())
+            case .keyframeRequest:
                 keyframeRequests.add(1, ordering: .relaxed)
                 keyframeRequester?()
-            } else if type == 205 && fmt == 1 && length >= 16 {
-                var f = at + 12
-                nacks.withLock { r in
-                    while f + 4 <= at + length {
-                        let pid = b.loadBE16(f), mask = b.loadBE16(f + 2)
-                        push(&r, pid)
-                        for bit in 0..<16 where mask & (1 << bit) != 0 { push(&r, pid &+ UInt16(bit + 1)) }
-                        f += 4
-                    }
-                }
+            case .nack(let sequence):
+                nacks.withLock { push(&$0, sequence) }
             }
-            at += length
         }
     }
 

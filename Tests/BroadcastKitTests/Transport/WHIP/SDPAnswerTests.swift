@@ -25,6 +25,24 @@ struct SDPAnswerTests {
         #expect(throws: TransportError.self) { try SDPAnswer(parsing: "v=0\r\nm=video 9 x 96\r\n") }
     }
 
+    /// `bk-libfuzz whip-sdp`'s finding (reproducer `oracle-fingerprint-not-hex`): any 95 characters
+    /// passed as the fingerprint, NUL bytes and non-hex included; a payload type of any size was
+    /// kept (and cut to 7 bits when sent).
+    @Test func aFingerprintIsHexPairsAndAPayloadTypeSevenBits() throws {
+        let head = "v=0\r\na=ice-ufrag:uf\r\na=ice-pwd:pw\r\na=candidate:1 1 udp 100 10.0.0.1 5000 typ host\r\n"
+        let video = "m=video 9 UDP/TLS/RTP/SAVPF 96\r\n"
+        var bad = Array(Self.fp)
+        bad[4] = "\0"
+        for fp in [String(bad), "ZZ" + Self.fp.dropFirst(2), String(Self.fp.map { $0 == ":" ? "-" : $0 }), Self.fp + ":AB"] {
+            #expect(throws: TransportError.connectFailed("the WHIP answer has no sha-256 DTLS fingerprint")) {
+                try SDPAnswer(parsing: head + "a=fingerprint:sha-256 \(fp)\r\n" + video + "a=rtpmap:96 H264/90000\r\n")
+            }
+        }
+        let a = try SDPAnswer(parsing: head + "a=fingerprint:sha-256 \(Self.fp)\r\n" + video
+                              + "a=rtpmap:352 H264/90000\r\na=rtpmap:-1 H264/90000\r\na=rtpmap:127 H264/90000\r\n")
+        #expect(a.h264PayloadType == 127, "352 and -1 are not payload types")
+    }
+
     @Test func offerNamesBothCodecsAndOurTransport() {
         let o = SDPOffer(iceUfrag: "U", icePwd: "P", fingerprint: Self.fp, candidates: [("192.0.2.1", 4000)],
                          audioSSRC: 1, videoSSRC: 2, sessionID: 7).text
