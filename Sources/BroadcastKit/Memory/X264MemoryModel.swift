@@ -9,9 +9,9 @@
 /// interpolates linearly in pixels; beyond them it extends the nearest segment.
 ///
 /// Weighted prediction is off (`X264Encoder.configure`); a tuning that turns it back on adds
-/// `weightedPlaneBytes`. (The subpel rows in the table were measured while veryfast still ran
-/// with its `weightp` 1: whatever of the weighted plane that content touched is in them, an
-/// over-estimate now, never an under-estimate.)
+/// `weightedPlaneBytes`. (The subpel rows were first measured while veryfast still ran with its
+/// `weightp` 1; measured again with it off, on 2026-12-03, every row is within 0.5% of the table:
+/// moving noise never touched the weighted plane, a fade does.)
 package enum X264MemoryModel {
     /// What decides x264's working set: whether it keeps half-pel planes per reference.
     package enum Configuration: String, Sendable {
