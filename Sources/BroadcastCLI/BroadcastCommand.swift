@@ -36,6 +36,10 @@ package enum BroadcastCommand {
 
         let config = built.configuration
         let video = config.video
+        // Before the plan, so its measured baseline holds what stays resident, not the megabytes
+        // of parsing and loader code start-up touched once; the code the session's parts run is
+        // measured as they are built (the plan's session-code line). Again after the sources start.
+        ProcessTuning.releaseStartupPages()
         let session = BroadcastSession(configuration: config)
         if options.printMemoryPlan { return printMemoryPlan(session, video: video, json: options.memoryPlanJSON) }
 
@@ -102,7 +106,7 @@ package enum BroadcastCommand {
                 return fail(error.kind == .denied ? .connect : .usage, error.message)
             }
         }
-        // Start-up is over: the code it touched need not stay resident for the whole run.
+        // Start-up is over: the code the sources' start touched need not stay resident either.
         ProcessTuning.releaseStartupPages()
         // ...but the first clip's code would come back long after the replay ring filled.
         if session.configuration.replay.seconds > 0 {

@@ -61,11 +61,12 @@ def run_polled(args: list[str], env: dict, stats: Path, cgroup: Path | None = No
         argv = ["sh", "-c", f'echo $$ > "{cgroup}/cgroup.procs" && exec "$0" "$@"', *args]
     p = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                          text=True)
-    hwm_kb, usage_minus_rss = 0, None
+    hwm_kb, file_kb, usage_minus_rss = 0, 0, None
     while p.poll() is None:
         s = pw_memory_run.status_kb(p.pid)
         if s.get("VmHWM"):
             hwm_kb = max(hwm_kb, s["VmHWM"])
+            file_kb = max(file_kb, s.get("RssFile", 0))
             if cgroup is not None:
                 try:
                     d = int((cgroup / "memory.usage_in_bytes").read_text()) - s["VmRSS"] * 1024
@@ -76,7 +77,7 @@ def run_polled(args: list[str], env: dict, stats: Path, cgroup: Path | None = No
     _, err = p.communicate(timeout=30)
     lines = [json.loads(x) for x in stats.read_text().splitlines() if x.strip()] if stats.exists() else []
     peak = max([hwm_kb * 1024] + [x.get("peak_rss_bytes", 0) for x in lines])
-    out = {"exit": p.returncode, "vmhwm_bytes": peak, "frames_sent": lines[-1]["video_frames_sent"] if lines else 0,
+    out = {"exit": p.returncode, "vmhwm_bytes": peak, "peak_file_bytes": file_kb * 1024, "frames_sent": lines[-1]["video_frames_sent"] if lines else 0,
            "stderr": err.strip()[-400:]}
     if cgroup is not None:
         rd = lambda f: int((cgroup / f).read_text())  # noqa: E731
@@ -102,7 +103,33 @@ def row(name: str, source: str, args: list[str], env: dict, work: Path, ingest) 
             "plan_total_bytes": total, "plan_needed_bytes": plan["plan"]["needed_bytes"],
             "x264_configuration": plan["plan"]["x264_configuration"], "plan_vs_vmhwm": ratio,
             "within_10_percent": ratio is not None and abs(ratio) <= TOLERANCE, "frames_sent": r["frames_sent"],
-            "plan_lines": {x["key"]: x["bytes"] for x in plan["plan"]["lines"]}, "command": f"broadcast {cmd}"}
+            "plan_lines": {x["key"]: x["bytes"] for x in plan["plan"]["lines"]}, "command": f"broadcast {cmd}",
+            # Code and read-only data paged in after the plan (its streaming-code line's measure).
+            "file_bytes_at_plan": plan["plan"]["file_bytes_at_plan"], "peak_file_bytes": r["peak_file_bytes"],
+            "code_paged_in_bytes": r["peak_file_bytes"] - plan["plan"]["file_bytes_at_plan"]}
+
+
+def pipewire_client(rows: list[dict]) -> dict:
+    """What one PipeWire stream's client costs beyond the plan's other lines: the largest
+    (VmHWM - plan) of a PipeWire row less that of the test-source row at the same output size and
+    ring, over its three streams, plus what the plan already counts for it
+    (`PipeWireStream.clientResidentBytes`, read from the source)."""
+    src = (REPO / "Sources/BroadcastCapture/PipeWire/PipeWireStream.swift").read_text()
+    m = re.search(r"static let clientResidentBytes = (\d+) << (\d+)", src)
+    planned = int(m.group(1)) << int(m.group(2)) if m else 0
+    by_name = {r["name"]: r for r in rows}
+    best = None
+    for r in rows:
+        if r["source"] != "pipewire":
+            continue
+        res, ring = r["name"].split("-")[2], "-ring" in r["name"]
+        t = by_name.get(f"test-{res}" + (f"-ring{RING}" if ring else ""))
+        if t is None:
+            continue
+        extra = (r["vmhwm_bytes"] - r["plan_total_bytes"]) - (t["vmhwm_bytes"] - t["plan_total_bytes"])
+        per = planned + extra // 3
+        best = per if best is None else max(best, per)
+    return {"pipewire_client_per_stream_bytes": best, "pipewire_client_planned_bytes": planned}
 
 
 def pipewire_env(work: Path) -> tuple[dict, Path | None]:
@@ -192,6 +219,7 @@ def main() -> int:
                 p.terminate()
                 p.wait(10)
             result["rows"] = rows
+            result.update(pipewire_client(rows))
         if "cgroup" in a.sections:
             charges = []
             cases = [("test-1080p", [bc, "--source", "test", "--res", "1080p"], None)]

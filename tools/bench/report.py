@@ -848,13 +848,30 @@ def _memory_plan_against_vmhwm(r: dict, w, made: list[str]) -> None:
           f"at the start and {mm.get('loadavg_end', '?')} at the end (other work shared the 2 cores); memory figures "
           "do not depend on CPU time, frame counts do.")
         w("")
-        w("| row | x264 configuration | plan total MiB | VmHWM MiB | plan / VmHWM − 1 | within target | exit |")
-        w("|---|---|---|---|---|---|---|")
+        w("The CLI releases its start-up pages before the plan, so the runtime baseline is what stays resident; "
+          "the plan's \"session code\" line is RssFile's growth while the pipeline is built, measured by every run. "
+          "\"Code paged in after the plan\" is RssFile's peak during the run less RssFile when the plan was made: "
+          "small for the test source, so no line plans it; with PipeWire it is part of each stream's client "
+          "(its context, thread loop and plugins), `PipeWireStream.clientResidentBytes` in the capture line.")
+        w("")
+        pc, pp = mm.get("pipewire_client_per_stream_bytes"), mm.get("pipewire_client_planned_bytes")
+        if pc is not None:
+            w(f"One PipeWire stream's client, measured by this run: {pc / MIB:.2f} MiB (the largest PipeWire row's "
+              f"VmHWM − plan, less the test row's at the same size and ring, over its three streams, plus the "
+              f"{(pp or 0) / MIB:.2f} MiB the plan already counts for it).")
+            w("")
+        w("| row | x264 configuration | plan total MiB | VmHWM MiB | plan / VmHWM − 1 | within target | "
+          "session code MiB | code paged in after the plan MiB | exit |")
+        w("|---|---|---|---|---|---|---|---|---|")
         for x in mm["rows"]:
             ratio = x.get("plan_vs_vmhwm")
+            sc = x.get("plan_lines", {}).get("session_code")
+            paged = x.get("code_paged_in_bytes")
             w(f"| {x['name']} | {x.get('x264_configuration') or '?'} | {x['plan_total_bytes'] / MIB:.1f} | "
               f"{x['vmhwm_bytes'] / MIB:.1f} | {f'{100 * ratio:+.1f}%' if ratio is not None else 'n/a'} | "
-              f"{'yes' if x.get('within_10_percent') else '**no**'} | {x['exit']} |")
+              f"{'yes' if x.get('within_10_percent') else '**no**'} | "
+              f"{f'{sc / MIB:.2f}' if sc is not None else 'n/a'} | {f'{paged / MIB:.2f}' if paged is not None else 'n/a'} | "
+              f"{x['exit']} |")
         w("")
         w("Commands: " + "; ".join(f"`{x['command']}`" for x in mm["rows"][:1]) + " and the same per row "
           "(PipeWire rows: `--source screen-node` of a `pw-test-screen` at the size named, with `--app-audio app-sink "

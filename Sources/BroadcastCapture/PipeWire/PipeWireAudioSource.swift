@@ -30,6 +30,9 @@ public final class PipeWireAudioSource: CaptureSource {
     }
 
     public var description: String { label }
+    /// Resident in this process for the memory plan: the stream's PipeWire client
+    /// (`PipeWireStream.clientResidentBytes`); audio buffers are mapped from the daemon.
+    public var plannedResidentBytes: Int { PipeWireStream.clientResidentBytes }
     public func start(into sink: SampleBufferSink) throws(CaptureError) { try stream.start(into: sink) }
     public func stop() { stream.stop() }
     public func waitUntilFinished(timeoutNanoseconds: Int64) -> Bool {

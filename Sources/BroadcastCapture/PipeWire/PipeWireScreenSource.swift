@@ -27,9 +27,10 @@ public final class PipeWireScreenSource: CaptureSource {
     /// What capture keeps resident in this process, for the memory plan: a constant, whatever the
     /// desktop size or the number of buffers the producer insists on. Buffers are mapped (no
     /// RSS) and each frame is read in stripes whose pages are released behind the reader
-    /// (`FrameConverter.maxSourceResidentBytes`, about 0.6 MB), plus the buffers' metadata pages.
+    /// (`FrameConverter.maxSourceResidentBytes`, about 0.6 MB), plus the buffers' metadata pages,
+    /// plus the stream's PipeWire client (`PipeWireStream.clientResidentBytes`).
     public var plannedResidentBytes: Int { Self.plannedResidentBytes }
-    static let plannedResidentBytes = FrameConverter.maxSourceResidentBytes + (64 << 10)
+    static let plannedResidentBytes = FrameConverter.maxSourceResidentBytes + (64 << 10) + PipeWireStream.clientResidentBytes
     public func start(into sink: SampleBufferSink) throws(CaptureError) { try stream.start(into: sink) }
     public func stop() { stream.stop() }
     public func waitUntilFinished(timeoutNanoseconds: Int64) -> Bool {

@@ -9,6 +9,14 @@ import Synchronization
 /// Shared by the screen and audio sources: it owns the C handle, forwards mapped buffers to the
 /// sink without copying, and tracks the end/error state behind `waitUntilFinished`.
 final class PipeWireStream: @unchecked Sendable {
+    /// What one stream's PipeWire client adds to the process once it runs (its pw_context, thread
+    /// loop and stack, the SPA plugins and the code they fault in), for the memory plan. The
+    /// streams start after the plan, so no measured line sees them. Measured by `scripts/bench`'s
+    /// memory matrix (`pipewire_client_per_stream_bytes`): the largest (VmHWM − plan) of a PipeWire
+    /// row less that of the test-source row at the same output size and ring, over the row's three
+    /// streams (screen, app audio, mic). 0.99 MB before this line existed (720p, no ring: +1.49
+    /// against −1.48 MiB); 1 MiB.
+    static let clientResidentBytes = 1 << 20
     enum Kind { case video, sinkMonitor, source }
 
     let kind: Kind

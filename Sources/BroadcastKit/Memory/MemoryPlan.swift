@@ -3,6 +3,11 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     public var budgetBytes: Int
     /// RSS before any encoder opened: runtime, libraries, CLI.
     public var baselineBytes: Int
+    /// The file-backed part of `baselineBytes` (RssFile: code and read-only data then resident).
+    public var baselineFileBytes: Int = 0
+    /// RssFile when the plan was made (encoders open): `scripts/bench`'s memory matrix measures
+    /// the code paged in after the plan from it (small: the session-code line holds the rest).
+    public var fileBytesAtPlan: Int = 0
     /// RSS growth measured across x264_encoder_open.
     public var videoEncoderBytes: Int
     public var audioEncoderBytes: Int
@@ -24,6 +29,9 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     /// Each WHIP destination's NACK history, RTP packet buffers and signalling response buffer
     /// (0 without one).
     public var whipBytes: Int = 0
+    /// Code and read-only data the session's parts (destinations, interleaver, mixer, lanes,
+    /// replay ring) faulted in while the pipeline was built: RssFile's growth across that, measured.
+    public var sessionCodeBytes: Int = 0
     /// Where the budget came from ("default", "--memory-budget", "cgroup v2 limit ...").
     public var budgetSource: String = "configuration"
     /// The x264 configuration the plan is for, e.g. "veryfast" or
@@ -66,8 +74,9 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     public var totalBytes: Int {
         baselineBytes + videoEncoderBytes + audioEncoderBytes + framePoolBytes + audioBytes + stagingBytes
             + queueBytes + encoderWorkingBytes + captureBytes + replayBytes + transportBytes + networkReaderBytes
-            + whipBytes
+            + whipBytes + sessionCodeBytes
     }
+
 
     /// Kept free below the budget for what the plan cannot see exactly (allocator slack, thread
     /// stacks, library growth): 4% of the budget.
@@ -99,6 +108,9 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
             Line(key: "send_queues", label: "send queues (byte caps)", bytes: queueBytes),
             Line(key: "capture", label: "capture source buffers", bytes: captureBytes),
         ]
+        if sessionCodeBytes > 0 {
+            out.append(Line(key: "session_code", label: "session code (measured)", bytes: sessionCodeBytes))
+        }
         if networkReaderBytes > 0 {
             out.append(Line(key: "rtmp_readers", label: "RTMP readers (server input caps)", bytes: networkReaderBytes))
         }
@@ -149,6 +161,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         }
         out += "],\"total_bytes\":\(totalBytes),\"headroom_bytes\":\(headroomBytes),"
             + "\"needed_bytes\":\(totalBytes + headroomBytes),\"fits\":\(fits),"
+            + "\"baseline_file_bytes\":\(baselineFileBytes),\"file_bytes_at_plan\":\(fileBytesAtPlan),"
             + "\"replay_seconds\":\(replaySeconds),\"replay_longest_fit\":\(replayLongestFit.map(String.init) ?? "null")}"
         return out
     }

@@ -16,9 +16,11 @@ package enum PipelineAssembler {
         guard cfg.hasVideo || cfg.hasAudio else {
             throw .configuration("nothing to broadcast: video and audio are both off")
         }
-        let baseline = ProcessMemory.residentBytes()
+        let baselineSample = ProcessMemory.sample()
+        let baseline = baselineSample.residentBytes
         let audioEncoder = cfg.hasAudio ? try makeAudioEncoder(cfg.audio) : nil
-        let audioEncoderBytes = max(0, ProcessMemory.residentBytes() - baseline)
+        let afterAudio = ProcessMemory.sample()
+        let audioEncoderBytes = max(0, afterAudio.residentBytes - baseline)
 
         let destinations = DestinationSet(makeDestinations(cfg, stats: stats, audioDelaySamples: audioEncoder?.delaySamples ?? 0),
                                           requireAll: cfg.requireAllDestinations)
@@ -53,6 +55,10 @@ package enum PipelineAssembler {
                                queueBytes: destinations.all.reduce(0) { $0 + $1.queue.reservedBytes }
                                    + MP4FileSink.plannedBytes(cfg))
         var plan = fixed
+        // The code the session's parts first ran while being built (after a start-up release it
+        // was not resident at the baseline), measured: it stays resident for the whole run.
+        plan.sessionCodeBytes = max(0, ProcessMemory.fileBytes() - afterAudio.fileBytes)
+        plan.baselineFileBytes = baselineSample.fileBytes
         plan.transportBytes = SRTPublisher.plannedBytes(cfg)
         plan.whipBytes = WHIPPublisher.plannedBytes(cfg)
         plan.captureBytes = cfg.captureReserveBytes
@@ -78,6 +84,7 @@ package enum PipelineAssembler {
             for d in destinations.all { (d.sink as? WHIPPublisher)?.keyframeRequester = { lane.requestKeyframe() } }
         }
         ReplayAssembly.noteLongestFit(&plan, cfg)
+        plan.fileBytesAtPlan = ProcessMemory.fileBytes()
         let pipeline = Pipeline(videoEncoder: videoEncoder, audioEncoder: audioEncoder, videoLane: videoLane,
                                 audioLanes: audioLanes, mixer: mixer, interleaver: interleaver, destinations: destinations,
                                 plan: plan, downgradeNote: note)
