@@ -14,8 +14,10 @@ final class PipeWireStream: @unchecked Sendable {
     /// streams start after the plan, so no measured line sees them. Measured by `scripts/bench`'s
     /// memory matrix (`pipewire_client_per_stream_bytes`): the largest (VmHWM − plan) of a PipeWire
     /// row less that of the test-source row at the same output size and ring, over the row's three
-    /// streams (screen, app audio, mic). 0.99 MB before this line existed (720p, no ring: +1.49
-    /// against −1.48 MiB); 1 MiB.
+    /// streams (screen, app audio, mic): 0.99 MiB before this line existed (720p, no ring: +1.49
+    /// against −1.48 MiB), 1.16 MiB at 0b693ae (BENCHMARKS.md); the difference of two rows'
+    /// residuals moves by about 0.2 MiB between runs, and with 1 MiB every PipeWire row's plan
+    /// stays above its VmHWM.
     static let clientResidentBytes = 1 << 20
     enum Kind { case video, sinkMonitor, source }
 
