@@ -25,25 +25,35 @@ class DeliverySections:
     def quality(self) -> None:
         secs = min(self.a.rt_seconds, 15)
         out = {}
-        for res in ("720p", "1080p"):
+        # Two contents (issue 23: the gap depends on it): testsrc2 with `life` overlaid, and at 1080p
+        # testsrc2 with a band of temporal noise moving down the picture.
+        for name, res, content in (("720p", "720p", "life"), ("1080p", "1080p", "life"),
+                                   ("1080p-noiseband", "1080p", "noiseband")):
             w, h = RES[res]
             kb = kbps_for(res, 30)
-            y4m = self.work / f"moving-{res}.y4m"
+            y4m = self.work / f"moving-{name}.y4m"
             if not y4m.exists():
-                # testsrc2 alone barely moves; the life overlay keeps motion search and the VBV busy.
-                subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y",
-                                "-f", "lavfi", "-i", f"testsrc2=size={w}x{h}:rate=30",
-                                "-f", "lavfi", "-i", f"life=size={w}x{h}:rate=30:mold=10:ratio=0.3:"
-                                "death_color=#202020:life_color=#c0c0c0",
-                                "-filter_complex", "[0:v]format=yuv420p[a];[1:v]format=yuv420p[b];"
-                                "[a][b]blend=all_mode=overlay:all_opacity=0.5,format=yuv420p",
+                if content == "life":
+                    # testsrc2 alone barely moves; the life overlay keeps motion search and the VBV busy.
+                    inputs = ["-f", "lavfi", "-i", f"testsrc2=size={w}x{h}:rate=30",
+                              "-f", "lavfi", "-i", f"life=size={w}x{h}:rate=30:mold=10:ratio=0.3:"
+                              "death_color=#202020:life_color=#c0c0c0"]
+                    graph = "[0:v]format=yuv420p[a];[1:v]format=yuv420p[b];[a][b]blend=all_mode=overlay:all_opacity=0.5,format=yuv420p"
+                else:
+                    band = h // 5
+                    inputs = ["-f", "lavfi", "-i", f"testsrc2=size={w}x{h}:rate=30",
+                              "-f", "lavfi", "-i", f"color=c=gray:size={w}x{band}:rate=30"]
+                    graph = (f"[1:v]format=yuv420p,noise=alls=60:allf=t[n];"
+                             f"[0:v]format=yuv420p[a];[a][n]overlay=x=0:y='mod(n*6,{h - band})',format=yuv420p")
+                subprocess.run(["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y", *inputs,
+                                "-filter_complex", graph,
                                 "-t", str(secs), "-pix_fmt", "yuv420p", "-f", "yuv4mpegpipe", str(y4m)], check=True)
             choice = memplan.read_plan(self.broadcast, ["--res", res, "--source", f"y4m:{y4m}", "--key", "x"]).x264 or ""
-            key = f"quality-{res}"
+            key = f"quality-{name}"
             r = self.broadcast_run(key, ["--res", res, "--source", f"y4m:{y4m}", "--duration", str(secs)])
             time.sleep(2)  # nginx closes the recording when the publisher goes away
             rec = self.ingest_dir / "rec" / f"{key}.flv"
-            ff = self.work / f"ff-quality-{res}.flv"
+            ff = self.work / f"ff-quality-{name}.flv"
             ffcmd = ["ffmpeg", "-hide_banner", "-loglevel", "error", "-nostdin", "-y", "-i", str(y4m),
                      "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-profile:v", "high",
                      "-b:v", f"{kb}k", "-maxrate", f"{kb}k", "-bufsize", f"{kb}k", "-g", "60", "-keyint_min", "60",
@@ -58,8 +68,8 @@ class DeliverySections:
                 return ({words[i]: float(words[i + 1]) for i in range(0, len(words) - 1, 2)}
                         if p.returncode == 0 and words else None)
 
-            out[res] = {
-                "seconds": secs, "video_kbps": kb, "encoder_choice": choice,
+            out[name] = {
+                "seconds": secs, "video_kbps": kb, "encoder_choice": choice, "res": res, "content": content,
                 "ours_peak_rss_bytes": (r["stats"] or {}).get("peak_rss_bytes"),
                 "ours_drops": (r["stats"] or {}).get("drops"), "ours_rc": r["rc"],
                 "ours_psnr": psnr(rec) if rec.exists() else None,
@@ -67,7 +77,7 @@ class DeliverySections:
                 "ours_cmd": r["cmd"].replace(str(self.work), "$WORK"),
                 "ffmpeg_cmd": " ".join(ffcmd).replace(str(self.work), "$WORK"),
             }
-            log(f"quality {res}: {choice}, ours {out[res]['ours_psnr']}, ffmpeg {out[res]['ffmpeg_psnr']}")
+            log(f"quality {name}: {choice}, ours {out[name]['ours_psnr']}, ffmpeg {out[name]['ffmpeg_psnr']}")
             self.results["quality"] = out
             self.save()
             self.clear_recordings()
