@@ -31,6 +31,19 @@ import Testing
         #expect(!line.contains("over by"))
     }
 
+    /// The session-code line counts in the total and the verdict, and is rendered in both forms.
+    @Test func sessionCodeIsALineOfTheTotal() {
+        var p = plan(totalMiB: 46, budgetMiB: 50)
+        #expect(p.fits)
+        p.sessionCodeBytes = 3 * Self.mib
+        #expect(p.totalBytes == 49 * Self.mib)
+        #expect(!p.fits)
+        #expect(p.description.contains("session code (measured)"))
+        #expect(p.json.contains("\"key\":\"session_code\""))
+        p.sessionCodeBytes = 0
+        #expect(!p.lines.contains { $0.key == "session_code" })
+    }
+
     @Test func unlimitedBudgetHasNoHeadroomClause() {
         let p = plan(totalMiB: 40, budgetMiB: 0)
         #expect(p.fits)

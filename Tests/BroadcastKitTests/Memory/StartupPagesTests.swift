@@ -19,6 +19,10 @@ import Testing
         cfg.destinations = [.discard]
         let plan = try BroadcastSession(configuration: cfg).prepare()
         #expect(plan.totalBytes > 0)
+        // The session's code was released with the rest: building the pipeline faults it back,
+        // and the plan counts that as its own measured line.
+        #expect(plan.sessionCodeBytes > 0, "session code \(plan.sessionCodeBytes) bytes")
+        #expect(plan.lines.contains { $0.key == "session_code" && $0.bytes == plan.sessionCodeBytes })
         #expect(String(describing: plan).contains("total"))
     }
 
