@@ -77,7 +77,6 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
             + whipBytes + sessionCodeBytes
     }
 
-
     /// Kept free below the budget for what the plan cannot see exactly (allocator slack, thread
     /// stacks, library growth): 4% of the budget.
     /// The plan prints the percentage ("headroom kept free (4%)"); tools/bktools/plan.py reads it from there.
