@@ -133,6 +133,22 @@ def run_broadcast(args, env: dict | None = None, timeout: float = 60,
                      time.monotonic() - start, timed_out)
 
 
+def exclusive(reason: str):
+    """Marks a TestCase class or test method as exclusive: it measures time, CPU or a memory peak,
+    so the integration runner (run.py) runs it alone, after the parallel phase. `reason` says what
+    it measures. Usable as @exclusive("VmHWM bound") on a class or a method."""
+    def mark(obj):
+        obj._bk_exclusive = reason
+        return obj
+    return mark
+
+
+def worker_tag() -> str:
+    """A short name unique to this test process (the runner's worker, or the pid): put it in every
+    global name a test makes (netns, cgroup, veth, PipeWire remote) so parallel workers never collide."""
+    return os.environ.get("BK_WORKER_TAG") or f"p{os.getpid()}"
+
+
 class BroadcastTestCase(unittest.TestCase):
     """Base class: tracks every run's output and registered files, checks them for key leaks."""
 
