@@ -6,6 +6,7 @@ struct ArgumentScanner {
     private(set) var currentName = ""
     /// Options that have taken a value: given twice, one would silently win.
     private var valued: Set<String> = []
+    private var taken: [String] = []
 
     init(_ args: [String]) { self.args = args }
 
@@ -14,6 +15,12 @@ struct ArgumentScanner {
         guard index < args.count else { return nil }
         let a = args[index]
         index += 1
+        // A one-letter alias (`-h`) stands for its long name.
+        if !a.hasPrefix("--"), let spec = OptionTable.named(a) {
+            currentName = spec.name
+            pendingValue = nil
+            return currentName
+        }
         guard a.hasPrefix("--"), a.count > 2 else {
             throw UsageError("unexpected argument '\(a)' (options start with --; see --help)")
         }
@@ -38,11 +45,23 @@ struct ArgumentScanner {
 
     /// The value of an option that may be given many times, each adding one item (`--url`).
     mutating func repeatableValue() throws -> String {
-        if let v = pendingValue { pendingValue = nil; return v }
-        guard index < args.count else { throw UsageError("\(currentName) needs a value") }
-        let v = args[index]
-        index += 1
+        let v: String
+        if let p = pendingValue {
+            pendingValue = nil
+            v = p
+        } else {
+            guard index < args.count else { throw UsageError("\(currentName) needs a value") }
+            v = args[index]
+            index += 1
+        }
+        taken.append(v)
         return v
+    }
+
+    /// The values taken since the last call (for `--print-config`'s record of what was given).
+    mutating func takeValues() -> [String] {
+        defer { taken = [] }
+        return taken
     }
 
     /// The current option's value as an integer within `range`.
@@ -86,6 +105,7 @@ struct ArgumentScanner {
     /// bare form, which never takes the next argument.
     mutating func inlineValue() -> String? {
         defer { pendingValue = nil }
+        if let v = pendingValue { taken.append(v) }
         return pendingValue
     }
 

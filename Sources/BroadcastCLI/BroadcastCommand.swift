@@ -10,19 +10,33 @@ import BroadcastKit
 package enum BroadcastCommand {
     /// Runs the command; `arguments` exclude the program name, `environment` holds
     /// `STREAM_KEY`/`BROADCAST_URL` when set (and the test-only `BROADCAST_TEST_FAULT`). Every error is said as one `broadcast: ` line.
-    package static func run(arguments: [String], environment: [String: String]) -> ExitCode {
-        let options: CommandLineOptions
+    package static func run(arguments: [String], environment given: [String: String]) -> ExitCode {
+        let cli: CommandLineOptions
         do {
-            options = try CommandLineOptions.parse(arguments)
+            cli = try CommandLineOptions.parse(arguments)
         } catch {
             return fail(.usage, "\(error)")
         }
-        if options.help { print(Usage.text); return .success }
-        if options.version { print(Usage.version); return .success }
-        if let path = options.checkHeartbeat { return HeartbeatCheck.run(path: path, maxAge: options.maxAge) }
-        if options.listSources {
+        if cli.help { print(Usage.text); return .success }
+        if cli.version { print(Usage.version); return .success }
+        if let g = cli.generate { print(g.text, terminator: ""); return .success }
+        if let path = cli.checkHeartbeat { return HeartbeatCheck.run(path: path, maxAge: cli.maxAge) }
+        if cli.listSources {
             do { print(try PipeWireCapture.listSources()); return .success } catch { return fail(.usage, error.message) }
         }
+        // The config file's location comes from the environment the driver did not copy.
+        var environment = given
+        for name in ["XDG_CONFIG_HOME", "HOME"] where environment[name] == nil {
+            if let v = getenv(name) { environment[name] = String(cString: v) }
+        }
+        let loaded: SettingsLoader.Loaded
+        do {
+            loaded = try SettingsLoader(environment: environment).load(arguments: arguments, cli: cli)
+        } catch {
+            return fail(.usage, "\(error)")
+        }
+        if cli.printConfig { print(PrintConfig.render(loaded, environment: environment)); return .success }
+        let options = loaded.options
         SecretScrubber.scrubArgv(options)
 
         let built: BuiltConfiguration

@@ -49,6 +49,8 @@ package struct ConfigurationBuilder {
             made = try makeSources(o)
         } catch let e as CaptureError {
             throw ConfigurationError(e.kind == .denied ? .connect : .usage, e.message)
+        } catch let e as SourceFactory.NoScreen {
+            throw ConfigurationError(.connect, e.description)
         } catch {
             throw ConfigurationError(.usage, "\(error)")
         }
@@ -283,7 +285,10 @@ package struct ConfigurationBuilder {
                 notes.append("note: \(s.name) accepts at most \(s.maxVideoKbps) kbps video; using that")
                 videoKbps = s.maxVideoKbps
             }
-            if audioKbps > s.maxAudioKbps { audioKbps = s.maxAudioKbps }
+            if audioKbps > s.maxAudioKbps {
+                notes.append("note: \(s.name) accepts at most \(s.maxAudioKbps) kbps audio; using that")
+                audioKbps = s.maxAudioKbps
+            }
             if o.resolution.height > s.maxHeight { throw ConfigurationError(.usage, "\(s.name) accepts at most \(s.maxHeight)p") }
             if o.fps > s.maxFPS { throw ConfigurationError(.usage, "\(s.name) accepts at most \(s.maxFPS) fps") }
             video.keyframeIntervalSeconds = min(video.keyframeIntervalSeconds, s.keyframeSeconds)

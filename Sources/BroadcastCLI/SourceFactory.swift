@@ -30,6 +30,15 @@ package enum SourceFactory {
         package var captureBytes: Int { sources.reduce(0) { $0 + $1.plannedResidentBytes } }
     }
 
+    /// `--source auto` found neither a desktop portal nor a PipeWire screen: exit 3, one line.
+    package struct NoScreen: Error, CustomStringConvertible {
+        package var description: String {
+            "nothing to capture: no desktop screen-capture portal and no PipeWire screen node; "
+                + "use --source test for the test pattern, or --source screen-node --screen-node NAME|ID "
+                + "(see --list-sources)"
+        }
+    }
+
     /// Makes the sources for `o` (opens a Y4M input to read its header; asks PipeWire or the portal).
     package static func make(_ o: CommandLineOptions) throws -> Made {
         switch o.source {
@@ -38,20 +47,25 @@ package enum SourceFactory {
             made.audioMayNeedResampling = false   // the CLI's test source is 48 kHz
             return made
         case .auto:
-            // The screen through the desktop portal when the session offers one; otherwise
-            // say so and use the test source.
+            // The screen through the desktop portal when the session offers one, else the first
+            // PipeWire screen node. With neither, stop: colour bars on a channel are never what
+            // a streamer who asked for nothing in particular wanted (the test source needs --source test).
+            let p = pipeWireOptions(o)
+            var silent: [String] = []
             if PipeWireCapture.portalAvailable() {
-                let p = pipeWireOptions(o)
-                var silent: [String] = []
                 let sources = try PipeWireCapture.makePortalSources(p, silentLanes: &silent)
                 var made = Made(sources: sources, hasVideo: true, hasAudio: p.appAudio || p.mic,
                                 note: "capturing the screen through the desktop portal")
                 made.silentLanes = silent
                 return made
             }
-            var made = Made(sources: [try testSource(o)], hasVideo: true, hasAudio: testHasAudio(o),
-                            note: "no desktop screen-capture portal available; using the test source (--source test)")
-            made.audioMayNeedResampling = false
+            var sources: [CaptureSource] = []
+            var failure: CaptureError?
+            do { sources = try PipeWireCapture.makeSources(p, silentLanes: &silent) } catch { failure = error }
+            if let failure { throw failure.kind == .unavailable ? NoScreen() : failure }
+            var made = Made(sources: sources, hasVideo: true, hasAudio: p.appAudio || p.mic,
+                            note: "no desktop portal; capturing the first PipeWire screen node (see --list-sources)")
+            made.silentLanes = silent
             return made
         case .screen, .screenNode:
             let p = pipeWireOptions(o)
