@@ -35,7 +35,11 @@ package enum BroadcastCommand {
         } catch {
             return fail(.usage, "\(error)")
         }
-        if cli.printConfig { print(PrintConfig.render(loaded, environment: environment)); return .success }
+        if cli.printConfig {
+            let r = PrintConfig.render(loaded, environment: environment)
+            print(r.text)
+            return r.refused ? .usage : .success
+        }
         let options = loaded.options
         SecretScrubber.scrubArgv(options)
 

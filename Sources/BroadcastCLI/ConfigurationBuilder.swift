@@ -258,6 +258,12 @@ package struct ConfigurationBuilder {
         return .srt(url: spec.url, streamKey: own ?? "", passphrase: passphrase)
     }
 
+    /// `encoderSettings` as a value, for `--print-config`.
+    package func encoderSettingsResult(_ o: CommandLineOptions)
+        -> Result<(VideoEncoderSettings, AudioEncoderSettings, [String]), ConfigurationError> {
+        do throws(ConfigurationError) { return .success(try encoderSettings(o)) } catch { return .failure(error) }
+    }
+
     /// x264 and audio settings from `--res`/`--fps`/bitrates, capped by the service preset.
     /// Returns the notices about caps applied.
     func encoderSettings(_ o: CommandLineOptions) throws(ConfigurationError)

@@ -11,8 +11,9 @@ package enum OptionTable {
         OptionSection(title: "Destination", options: [
             OptionSpec("--url", .required("URL"), [
                 "ingest URL (else $BROADCAST_URL, the --service ingest, or the local",
-                "rtmp://127.0.0.1:1935/live); may repeat as URL[,key-file=PATH][,service=NAME]:",
-                "one encode, several destinations, the first is the primary",
+                "rtmp://127.0.0.1:1935/live); may repeat, as",
+                "URL[,key-file=PATH][,service=NAME]: one encode, several destinations,",
+                "the first is the primary",
             ], config: true),
             OptionSpec("--service", .required("NAME"), [
                 "\(ServicePreset.all.map(\.name).joined(separator: " | ")): the service's ingest URL and limits",
@@ -102,7 +103,8 @@ package enum OptionTable {
                 "raw PCM for the app-audio lane (with --source y4m:PATH)",
             ], completion: .file),
             OptionSpec("--pcm-format", .required("F"), [
-                "the --pcm samples: s16le|f32le:44100|48000:CHANNELS (default s16le:48000:2)",
+                "the --pcm samples: s16le|f32le:44100|48000:CHANNELS",
+                "(default s16le:48000:2)",
             ]),
             OptionSpec("--list-sources", [
                 "print the PipeWire nodes that can be captured and exit",
@@ -127,7 +129,8 @@ package enum OptionTable {
                 "(~/.config/broadcast/config); --config none reads no file",
             ], completion: .file),
             OptionSpec("--print-config", [
-                "print the merged settings, each with its origin, and exit (the key redacted)",
+                "print the merged settings, each with its origin, and exit (the key",
+                "is never shown)",
             ]),
             OptionSpec("--duration", .required("SECONDS"), [
                 "stop cleanly after this long",

@@ -5,11 +5,12 @@ import BroadcastKit
 /// shows its redacted form (a key in its path or query is hidden).
 package enum PrintConfig {
     /// The text printed; `environment` is what `SettingsLoader` saw.
-    package static func render(_ loaded: SettingsLoader.Loaded, environment: [String: String]) -> String {
+    package static func render(_ loaded: SettingsLoader.Loaded, environment: [String: String]) -> Rendered {
         let o = loaded.options
         func env(_ n: String) -> String? { environment[n].flatMap { $0.isEmpty ? nil : $0 } }
         func origin(_ key: String) -> SettingOrigin { o.origins[key] ?? .default }
         var rows: [(String, String, SettingOrigin)] = []
+        var problem: String?
 
         // Destinations: --url, else $BROADCAST_URL, else the service's ingest, else the local default.
         if !o.urls.isEmpty {
@@ -38,22 +39,21 @@ package enum PrintConfig {
         }
         rows.append(("res", "\(o.resolution.width)x\(o.resolution.height)", origin("res")))
         rows.append(("fps", "\(o.fps)", origin("fps")))
-        var video = o.videoKbps ?? o.resolution.defaultVideoKbps(fps: o.fps)
-        var videoNote = o.videoKbps == nil ? " (from res and fps)" : ""
-        for s in [o.service].compactMap({ $0 }) + o.urls.compactMap(\.service) where video > s.maxVideoKbps {
-            video = s.maxVideoKbps
-            videoNote = " (capped by \(s.name))"
+        // The encoder settings as the run would build them (service caps included), one path.
+        switch ConfigurationBuilder(environment: environment, cgroupLimit: nil).encoderSettingsResult(o) {
+        case .success(let (video, audio, _)):
+            func note(_ given: Int?, _ used: Int, _ auto: String) -> String {
+                given == nil ? " (\(auto))" : (given != used ? " (capped by the service; \(given!) asked)" : "")
+            }
+            rows.append(("video-bitrate", "\(video.bitrateKbps)" + note(o.videoKbps, video.bitrateKbps, "from res and fps"),
+                         origin("video-bitrate")))
+            rows.append(("preset", o.preset, origin("preset")))
+            rows.append(("audio-codec", audio.codec.rawValue, origin("audio-codec")))
+            rows.append(("audio-bitrate", "\(audio.bitrateKbps)" + note(o.audioKbps, audio.bitrateKbps, "the codec's default"),
+                         origin("audio-bitrate")))
+        case .failure(let e):
+            problem = e.message
         }
-        rows.append(("video-bitrate", "\(video)\(videoNote)", origin("video-bitrate")))
-        rows.append(("preset", o.preset, origin("preset")))
-        rows.append(("audio-codec", o.audioCodec.rawValue, origin("audio-codec")))
-        var audio = o.audioKbps ?? BroadcastLimits.defaultAudioBitrateKbps(o.audioCodec)
-        var audioNote = o.audioKbps == nil ? " (the codec's default)" : ""
-        for s in [o.service].compactMap({ $0 }) + o.urls.compactMap(\.service) where audio > s.maxAudioKbps {
-            audio = s.maxAudioKbps
-            audioNote = " (capped by \(s.name))"
-        }
-        rows.append(("audio-bitrate", "\(audio)\(audioNote)", origin("audio-bitrate")))
         rows.append(("source", o.givenText["source"]?.last ?? "auto", origin("source")))
         let shown: Set<String> = ["url", "service", "key", "key-file", "res", "fps", "video-bitrate", "preset",
                                   "audio-codec", "audio-bitrate", "source"]
@@ -74,7 +74,14 @@ package enum PrintConfig {
             let left = "\(k) = \(v)"
             lines.append(left + String(repeating: " ", count: max(1, width + 2 - left.count)) + "# \(from)")
         }
-        return lines.joined(separator: "\n")
+        if let problem { lines.append("# these settings are refused: \(problem)") }
+        return Rendered(text: lines.joined(separator: "\n"), refused: problem != nil)
+    }
+
+    /// The text, and whether a run with these settings would be refused (then exit 2).
+    package struct Rendered {
+        package var text: String
+        package var refused: Bool
     }
 
     /// A URL as it may be shown: the parser's redacted form, or a placeholder when it does not parse.

@@ -1,5 +1,5 @@
 /// A command-line problem: printed as one line and exits 2.
-package struct UsageError: Error, CustomStringConvertible, Sendable {
+package struct UsageError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The one-line message, without the `broadcast: ` prefix.
     package let description: String
     /// A usage error saying `message`.

@@ -171,7 +171,9 @@ private func write(_ text: String, to path: String) {
         #expect(b.configuration.video.bitrateKbps == 6000)
         #expect(b.configuration.audio.bitrateKbps == 160)
         #expect(b.configuration.video.keyframeIntervalSeconds == 2)
-        #expect(b.notices == ["note: twitch accepts at most 6000 kbps video; using that"])
+        // Every cap is announced the same way, one line each (the audio cap was silent).
+        #expect(b.notices == ["note: twitch accepts at most 6000 kbps video; using that",
+                              "note: twitch accepts at most 160 kbps audio; using that"])
     }
 
     @Test func servicePresetRefusesWhatItCannotCarry() throws {
