@@ -196,7 +196,7 @@ class ImageStreamTests(ImageTestCase):
         self.track_file(ingest.dir / "error.log")
 
     def test_memory_plan_budget_from_cgroup(self):
-        r = self.podman([*PODMAN_RUN, "--memory", "40m", self.image, "--print-memory-plan"])
+        r = self.podman([*PODMAN_RUN, "--memory", "40m", self.image, "--source", "test", "--print-memory-plan"])
         self.assertEqual(r.returncode, 0, r.stderr + r.stdout)
         line = next((ln for ln in r.stdout.splitlines() if ln.strip().startswith("budget from")), "")
         self.assertRegex(line, r"budget from\s+cgroup v[12] limit 40\.0 MB",

@@ -114,13 +114,13 @@ class WholeProcessAllocationTest(BroadcastTestCase):
 
 class BudgetTest(BroadcastTestCase):
     def test_impossible_budget_is_refused_with_the_plan(self):
-        r = self.run_broadcast(["--key", new_key(), "--res", "1080p", "--memory-budget", "20M", "--quiet"])
+        r = self.run_broadcast(["--key", new_key(), "--source", "test", "--res", "1080p", "--memory-budget", "20M", "--quiet"])
         self.assertEqual(r.returncode, 2, r.stderr)
         self.assertIn("memory plan exceeds the 20 MB budget", r.stderr)
         self.assertIn("x264 working frames", r.stderr)
 
     def test_tight_budget_picks_lean_x264(self):
-        r = self.run_broadcast(["--key", new_key(), "--res", "1080p", "--print-memory-plan", "--quiet"])
+        r = self.run_broadcast(["--key", new_key(), "--source", "test", "--res", "1080p", "--print-memory-plan", "--quiet"])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         # The first step down drops only sub-pel refinement (EncoderLadder), not the whole preset.
         self.assertIn("memory budget: x264 veryfast-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept; trellis)", r.stdout)
@@ -198,7 +198,7 @@ class StalledTransportTest(BroadcastTestCase):
         self.assertIsNotNone(port, "throttle proxy did not start")
         with tempfile.TemporaryDirectory() as tmp:
             stats = Path(tmp) / "stats.jsonl"
-            r = self.run_broadcast(["--url", f"rtmp://127.0.0.1:{port}/live", "--key", new_key(), "--res", "720p",
+            r = self.run_broadcast(["--url", f"rtmp://127.0.0.1:{port}/live", "--key", new_key(), "--source", "test", "--res", "720p",
                                     "--duration", "40", "--quiet", "--stats-json", stats,
                                     "--reconnect-attempts", "0"], timeout=120)  # retry forever: the process must keep its bounds and keep reporting
             lines = [json.loads(l) for l in stats.read_text().splitlines()]
