@@ -286,17 +286,22 @@ package struct ConfigurationBuilder {
         }
         var audioKbps = o.audioKbps ?? BroadcastLimits.defaultAudioBitrateKbps(codec)
         // One encode feeds every destination: each service's limits apply, the strictest wins.
+        // Sizes and rates a service cannot carry are refused; bitrates above its limit for this
+        // size and rate are capped, each cap announced by one line of the same form.
         for s in [o.service].compactMap({ $0 }) + o.urls.compactMap(\.service) {
-            if videoKbps > s.maxVideoKbps {
-                notes.append("note: \(s.name) accepts at most \(s.maxVideoKbps) kbps video; using that")
-                videoKbps = s.maxVideoKbps
+            if o.resolution.height > s.maxHeight { throw ConfigurationError(.usage, "\(s.name) accepts at most \(s.maxHeight)p") }
+            if o.fps > s.maxFPS { throw ConfigurationError(.usage, "\(s.name) accepts at most \(s.maxFPS) fps") }
+            guard let cap = s.maxVideoKbps(height: o.resolution.height, fps: o.fps) else {
+                throw ConfigurationError(.usage, "\(s.name) accepts no \(o.resolution.height)p at \(o.fps) fps")
+            }
+            if videoKbps > cap {
+                notes.append("note: \(s.name) accepts at most \(cap) kbps video; using that")
+                videoKbps = cap
             }
             if audioKbps > s.maxAudioKbps {
                 notes.append("note: \(s.name) accepts at most \(s.maxAudioKbps) kbps audio; using that")
                 audioKbps = s.maxAudioKbps
             }
-            if o.resolution.height > s.maxHeight { throw ConfigurationError(.usage, "\(s.name) accepts at most \(s.maxHeight)p") }
-            if o.fps > s.maxFPS { throw ConfigurationError(.usage, "\(s.name) accepts at most \(s.maxFPS) fps") }
             video.keyframeIntervalSeconds = min(video.keyframeIntervalSeconds, s.keyframeSeconds)
         }
         video.bitrateKbps = videoKbps

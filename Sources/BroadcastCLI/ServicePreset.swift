@@ -1,32 +1,71 @@
-/// Ingest URLs and the limits each service documents for RTMP contribution.
+/// Ingest URLs and the limits each service publishes for RTMP contribution; docs/services.md
+/// gives the page each number comes from.
 package struct ServicePreset: Sendable {
+    /// One row of a service's bitrate table: up to this height and frame rate, at most this bitrate.
+    package struct Tier: Sendable, Equatable {
+        package let maxHeight: Int
+        package let maxFPS: Int
+        package let maxVideoKbps: Int
+    }
+
     /// The `--service` name.
     package let name: String
     /// Default ingest base URL.
     package let url: String
-    /// Limits the service documents; bitrates above are capped, sizes and rates above refused.
-    package let maxVideoKbps: Int
+    /// The published video limits, smallest first: a stream takes the first tier that holds
+    /// its height and frame rate; its bitrate above that tier's is capped; a size or rate above
+    /// the last tier is refused.
+    package let tiers: [Tier]
+    /// The published audio bitrate limit (AAC); above it is capped.
     package let maxAudioKbps: Int
-    package let maxHeight: Int
-    package let maxFPS: Int
     /// Keyframe interval the service asks for.
     package let keyframeSeconds: Int
 
-    /// Every supported service.
+    /// The tallest picture the service takes.
+    package var maxHeight: Int { tiers.map(\.maxHeight).max() ?? 0 }
+    /// The highest frame rate the service takes.
+    package var maxFPS: Int { tiers.map(\.maxFPS).max() ?? 0 }
+
+    /// The video bitrate limit for a stream `height` pixels tall at `fps`; nil when no tier holds it.
+    package func maxVideoKbps(height: Int, fps: Int) -> Int? {
+        tiers.first { height <= $0.maxHeight && fps <= $0.maxFPS }?.maxVideoKbps
+    }
+
+    /// Every supported service (sources: docs/services.md).
     package static let all: [ServicePreset] = [
-        // Twitch: up to 6000 kbps video, AAC up to 160 kbps, 2 s keyframes, up to 1080p60.
-        ServicePreset(name: "twitch", url: "rtmp://live.twitch.tv/app", maxVideoKbps: 6000, maxAudioKbps: 160,
-                      maxHeight: 1080, maxFPS: 60, keyframeSeconds: 2),
-        // YouTube: 1080p30 up to 6000 kbps (higher for 1440p+), AAC 128 kbps, 2 s keyframes.
-        ServicePreset(name: "youtube", url: "rtmp://a.rtmp.youtube.com/live2", maxVideoKbps: 6000, maxAudioKbps: 128,
-                      maxHeight: 1080, maxFPS: 60, keyframeSeconds: 2),
-        // Facebook Live: RTMPS only, up to 6000 kbps, AAC 128 kbps 48 kHz, 2 s keyframes, 1080p.
-        ServicePreset(name: "facebook", url: "rtmps://live-api-s.facebook.com:443/rtmp", maxVideoKbps: 6000,
-                      maxAudioKbps: 128, maxHeight: 1080, maxFPS: 30, keyframeSeconds: 2),
-        // Kick: RTMPS ingest, up to 8000 kbps, 2 s keyframes, 1080p60. The ingest host is per-account;
-        // the preset is the documented global endpoint, override it with --url.
-        ServicePreset(name: "kick", url: "rtmps://fa723fc1b171.global-contribute.live-video.net/app", maxVideoKbps: 8000,
-                      maxAudioKbps: 160, maxHeight: 1080, maxFPS: 60, keyframeSeconds: 2),
+        // Twitch Broadcasting Guidelines: up to 1080p60 at 6000 kbps; AAC up to 320 kbps
+        // (Creator Camp "Broadcast Recommendations"); 2 s keyframes.
+        ServicePreset(name: "twitch", url: "rtmp://live.twitch.tv/app",
+                      tiers: [Tier(maxHeight: 1080, maxFPS: 60, maxVideoKbps: 6000)],
+                      maxAudioKbps: 320, keyframeSeconds: 2),
+        // YouTube "Choose live encoder settings, bitrates, and resolutions": the maximum
+        // bitrate setting by resolution and frame rate, up to 2160p60; AAC 128 kbps stereo; 2 s keyframes.
+        ServicePreset(name: "youtube", url: "rtmp://a.rtmp.youtube.com/live2",
+                      tiers: [Tier(maxHeight: 720, maxFPS: 30, maxVideoKbps: 8000),
+                              Tier(maxHeight: 720, maxFPS: 60, maxVideoKbps: 8000),
+                              Tier(maxHeight: 1080, maxFPS: 30, maxVideoKbps: 8000),
+                              Tier(maxHeight: 1080, maxFPS: 60, maxVideoKbps: 10_000),
+                              Tier(maxHeight: 1440, maxFPS: 30, maxVideoKbps: 25_000),
+                              Tier(maxHeight: 1440, maxFPS: 60, maxVideoKbps: 30_000),
+                              Tier(maxHeight: 2160, maxFPS: 30, maxVideoKbps: 35_000),
+                              Tier(maxHeight: 2160, maxFPS: 60, maxVideoKbps: 40_000)],
+                      maxAudioKbps: 128, keyframeSeconds: 2),
+        // Facebook Live Video API reference ("Recommended Settings"): RTMPS, the top of each
+        // resolution's bitrate range up to 1080p60 at 9000 kbps; AAC up to 256 kbps; 2 s keyframes.
+        ServicePreset(name: "facebook", url: "rtmps://live-api-s.facebook.com:443/rtmp",
+                      tiers: [Tier(maxHeight: 360, maxFPS: 30, maxVideoKbps: 1000),
+                              Tier(maxHeight: 480, maxFPS: 30, maxVideoKbps: 2000),
+                              Tier(maxHeight: 720, maxFPS: 30, maxVideoKbps: 4000),
+                              Tier(maxHeight: 720, maxFPS: 60, maxVideoKbps: 6000),
+                              Tier(maxHeight: 1080, maxFPS: 30, maxVideoKbps: 6000),
+                              Tier(maxHeight: 1080, maxFPS: 60, maxVideoKbps: 9000)],
+                      maxAudioKbps: 256, keyframeSeconds: 2),
+        // Kick ingests through Amazon IVS (the global-contribute.live-video.net host): IVS's
+        // streaming configuration allows up to 1080p60 at 8500 kbps and AAC at 160 kbps, 2 s
+        // keyframes. The ingest host is per-account; override it with --url.
+        ServicePreset(name: "kick", url: "rtmps://fa723fc1b171.global-contribute.live-video.net/app",
+                      tiers: [Tier(maxHeight: 1080, maxFPS: 60, maxVideoKbps: 8500)],
+                      maxAudioKbps: 160, keyframeSeconds: 2),
     ]
 
     /// The preset called `s` (any case); throws `UsageError` otherwise.

@@ -141,8 +141,8 @@ private func write(_ text: String, to path: String) {
         let b = try built(builder(["STREAM_KEY": "k"]),
                           ["--video-bitrate", "7500", "--url", "rtmp://a/live,service=kick", "--url", "rtmp://b/live,service=twitch"])
         #expect(b.configuration.video.bitrateKbps == 6000)
-        let e = try failure(builder(["STREAM_KEY": "k"]), ["--res", "1080p", "--fps", "60", "--url", "rtmp://a/live,service=facebook"])
-        #expect(e?.message == "facebook accepts at most 30 fps")
+        let e = try failure(builder(["STREAM_KEY": "k"]), ["--res", "1080p", "--fps", "120", "--url", "rtmp://a/live,service=facebook"])
+        #expect(e?.message == "facebook accepts at most 60 fps")
     }
 
     @Test func badURLIsUsage() throws {
@@ -169,18 +169,21 @@ private func write(_ text: String, to path: String) {
     @Test func servicePresetCapsBitratesAndSetsKeyframes() throws {
         let b = try built(builder(["STREAM_KEY": "k"]), ["--service", "twitch", "--video-bitrate", "8M", "--audio-bitrate", "320k"])
         #expect(b.configuration.video.bitrateKbps == 6000)
-        #expect(b.configuration.audio.bitrateKbps == 160)
+        #expect(b.configuration.audio.bitrateKbps == 320)   // Twitch takes AAC up to 320 kbps
         #expect(b.configuration.video.keyframeIntervalSeconds == 2)
+        #expect(b.notices == ["note: twitch accepts at most 6000 kbps video; using that"])
         // Every cap is announced the same way, one line each (the audio cap was silent).
-        #expect(b.notices == ["note: twitch accepts at most 6000 kbps video; using that",
-                              "note: twitch accepts at most 160 kbps audio; using that"])
+        let y = try built(builder(["STREAM_KEY": "k"]), ["--service", "youtube", "--video-bitrate", "12M", "--audio-bitrate", "320k"])
+        #expect(y.configuration.video.bitrateKbps == 8000 && y.configuration.audio.bitrateKbps == 128)
+        #expect(y.notices == ["note: youtube accepts at most 8000 kbps video; using that",
+                              "note: youtube accepts at most 128 kbps audio; using that"])
     }
 
     @Test func servicePresetRefusesWhatItCannotCarry() throws {
-        let fps = try failure(builder(["STREAM_KEY": "k"]), ["--service", "facebook", "--fps", "60"])
-        #expect(fps == ConfigurationError(.usage, "facebook accepts at most 30 fps"))
-        let res = try failure(builder(["STREAM_KEY": "k"]), ["--service", "youtube", "--res", "2560x1440"])
-        #expect(res == ConfigurationError(.usage, "youtube accepts at most 1080p"))
+        let fps = try failure(builder(["STREAM_KEY": "k"]), ["--service", "facebook", "--fps", "120"])
+        #expect(fps == ConfigurationError(.usage, "facebook accepts at most 60 fps"))
+        let res = try failure(builder(["STREAM_KEY": "k"]), ["--service", "twitch", "--res", "2560x1440"])
+        #expect(res == ConfigurationError(.usage, "twitch accepts at most 1080p"))
     }
 
     @Test func sizesAndBitratesReachTheConfiguration() throws {

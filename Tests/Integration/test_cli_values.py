@@ -253,9 +253,9 @@ class FlagEffectTests(BroadcastTestCase):
         self.assertIn("6000 kbps", r.stdout.splitlines()[0])
         # What the service cannot carry is refused before anything runs.
         r = self.run_broadcast(["--no-publish", "--record", str(self.tmp / "x.flv"), "--source", "test",
-                                "--service", "facebook", "--fps", "60", "--duration", "1"])
+                                "--service", "facebook", "--fps", "120", "--duration", "1"])
         self.assertEqual(r.returncode, 2, r.describe())
-        self.assertEqual(r.stderr_lines(), ["broadcast: facebook accepts at most 30 fps"])
+        self.assertEqual(r.stderr_lines(), ["broadcast: facebook accepts at most 60 fps"])
 
     def test_audio_bitrate_is_what_arrives(self):
         rates = {}
