@@ -86,3 +86,16 @@ private func refusal(_ args: [String]) throws -> String? {
         #expect(try refusal(["--service", "youtube", "--res", "3840x2160", "--fps", "60"]) == nil)
     }
 }
+
+@Suite(.timeLimit(.minutes(1))) struct VBVStartTests {
+    /// The VBV starts with one frame's worth at the max rate, so the first second holds at most
+    /// the max rate (x264's default 90 % let it carry up to 1.9 times the rate).
+    @Test func initialFillIsOneFrame() {
+        let s = VideoEncoderSettings(fps: 30, bitrateKbps: 6000)
+        #expect(abs(s.vbvInitialFill - 1.0 / 30) < 1e-9)
+        let small = VideoEncoderSettings(fps: 60, bitrateKbps: 1000, vbvBufferKbits: 2000)
+        #expect(abs(small.vbvInitialFill - 1000.0 / 60 / 2000) < 1e-9)
+        // A buffer smaller than one frame at the rate starts at x264's default.
+        #expect(VideoEncoderSettings(fps: 1, bitrateKbps: 1000, vbvBufferKbits: 500).vbvInitialFill == 0.9)
+    }
+}

@@ -45,6 +45,15 @@ public struct VideoEncoderSettings: Sendable, Equatable {
         self.tuning = tuning
     }
 
+    /// How full the VBV buffer starts, as a fraction of `vbvBufferKbits`: one frame's worth at the
+    /// max rate. The buffer then fills at the max rate and each frame drains it, so the first second
+    /// carries at most the max rate. x264's default (90 %) let the first frames spend most of a
+    /// buffer on top of the rate: 6689 to 7490 kbit in the first second against a 6000 kbps cap
+    /// (720p30 moving content, issue 40).
+    public var vbvInitialFill: Double {
+        min(0.9, Double(maxBitrateKbps) / Double(max(1, fps)) / Double(max(1, vbvBufferKbits)))
+    }
+
     /// x264's `weightp` the encoder opens with: 0 (off) unless `tuning` sets it. The library turns
     /// it off whatever the preset, because its buffer becomes resident only at the first weighted
     /// frame, possibly long into a run (see `X264Encoder.configure`); a tuning that turns it on

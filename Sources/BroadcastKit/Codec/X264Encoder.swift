@@ -215,6 +215,7 @@ package final class X264Encoder: VideoEncoder, @unchecked Sendable {
         p.pointee.rc.i_bitrate = Int32(s.bitrateKbps)
         p.pointee.rc.i_vbv_max_bitrate = Int32(s.maxBitrateKbps)
         p.pointee.rc.i_vbv_buffer_size = Int32(s.vbvBufferKbits)
+        p.pointee.rc.f_vbv_buffer_init = Float(s.vbvInitialFill)
         p.pointee.rc.i_lookahead = 0
         p.pointee.rc.b_mb_tree = 0
         // No weighted prediction unless a tuning asks for it (`VideoEncoderSettings.weightedPrediction`).
