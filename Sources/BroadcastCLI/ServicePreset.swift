@@ -71,7 +71,8 @@ package struct ServicePreset: Sendable {
     /// The preset called `s` (any case); throws `UsageError` otherwise.
     package static func named(_ s: String) throws -> ServicePreset {
         guard let p = all.first(where: { $0.name == s.lowercased() }) else {
-            throw UsageError("--service expects one of \(all.map { $0.name }.joined(separator: ", ")), got '\(s)'")
+            let near = Suggestion.closest(to: s.lowercased(), in: all.map(\.name)).map { "; did you mean \($0)?" } ?? ""
+            throw UsageError("--service expects one of \(all.map { $0.name }.joined(separator: ", ")), got '\(s)'\(near)")
         }
         return p
     }

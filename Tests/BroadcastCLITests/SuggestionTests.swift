@@ -39,4 +39,9 @@ import Testing
         #expect(Suggestion.closest(to: "", in: ["--fps"]) == nil)
         #expect(Suggestion.closest(to: "fsp", in: ["fps", "res"]) == "fps")
     }
+
+    @Test func serviceNamesGetASuggestion() {
+        #expect(usageError(["--service", "twich"]) == "--service expects one of twitch, youtube, facebook, kick, got 'twich'; did you mean twitch?")
+        #expect(usageError(["--service", "myspace"]) == "--service expects one of twitch, youtube, facebook, kick, got 'myspace'")
+    }
 }
