@@ -147,7 +147,7 @@ class ConfigFileTests(BroadcastTestCase):
         key_file = self.tmp / "key"
         key_file.write_text(file_key + "\n")
         config = self.write_config(env, f"# mine\nurl = rtmp://file.example/app\nkey-file = {key_file}\n"
-                                        f"res = 480p\nfps = 25\nservice = twitch\naudio-bitrate = 192k\n")
+                                        f"res = 480p\nfps = 25\nservice = youtube\naudio-bitrate = 192k\n")
         where = f"config {config}"
 
         rows = self.print_config([], env)
@@ -156,7 +156,7 @@ class ConfigFileTests(BroadcastTestCase):
         self.assertEqual(rows["res"], ("854x480", f"{where}:4"))
         self.assertEqual(rows["fps"], ("25", f"{where}:5"))
         # The audio cap is shown as the run would apply it.
-        self.assertEqual(rows["audio-bitrate"], ("160 (capped by the service; 192 asked)", f"{where}:7"))
+        self.assertEqual(rows["audio-bitrate"], ("128 (capped by the service; 192 asked)", f"{where}:7"))
 
         # The environment beats the file (and a key in $BROADCAST_URL's path is not shown).
         env2 = {**env, "BROADCAST_URL": f"rtmp://env.example/live/{env_key}", "STREAM_KEY": env_key}
