@@ -68,7 +68,9 @@ package enum ManPage {
     /// `.TH` and NAME. No date: the page is regenerated and compared byte for byte.
     static func header(_ title: String, _ name: String) -> [String] {
         [".\\\" Generated from Sources/BroadcastCLI/OptionTable.swift by scripts/gen-docs; do not edit.",
-         ".TH \(title) 1 \"\" \"broadcast\" \"User Commands\"", ".SH NAME", name]
+         ".TH \(title) 1 \"\" \"broadcast\" \"User Commands\"",
+         // No hyphenation: option names and config keys must read as typed.
+         ".nh", ".SH NAME", name]
     }
 
     static func placeholder(_ v: OptionSpec.Value) -> String {

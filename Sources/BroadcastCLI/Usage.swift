@@ -62,7 +62,11 @@ package enum Usage {
         lines.append("see broadcast(1) and docs/configuration.md. --print-config shows what applies.")
         lines.append("")
         lines.append("Exit codes")
-        for e in exitCodes { lines.append(row("\(e.code)", wrap(e.text, width: 100 - column))) }
+        for e in exitCodes {
+            let text = wrap(e.text, width: 92)
+            lines.append("  \(e.code)  \(text[0])")
+            lines += text.dropFirst().map { "     " + $0 }
+        }
         return lines.joined(separator: "\n")
     }
 
