@@ -136,8 +136,12 @@ package enum ConfigFile {
         return o
     }
 
-    /// A name as it may be shown: printable ASCII only, at most 40 characters.
+    /// A name as it may be shown: only one shaped like an option name (lowercase letters, digits
+    /// and dashes, at most 40), since a pasted key or URL on the left of `=` must not be echoed.
     static func printable(_ s: String) -> String {
-        String(s.unicodeScalars.prefix(40).map { $0.isASCII && $0.value >= 0x20 ? Character($0) : "?" })
+        let shaped = (1...40).contains(s.count) && s.unicodeScalars.allSatisfy {
+            ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "-"
+        }
+        return shaped ? s : "(not shown: not an option name)"
     }
 }

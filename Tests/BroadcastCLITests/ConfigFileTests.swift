@@ -56,6 +56,9 @@ private func load(_ config: String?, args: [String], env: [String: String] = [:]
         #expect(parseError("key=abc")?.contains("abc") == false)
         #expect(parseError("vidoe-bitrate = 9") == "config /c:1: unknown setting 'vidoe-bitrate'; did you mean video-bitrate?")
         #expect(parseError("frobnicate = 9") == "config /c:1: unknown setting 'frobnicate'")
+        // A pasted key or URL on the left of `=` is not echoed.
+        #expect(parseError("rtmp://live.example/app/sk_live_123 = x") == "config /c:1: unknown setting '(not shown: not an option name)'")
+        #expect(parseError("sk_live_SECRET = x")?.contains("SECRET") == false)
         #expect(parseError("duration = 9") == "config /c:1: 'duration' is a command-line option only, not a config setting")
         #expect(parseError("res 1080p") == "config /c:1: expected 'name = value' (a long option without its dashes, e.g. res = 1080p)")
         #expect(parseError("res = 720p\nfps = 1\nres = 1080p") == "config /c:3: res is set again (first at line 1); set it once")
