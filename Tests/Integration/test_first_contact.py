@@ -266,8 +266,10 @@ class ServiceCapTests(BroadcastTestCase):
     def test_facebook_360p_first_second_within_its_cap(self):
         self.check(self.capped_run("facebook", "640x360", "640x360", 1000), 1000)
 
-    def test_twitch_720p_first_second_within_its_cap(self):
-        self.check(self.capped_run("twitch", "720p", "1280x720", 6000), 6000)
+    def test_twitch_480p_first_second_within_its_cap(self):
+        # 480p: noise there still needs more than 6000 kbps, and x264 keeps real time on a loaded
+        # machine (at 720p it dropped 10-20 % of the frames, which hides the first second's excess).
+        self.check(self.capped_run("twitch", "854x480", "854x480", 6000), 6000)
 
 
 class DriftTests(BroadcastTestCase):
