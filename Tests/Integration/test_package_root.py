@@ -82,18 +82,27 @@ def ensure_cache(log) -> Path:
 
 
 class CleanRoot:
-    """An unpacked copy of the cached root under `path`, with /proc, /dev, /dev/pts and /sys mounted
-    and the host's resolv.conf; run(argv) executes inside it with chroot. close() unmounts (lazily if
-    busy) in reverse order; call it from addCleanup."""
+    """An unpacked copy of the cached root, with /proc, /dev, /dev/pts and /sys mounted and the
+    host's resolv.conf; run(argv) executes inside it with chroot. It lives in /var/tmp under a name
+    with `tag` (support.worker_tag()), never inside a test's temp dir: that is removed with rmtree,
+    which would follow a bind mount left behind. close() unmounts (lazily if busy) in reverse order,
+    then removes the tree only when nothing is mounted under it; call it from addCleanup."""
 
-    def __init__(self, path: Path, log=print):
-        self.path = Path(path)
-        self.mounts: list[Path] = []
+    def __init__(self, tag: str, log=print):
+        import tempfile
         tarball = ensure_cache(log)
-        self.path.mkdir(parents=True, exist_ok=True)
+        self.mounts: list[Path] = []
+        self.path = Path(tempfile.mkdtemp(prefix=f"bk-root-{tag}-", dir="/var/tmp"))
+        try:
+            self._populate(tarball)
+        except BaseException:
+            self.close()
+            raise
+
+    def _populate(self, tarball: Path) -> None:
         subprocess.run(["tar", "--zstd", "-C", str(self.path), "-xf", str(tarball)], check=True, timeout=600)
         for src, dst, opts in (("proc", "proc", ["-t", "proc"]), ("/dev", "dev", ["--bind"]),
-                               ("/dev/pts", "dev/pts", ["--bind"]), ("sysfs", "sys", ["-t", "sysfs"])):
+                               ("/dev/pts", "dev/pts", ["--bind"]), ("sysfs", "sys", ["-t", "sysfs", "-o", "ro"])):
             target = self.path / dst
             target.mkdir(parents=True, exist_ok=True)
             subprocess.run(["mount", *opts, src, str(target)], check=True, timeout=30)
@@ -127,8 +136,8 @@ class CleanRoot:
             if subprocess.run(["umount", str(target)], capture_output=True, timeout=30).returncode != 0:
                 subprocess.run(["umount", "-l", str(target)], capture_output=True, timeout=30)
         self.mounts.clear()
-        # Remove the tree only when nothing is mounted under it any more (rmtree would follow no bind
-        # mount, but a lazily detached one is gone by now).
+        # Remove the tree only when nothing is mounted under it any more (a lazily detached mount is
+        # gone from the tree at once).
         with open("/proc/mounts") as f:
             still = [l for l in f if f" {self.path}/" in l or f" {self.path} " in l]
         if not still:
