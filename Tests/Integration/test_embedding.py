@@ -183,10 +183,10 @@ if __name__ == "__main__":
 
 
 def readme_example(kind: str) -> str:
-    """The README code block marked `<!-- ci: KIND -->`."""
-    m = re.search(r"<!-- ci: " + kind + r" -->\s*```\w+\n(.*?)```", (REPO_ROOT / "README.md").read_text(), re.S)
+    """The docs/embedding.md code block marked `<!-- ci: KIND -->`."""
+    m = re.search(r"<!-- ci: " + kind + r" -->\s*```\w+\n(.*?)```", (REPO_ROOT / "docs" / "embedding.md").read_text(), re.S)
     if not m:
-        raise AssertionError(f"README has no <!-- ci: {kind} --> example")
+        raise AssertionError(f"docs/embedding.md has no <!-- ci: {kind} --> example")
     return m.group(1)
 
 
