@@ -116,6 +116,20 @@ class PackageContentsTests(BroadcastTestCase):
         unit = (root / "usr/lib/systemd/user/broadcast@.service").read_text()
         self.assertIn("ExecStart=/usr/bin/broadcast --config %E/broadcast/%i.conf", unit)
 
+    def test_user_unit_passes_systemd_analyze_verify(self):
+        # systemd's own parser over the packaged unit: an unknown key or a bad value is printed (exit
+        # code 0 for those), so any output fails. ExecStart points at the extracted binary, which
+        # verify requires to exist; --man=no because the man pages are not installed on the host.
+        root = self.tmp / "x"
+        subprocess.run(["dpkg-deb", "-x", str(self.debs["broadcast"]), str(root)], check=True, timeout=60)
+        unit = (root / "usr/lib/systemd/user/broadcast@.service").read_text()
+        self.assertIn("RestartPreventExitStatus=2", unit)
+        copy = self.tmp / "broadcast@check.service"
+        copy.write_text(unit.replace("/usr/bin/broadcast", str(root / "usr/bin/broadcast")))
+        r = subprocess.run(["systemd-analyze", "verify", "--man=no", str(copy)], capture_output=True, text=True,
+                           timeout=60)
+        self.assertEqual((r.returncode, r.stdout + r.stderr), (0, ""))
+
     def test_gstreamer_element_package_depends_on_the_library_package(self):
         deb = self.debs.get("gstreamer1.0-broadcastsink")
         if deb is None:
@@ -181,6 +195,41 @@ class CleanDebianInstallTests(BroadcastTestCase):
         self.assertRecordingOK(rec, expect_frames=sent, tolerance=3, expect_width=640, expect_height=360,
                                expect_video_codec="h264", expect_audio_codec="aac", expect_audio_seconds=5.0,
                                audio_tolerance_pct=4)
+
+    def test_apt_installs_the_gstreamer_element_and_it_streams(self):
+        # The element from the system plugin folder (no GST_PLUGIN_PATH, no rpath), with the library
+        # from the broadcast package it depends on. 48 kHz audio: 44.1 kHz would need libsoxr, which
+        # is only recommended (and --no-install-recommends leaves it out).
+        debs = build_packages(self, self.tmp / "out")
+        self.assertIn("gstreamer1.0-broadcastsink", debs)
+        root = CleanRoot(support.worker_tag())
+        self.addCleanup(root.close)
+        for deb in debs.values():
+            shutil.copy(deb, root.path / "tmp")
+        r = root.apt_install(*(f"/tmp/{d.name}" for d in debs.values()), "gstreamer1.0-tools",
+                             "gstreamer1.0-plugins-base")
+        self.assertEqual(r.returncode, 0, f"apt-get install failed:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")
+        r = root.run(["gst-inspect-1.0", "broadcastsink"], timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # The system plugin folder (bookworm's /lib is /usr/lib: GStreamer may name either).
+        self.assertRegex(r.stdout, r"Filename +(/usr)?/lib/x86_64-linux-gnu/gstreamer-1\.0/libgstbroadcastsink\.so\n")
+        self.assertIn(f"Version                  {VERSION}", r.stdout)
+        ingest = start_ingest()
+        self.addCleanup(ingest.stop)
+        key = new_key()
+        r = root.run(["gst-launch-1.0", "-e", "videotestsrc", "is-live=true", "num-buffers=90", "!",
+                      "video/x-raw,format=I420,width=640,height=360,framerate=30/1", "!",
+                      "broadcastsink", f"location={ingest.url}",
+                      "audiotestsrc", "is-live=true", "num-buffers=141", "!", "audio/x-raw,rate=48000,channels=2", "!",
+                      "broadcastsink.app_audio"],
+                     env={"STREAM_KEY": key}, timeout=120)
+        self._captured_texts += [r.stdout, r.stderr]
+        self.assertEqual(r.returncode, 0, support.redact(r.stdout[-2000:] + r.stderr[-2000:]))
+        rec = ingest.wait_recording(key)
+        self.track_file(rec)
+        report = self.assertRecordingOK(rec, expect_width=640, expect_height=360, expect_video_codec="h264",
+                                        expect_audio_codec="aac")
+        self.assertGreaterEqual(report.to_dict()["video_frames"], 80)
 
 
 if __name__ == "__main__":
