@@ -26,11 +26,14 @@ CACHE_DAYS = 30
 CACHE = CACHE_DIR / f"{SUITE}-{VARIANT}.tar.zst"
 
 
-def host_mirror(suite: str = SUITE) -> str:
-    """The first `deb` URI the host's apt sources use for `suite` (deb822 or one-line form)."""
+def host_sources(suite: str = SUITE) -> list[tuple[str, str, str]]:
+    """(URI, suite, components) of every enabled `deb` source of the host for `suite` and its
+    companions (`bookworm-updates`, `bookworm-security`), in the order the host lists them; deb822
+    (.sources) and one-line (.list) forms. Third-party sources (other suites) are left out."""
+    found: list[tuple[str, str, str]] = []
     files = [Path("/etc/apt/sources.list")] + sorted(Path("/etc/apt/sources.list.d").glob("*"))
     for f in files:
-        if not f.is_file() or f.suffix not in ("", ".list", ".sources"):
+        if not f.is_file() or f.suffix not in (".list", ".sources"):
             continue
         text = f.read_text(errors="replace")
         if f.suffix == ".sources":
@@ -40,15 +43,25 @@ def host_mirror(suite: str = SUITE) -> str:
                     if ":" in line and not line.lstrip().startswith("#"):
                         k, v = line.split(":", 1)
                         fields[k.strip().lower()] = v.strip()
-                if ("deb" in fields.get("types", "").split() and suite in fields.get("suites", "").split()
-                        and fields.get("enabled", "yes") != "no"):
-                    return fields["uris"].split()[0]
+                if "deb" not in fields.get("types", "").split() or fields.get("enabled", "yes") == "no":
+                    continue
+                for uri in fields.get("uris", "").split():
+                    for s in fields.get("suites", "").split():
+                        if s == suite or s.startswith(suite + "-"):
+                            found.append((uri, s, fields.get("components", "main")))
         else:
             for line in text.splitlines():
-                parts = re.sub(r"\[[^]]*\]", "", line).split()
-                if len(parts) >= 3 and parts[0] == "deb" and parts[2] == suite:
-                    return parts[1]
-    raise RuntimeError(f"no apt source for {suite} in /etc/apt/sources.list(.d)")
+                parts = re.sub(r"\[[^]]*\]", "", line.split("#", 1)[0]).split()
+                if len(parts) >= 3 and parts[0] == "deb" and (parts[2] == suite or parts[2].startswith(suite + "-")):
+                    found.append((parts[1], parts[2], " ".join(parts[3:]) or "main"))
+    if not any(s == suite for _, s, _ in found):
+        raise RuntimeError(f"no apt source for {suite} in /etc/apt/sources.list(.d)")
+    return found
+
+
+def host_mirror(suite: str = SUITE) -> str:
+    """The host's first mirror for `suite` itself: what debootstrap installs from."""
+    return next(uri for uri, s, _ in host_sources(suite) if s == suite)
 
 
 def ensure_cache(log) -> Path:
@@ -108,8 +121,10 @@ class CleanRoot:
             subprocess.run(["mount", *opts, src, str(target)], check=True, timeout=30)
             self.mounts.append(target)
         shutil.copy("/etc/resolv.conf", self.path / "etc/resolv.conf")
-        # The root's own apt source: the host's mirror for the suite (what debootstrap used).
-        (self.path / "etc/apt/sources.list").write_text(f"deb {host_mirror()} {SUITE} main\n")
+        # The root's apt sources: the host's, for the suite and its updates and security suites, as a
+        # user's machine has them (the archive keys come with the root's debian-archive-keyring).
+        (self.path / "etc/apt/sources.list").write_text(
+            "".join(f"deb {uri} {suite} {components}\n" for uri, suite, components in host_sources()))
 
     def run(self, argv, timeout: float = 600, env: dict | None = None, check: bool = False,
             stdin: bytes | None = None) -> subprocess.CompletedProcess:
