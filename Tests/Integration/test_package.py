@@ -154,8 +154,18 @@ class PackageContentsTests(BroadcastTestCase):
 class CleanDebianInstallTests(BroadcastTestCase):
     """apt-get install ./broadcast_*.deb in a minbase bookworm root, then a stream from inside it."""
 
+    @classmethod
+    def setUpClass(cls):
+        import tempfile
+        cls.out = Path(tempfile.mkdtemp(prefix="bk-package-"))
+        cls.debs = build_packages(unittest.TestCase(), cls.out)
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.out, ignore_errors=True)
+
     def test_apt_installs_the_deb_and_it_streams_to_nginx(self):
-        debs = build_packages(self, self.tmp / "out")
+        debs = self.debs
         root = CleanRoot(support.worker_tag())
         self.addCleanup(root.close)
         # Clean: no Swift, no compiler, no codec library before the install.
@@ -200,7 +210,7 @@ class CleanDebianInstallTests(BroadcastTestCase):
         # The element from the system plugin folder (no GST_PLUGIN_PATH, no rpath), with the library
         # from the broadcast package it depends on. 48 kHz audio: 44.1 kHz would need libsoxr, which
         # is only recommended (and --no-install-recommends leaves it out).
-        debs = build_packages(self, self.tmp / "out")
+        debs = self.debs
         self.assertIn("gstreamer1.0-broadcastsink", debs)
         root = CleanRoot(support.worker_tag())
         self.addCleanup(root.close)
