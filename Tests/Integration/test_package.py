@@ -130,6 +130,27 @@ class PackageContentsTests(BroadcastTestCase):
                            timeout=60)
         self.assertEqual((r.returncode, r.stdout + r.stderr), (0, ""))
 
+    def test_completions_load_in_their_shells(self):
+        # The packaged files, loaded by the shells that read them (bash, zsh and fish from
+        # scripts/bootstrap): bash registers a completion for broadcast, zsh parses the function
+        # file, fish completes "--" from it.
+        root = self.tmp / "x"
+        subprocess.run(["dpkg-deb", "-x", str(self.debs["broadcast"]), str(root)], check=True, timeout=60)
+        bash_file = root / "usr/share/bash-completion/completions/broadcast"
+        r = subprocess.run(["bash", "-c", f"source '{bash_file}' && complete -p broadcast"], capture_output=True,
+                           text=True, timeout=30)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertRegex(r.stdout, r"^complete .* broadcast$")
+        zsh_file = root / "usr/share/zsh/vendor-completions/_broadcast"
+        self.assertTrue(zsh_file.read_text().startswith("#compdef broadcast"))
+        r = subprocess.run(["zsh", "-n", str(zsh_file)], capture_output=True, text=True, timeout=30)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        fish_file = root / "usr/share/fish/vendor_completions.d/broadcast.fish"
+        r = subprocess.run(["fish", "--no-config", "-c", f"source '{fish_file}'; complete -C 'broadcast --'"],
+                           capture_output=True, text=True, timeout=30)
+        self.assertEqual((r.returncode, r.stderr), (0, ""))
+        self.assertIn("--url", r.stdout.split())
+
     def test_gstreamer_element_package_depends_on_the_library_package(self):
         deb = self.debs.get("gstreamer1.0-broadcastsink")
         if deb is None:
