@@ -67,7 +67,7 @@ let package = Package(
             dependencies: ["BroadcastKit", "CBroadcastKitABI"],
             exclude: ["exports.map", "broadcastkit.pc.in"],
             swiftSettings: [.swiftLanguageMode(.v6)],
-            linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-soname=libbroadcastkit.so", "-Xlinker", "--version-script=" + Context.packageDirectory + "/Sources/BroadcastKitC/exports.map"])]
+            linkerSettings: [.unsafeFlags(["-static-stdlib", "-Xlinker", "-soname=libbroadcastkit.so.0", "-Xlinker", "--version-script=" + Context.packageDirectory + "/Sources/BroadcastKitC/exports.map"])]
         ),
         // The CLI's parsing, configuration building, sources and reporting; `broadcast` is its thin driver.
         .target(

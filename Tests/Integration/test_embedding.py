@@ -183,10 +183,10 @@ if __name__ == "__main__":
 
 
 def readme_example(kind: str) -> str:
-    """The README code block marked `<!-- ci: KIND -->`."""
-    m = re.search(r"<!-- ci: " + kind + r" -->\s*```\w+\n(.*?)```", (REPO_ROOT / "README.md").read_text(), re.S)
+    """The docs/embedding.md code block marked `<!-- ci: KIND -->`."""
+    m = re.search(r"<!-- ci: " + kind + r" -->\s*```\w+\n(.*?)```", (REPO_ROOT / "docs" / "embedding.md").read_text(), re.S)
     if not m:
-        raise AssertionError(f"README has no <!-- ci: {kind} --> example")
+        raise AssertionError(f"docs/embedding.md has no <!-- ci: {kind} --> example")
     return m.group(1)
 
 
@@ -477,11 +477,12 @@ class PythonBindingTest(BroadcastTestCase):
                            timeout=300)
         self.assertEqual(r.returncode, 0, r.stderr)
         wheel = Path(r.stdout.strip().splitlines()[-1])
-        self.assertEqual(wheel.name, f"broadcastkit-0.1.0-py3-none-linux_{os.uname().machine}.whl")
+        version = (REPO_ROOT / "VERSION").read_text().strip()
+        self.assertRegex(wheel.name, rf"^broadcastkit-{re.escape(version)}-py3-none-manylinux_2_\d+_{os.uname().machine}\.whl$")
         import zipfile
         with zipfile.ZipFile(wheel) as z:
             names = set(z.namelist())
-            metadata = z.read("broadcastkit-0.1.0.dist-info/METADATA").decode()
+            metadata = z.read(f"broadcastkit-{version}.dist-info/METADATA").decode()
         self.assertIn("broadcastkit/lib/libbroadcastkit.so", names)
         self.assertIn("broadcastkit/py.typed", names)
         self.assertIn("License: GPL-2.0-or-later", metadata)
@@ -675,7 +676,7 @@ class ControlProtocolTest(BroadcastTestCase):
         self.assertIsNone(proc.poll(), "a request with a duplicate key stopped the stream")
         v = control_line(sock, '{"cmd":"version","id":42}')
         self.assertEqual((v["id"], v["ok"], v["protocol"]), (42, True, 1), v)
-        self.assertIn("broadcast 0.1.0", v["version"])
+        self.assertIn(f"broadcast {(REPO_ROOT / 'VERSION').read_text().strip()} (", v["version"])
         self.assertEqual(list(v)[0], "id")
         self.assertEqual(control_line(sock, '{"cmd":"frobnicate","id":"x"}')["id"], "x")
         self.assertEqual(control_line(sock, '{"cmd":"stats","id":7}')["id"], 7)

@@ -100,8 +100,8 @@ class GStreamerSinkTest(BroadcastTestCase):
                                    audio_tolerance_pct=4.0)
 
     def test_readme_gst_launch_example(self):
-        m = re.search(r"<!-- ci: gst -->\s*```sh\n(.*?)```", (REPO_ROOT / "README.md").read_text(), re.S)
-        self.assertIsNotNone(m, "README has no <!-- ci: gst --> example")
+        m = re.search(r"<!-- ci: gst -->\s*```sh\n(.*?)```", (REPO_ROOT / "docs" / "embedding.md").read_text(), re.S)
+        self.assertIsNotNone(m, "docs/embedding.md has no <!-- ci: gst --> example")
         ingest = start_ingest()
         self.addCleanup(ingest.stop)
         key = new_key()

@@ -80,9 +80,9 @@ def quantity_value(q) -> float:
 
 
 def readme_kubernetes() -> tuple[dict, list[str]]:
-    """The README's Kubernetes section: the file table (file -> its row) and the kubectl lines."""
-    text = (REPO_ROOT / "README.md").read_text()
-    section = text[text.index("### Kubernetes (`deploy/kubernetes/`)"):]
+    """docs/containers.md's Kubernetes section: the file table (file -> its row) and the kubectl lines."""
+    text = (REPO_ROOT / "docs" / "containers.md").read_text()
+    section = text[text.index("## Kubernetes (`deploy/kubernetes/`)"):]
     section = section[:section.index("\n## ", 1)] if "\n## " in section[1:] else section
     rows = {m.group(1): m.group(0) for m in re.finditer(r"^\| `([a-z0-9.-]+\.yaml)` \|.*$", section, re.M)}
     lines = [l.strip() for l in section.splitlines() if l.strip().startswith("kubectl ")]

@@ -44,7 +44,7 @@
 #include <string.h>
 
 #define PACKAGE "broadcastkit"
-#define PACKAGE_VERSION "0.1.0"
+#define PACKAGE_VERSION "0.2.0"
 /* GStreamer's name for GPL-2.0-or-later, the project's licence (LICENSE). */
 #define GST_LICENSE "GPL"
 #define GST_PACKAGE_NAME "broadcast (BroadcastKit)"

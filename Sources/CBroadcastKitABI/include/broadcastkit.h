@@ -147,7 +147,7 @@ typedef enum bk_state {
 /* ---------------------------------------------------------------------------------------------- */
 /* Library                                                                                        */
 
-/** "0.1.0 (BroadcastKit; x264, vo-aacenc, libopus, libyuv; native RTMP)"; static, never free it. */
+/** "0.2.0 (BroadcastKit; x264, vo-aacenc, libopus, libyuv; native RTMP)"; static, never free it. */
 const char *bk_version(void);
 
 /** The library's BK_ABI_VERSION. */

@@ -9,4 +9,4 @@ from .session import (BroadcastError, ConfigurationError, ConnectError, Event, F
 __all__ = ["Session", "Event", "BroadcastError", "ConfigurationError", "InvalidValueError", "MemoryBudgetError",
            "ConnectError", "StreamingError", "StateError", "FrameError", "apply_process_tuning", "library", "limits",
            "now_ns", "version"]
-__version__ = "0.1.0"
+__version__ = "0.2.0"
