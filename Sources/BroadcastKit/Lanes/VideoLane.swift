@@ -15,6 +15,12 @@ import Synchronization
 /// copied), on the timestamp smoother's next grid slot. x264 codes it as skipped blocks; the
 /// keyframe interval counts it like any frame. Repeats are counted apart
 /// (`videoFramesRepeated`); `videoFramesIn` counts captured pictures only.
+///
+/// A live source faster than the output rate (a 60 Hz desktop under `--fps 30`) is thinned by a
+/// `FrameRateGate` before conversion: a picture that comes before the next output tick is
+/// skipped, neither converted nor encoded, and counted in `videoFramesSkipped` (not a drop).
+/// A producer in block mode (`repeatsLastPicture` false) is never thinned: every frame it gives
+/// is encoded.
 package final class VideoLane: @unchecked Sendable {
     private let pool: FramePool
     private let converter: FrameConverter
@@ -36,6 +42,8 @@ package final class VideoLane: @unchecked Sendable {
     private var lastTimestampMs: Int64 = Int64.min
     /// Takes the capture jitter out of video PTS (guarded by `convertLock`).
     private var smoother: VideoTimestampSmoother
+    /// Thins a source faster than the output rate (guarded by `convertLock`; live producers only).
+    private var gate: FrameRateGate
     /// Nominal frame period.
     private let frameNs: Int64
     /// Arrival of the last captured picture and repeats made since (guarded by `cond`).
@@ -70,6 +78,7 @@ package final class VideoLane: @unchecked Sendable {
         self.deliver = deliver
         pending = FixedRing(capacity: pendingFrames)
         smoother = VideoTimestampSmoother(fps: s.fps)
+        gate = FrameRateGate(fps: s.fps)
         frameNs = 1_000_000_000 / Int64(max(1, s.fps))
     }
 
@@ -95,6 +104,13 @@ package final class VideoLane: @unchecked Sendable {
             convertLock.unlock()
             stats.countDrop(.backwardsTimestamp)
             return .dropped(.backwardsTimestamp)
+        }
+        // Before the pool and the conversion: a picture between two output ticks costs nothing.
+        if repeatsLastPicture && !gate.admit(frame.pts) {
+            lastPts = frame.pts
+            convertLock.unlock()
+            stats.countSkippedFrame()
+            return .skipped
         }
         guard let slot = pool.acquire() else {
             convertLock.unlock()
