@@ -117,11 +117,14 @@ class InputRateAndEndTest(BroadcastTestCase):
         last = last_stats(stats)
         print(f"\n60 fps y4m at --fps 30: {len(times)} frames, {short_gaps(times)} intervals < 25 ms, "
               f"skipped {last.get('video_frames_skipped')}", file=sys.stderr)
-        # 300 pictures over 5 s: every other one, 150 (the first and last may fall either way).
-        self.assertGreaterEqual(len(times), 148, len(times))
+        # 300 pictures over 5 s: every other one, 150 (the first and last may fall either way),
+        # less any the encoder was too busy for on a loaded machine (counted, at most 2%).
+        busy = last["drops"]["encoder_busy"]
+        self.assertLessEqual(busy, 3, last)
+        self.assertGreaterEqual(len(times), 148 - busy, len(times))
         self.assertLessEqual(len(times), 152, len(times))
         self.assertEqual(short_gaps(times), 0)
-        self.assertEqual(last["video_frames_in"] + last["video_frames_skipped"], 300, last)
+        self.assertEqual(last["video_frames_in"] + last["video_frames_skipped"] + busy, 300, last)
 
     def test_y4m_writer_that_exits_ends_the_run_unpadded(self) -> None:
         rec = self.tmp / "eof.flv"

@@ -1,84 +1,100 @@
-/// Decides, before a captured picture is converted, whether it takes an output frame slot: a
-/// source faster than the output rate (a 60 Hz desktop under `--fps 30`, mutter's damage-driven
-/// ScreenCast while the pointer moves, 60 fps Y4M) is thinned to the output rate, so the stream
-/// carries the rate it declares and the skipped pictures cost neither a conversion nor an encode.
+/// Puts a live source's pictures on the output frame grid before they are converted: each output
+/// tick takes at most one picture, and the picture is stamped with its tick.
 ///
-/// The source's frame interval is tracked (a running mean of the gaps shorter than a pause).
-/// While it is at least `decimateBelowFraction` of the output period the source is not faster
-/// than the output and every picture passes: the timestamp smoother and the lane's repeats keep
-/// the grid. Faster, a picture passes when it reaches the next output tick (less `marginFraction`
-/// of a period for capture jitter); the tick grid is pulled gently toward the phase of the
-/// pictures it admits, so a source a few hundred ppm off its nominal rate never slips a tick.
+/// A source faster than the output rate (a 60 Hz desktop under `--fps 30`, mutter's damage-driven
+/// ScreenCast while the pointer moves, 60 fps Y4M), or one whose pictures come at irregular times
+/// (mutter on a loaded machine: 17, 25, 37, 53 ms apart), would otherwise reach the stream at its
+/// own times, and the stream would carry more pictures than the rate it declares. Here a picture
+/// takes the tick nearest its PTS; when an earlier picture already holds that tick, it is skipped:
+/// neither converted nor encoded, counted as `videoFramesSkipped`. The first picture after the
+/// lane repeated the last one (a still spell) is never skipped: it takes the next free tick, so a
+/// damage-driven change always reaches the stream.
+///
+/// The grid is anchored on the first picture and pulled gently (`phaseGain`) toward the admitted
+/// pictures that are close to their tick, so a source a few hundred ppm off the output rate (29.97 or 30.03 Hz) stays centred
+/// on its ticks and never slips one. A jump of more than `maxBridgeNs` (or backwards) restarts the
+/// grid on the picture.
 ///
 /// Pure and allocation-free: the video lane keeps one under its convert lock.
 struct FrameRateGate: Sendable {
     /// The output frame period in ns.
     let periodNs: Double
-    /// Below this fraction of the output period the mean source interval counts as faster.
-    var decimateBelowFraction = 0.75
-    /// A picture this fraction of a period before its tick still takes it (capture jitter).
-    var marginFraction = 0.25
-    /// Gaps longer than this many periods are pauses: not part of the interval mean, and the
-    /// tick grid restarts on the next picture.
-    var pausePeriods = 4.0
-    /// Weight of each new gap in the interval mean (about a ten-picture memory).
-    var intervalGain = 0.1
     /// Fraction of an admitted picture's distance from its tick by which the grid moves to it.
-    var phaseGain = 0.1
+    var phaseGain = 0.05
+    /// Only pictures within this fraction of a period of their tick pull the grid.
+    var pullZoneFraction = 0.25
+    /// Longest distance from the last tick bridged on the grid; further, the grid restarts.
+    var maxBridgeNs: Double = 60e9
 
-    private var lastPts: Int64 = Int64.min
-    private var meanIntervalNs: Double
-    /// The next output tick on the source clock, valid once `hasTick`.
-    private var nextTickNs: Double = 0
-    private var hasTick = false
-    private var hasGap = false
+    private var anchored = false
+    /// The last tick taken (by a picture or a repeat), on the source clock, in ns.
+    private var lastTickNs: Double = 0
+    /// True when the last tick was taken by a repeat of the last picture, not by a new one.
+    private var lastWasRepeat = false
 
     /// - Parameter fps: the output frame rate.
     init(fps: Int) {
         periodNs = 1e9 / Double(max(1, fps))
-        meanIntervalNs = periodNs
     }
 
-    /// True while the source is faster than the output and pictures are being thinned.
-    var isThinning: Bool { meanIntervalNs < periodNs * decimateBelowFraction }
+    /// Where a picture would go: its tick, and the grid once it is taken.
+    struct Placement: Sendable {
+        /// The tick the picture is stamped with, on the source clock, in ns.
+        let tickNs: Int64
+        fileprivate let nextLastTickNs: Double
+    }
 
-    /// Whether the picture captured at `pts` (ns, the source clock; increasing) takes an output
-    /// slot. False means skip it: count it as skipped, do not convert or encode it.
-    mutating func admit(_ pts: Int64) -> Bool {
-        if lastPts != Int64.min {
-            let (gap, overflow) = pts.subtractingReportingOverflow(lastPts)
-            if !overflow, gap > 0, Double(gap) < periodNs * pausePeriods {
-                // The first gap seeds the mean, so a 60 Hz source is thinned from its second
-                // picture, not after the mean has walked down from the output period.
-                // (No faster than 4 pictures a period: a hostile run of 1 ns gaps is not a rate.)
-                let g = max(Double(gap), periodNs / 4)
-                meanIntervalNs = hasGap ? meanIntervalNs + intervalGain * (g - meanIntervalNs) : g
-                hasGap = true
-            }
-        }
-        lastPts = pts
+    /// The placement of a picture captured at `pts` (ns, the source clock), or nil when an
+    /// earlier picture already holds its tick: skip it (count it, do not convert or encode it).
+    /// Nothing changes until `take` (a picture the lane then drops for lack of a slot keeps no tick).
+    func place(_ pts: Int64) -> Placement? {
         let t = Double(pts)
-        guard hasTick, isThinning else {
-            hasTick = true
-            nextTickNs = t + periodNs
-            return true
+        guard anchored, abs(t - lastTickNs) <= maxBridgeNs else {
+            // The first picture, or a jump: the grid starts here.
+            return Placement(tickNs: pts, nextLastTickNs: t)
         }
-        if t < nextTickNs - periodNs * (1 + pausePeriods) {
-            // Far before the tick: the source clock went back (the lane refuses backwards PTS,
-            // other callers may not). The grid starts again here.
-            nextTickNs = t + periodNs
-            return true
+        // Ticks from the last one to the nearest tick of this picture (negative: before it).
+        var ticks = ((t - lastTickNs) / periodNs).rounded()
+        if ticks < 1 {
+            // Its tick is taken. By a picture: skip this one. By a repeat: this picture is new
+            // content after a still spell, so it takes the next tick.
+            guard lastWasRepeat else { return nil }
+            ticks = 1
         }
-        if t < nextTickNs - periodNs * marginFraction { return false }
-        let late = t - nextTickNs
-        if late > periodNs * pausePeriods {
-            // A pause, or a clock jump: the grid starts again here.
-            nextTickNs = t + periodNs
-        } else {
-            // Ticks this picture passed (0 when it is on or just before its tick).
-            let passed = late > 0 ? (late / periodNs).rounded(.down) : 0
-            nextTickNs += (passed + 1) * periodNs + phaseGain * (late - passed * periodNs)
+        let tick = lastTickNs + ticks * periodNs
+        // Out of Int64's range (a hostile or wrapped clock): the grid starts on the picture.
+        guard abs(tick) < 9.2e18 else { return Placement(tickNs: pts, nextLastTickNs: t) }
+        // Pull the grid toward a picture close to its tick, so the grid's phase follows a source
+        // slightly off the output rate. Not toward one half a period off: of a 60 Hz source's two
+        // pictures a tick, whichever comes first would pull the grid earlier every time.
+        let offset = t - tick
+        let next = abs(offset) <= periodNs * pullZoneFraction ? tick + phaseGain * offset : tick
+        return Placement(tickNs: Int64(tick.rounded()), nextLastTickNs: next)
+    }
+
+    /// The picture placed at `placement` is being encoded: its tick is taken.
+    mutating func take(_ placement: Placement) {
+        anchored = true
+        lastTickNs = placement.nextLastTickNs
+        lastWasRepeat = false
+    }
+
+    /// `place` and `take` in one: the tick, or nil to skip.
+    mutating func stamp(_ pts: Int64) -> Int64? {
+        guard let p = place(pts) else { return nil }
+        take(p)
+        return p.tickNs
+    }
+
+    /// The lane encoded the last picture again at `pts` (a still spell): that tick is taken.
+    mutating func noteRepeat(at pts: Int64) {
+        guard anchored else { return }
+        let t = Double(pts)
+        guard abs(t - lastTickNs) <= maxBridgeNs else { return }
+        let ticks = ((t - lastTickNs) / periodNs).rounded()
+        if ticks >= 1 {
+            lastTickNs += ticks * periodNs
         }
-        return true
+        lastWasRepeat = true
     }
 }
