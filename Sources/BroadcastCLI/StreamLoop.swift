@@ -37,14 +37,16 @@ struct StreamLoop {
             if let f = session.failure { exitCode = ExitCode(rawValue: f.exitCode) ?? .streaming; exitMessage = f.description; break }
             // A source that ended with an error ends the run at once, even while others still
             // deliver (a PipeWire node that went away mid-stream: exit 4 naming it, rather than
-            // streaming on without its video or audio); sources that simply ended wait for the rest.
+            // streaming on without its video or audio). A source that simply ended (a Y4M or PCM
+            // input at its end, or whose writer died) ends the run too: the end of input is the
+            // end of the stream, never padded with repeated pictures or the other input alone.
             let ended = sources.filter { $0.waitUntilFinished(timeoutNanoseconds: 0) }
             if let e = ended.compactMap({ $0.error }).first {
                 exitCode = e.kind == .badInput ? .usage : .streaming
                 exitMessage = e.message
                 break
             }
-            if ended.count == sources.count { break }
+            if !ended.isEmpty { break }
             if let l = limitNs, now >= l { break }
             if now >= nextReport {
                 nextReport += 1_000_000_000

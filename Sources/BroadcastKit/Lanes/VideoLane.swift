@@ -10,11 +10,17 @@ import Synchronization
 /// The output frame rate is constant whatever the source does. A damage-driven screen (mutter's
 /// ScreenCast: `framerate=0/1`) sends a picture only when something changes, so a still screen
 /// would send one frame and nothing more: no keyframe for a viewer who joins later. When no
-/// new picture has come a frame period after the one its slot was due (`repeatGraceFrames`),
+/// new picture has come a frame period after the one its slot was due (`repeatGraceFraction`),
 /// the lane thread encodes the last picture again, still in its pool slot (pinned, not
 /// copied), on the timestamp smoother's next grid slot. x264 codes it as skipped blocks; the
 /// keyframe interval counts it like any frame. Repeats are counted apart
 /// (`videoFramesRepeated`); `videoFramesIn` counts captured pictures only.
+///
+/// A live source's pictures are put on the output grid by a `FrameRateGate` before conversion:
+/// each tick takes at most one picture, stamped with the tick; a picture whose tick is taken (a
+/// 60 Hz desktop under `--fps 30`) is skipped, neither converted nor encoded, and counted in
+/// `videoFramesSkipped` (not a drop). A producer in block mode (`repeatsLastPicture` false) is
+/// never gated: every frame it gives is encoded at its own time.
 package final class VideoLane: @unchecked Sendable {
     private let pool: FramePool
     private let converter: FrameConverter
@@ -36,6 +42,8 @@ package final class VideoLane: @unchecked Sendable {
     private var lastTimestampMs: Int64 = Int64.min
     /// Takes the capture jitter out of video PTS (guarded by `convertLock`).
     private var smoother: VideoTimestampSmoother
+    /// Thins a source faster than the output rate (guarded by `convertLock`; live producers only).
+    private var gate: FrameRateGate
     /// Nominal frame period.
     private let frameNs: Int64
     /// Arrival of the last captured picture and repeats made since (guarded by `cond`).
@@ -46,10 +54,13 @@ package final class VideoLane: @unchecked Sendable {
     private let keyframeRequested = Atomic<Bool>(false)
     private let deliver: (EncodedPacket, Int64) -> Void
 
-    /// Frame periods of grace after a picture's due time before its slot is filled with a
-    /// repeat: capture threads deliver late by tens of ms on a loaded machine, and a picture
-    /// that finds its slot taken is shown a slot late.
-    package static let repeatGraceFrames: Int64 = 1
+    /// Grace after a picture's due time, as a fraction of a frame period, before its slot is
+    /// filled with a repeat: capture threads deliver late by tens of ms on a loaded machine, and
+    /// a picture that comes after its slot was repeated takes the next tick (`FrameRateGate`).
+    /// Measured: half a period set off a cascade on a loaded machine (a late picture pushed a
+    /// tick later, its successor then late for the shorter deadline: 412 repeats in 30 s of a
+    /// 60 Hz screen); a whole period gave 18.
+    package static let repeatGraceFraction: Double = 1
     /// A lane thread that fell this far behind its repeats (a stalled machine) skips the
     /// missed slots instead of encoding them in a burst.
     package static let maxRepeatCatchUpNs: Int64 = 500_000_000
@@ -70,6 +81,7 @@ package final class VideoLane: @unchecked Sendable {
         self.deliver = deliver
         pending = FixedRing(capacity: pendingFrames)
         smoother = VideoTimestampSmoother(fps: s.fps)
+        gate = FrameRateGate(fps: s.fps)
         frameNs = 1_000_000_000 / Int64(max(1, s.fps))
     }
 
@@ -96,18 +108,32 @@ package final class VideoLane: @unchecked Sendable {
             stats.countDrop(.backwardsTimestamp)
             return .dropped(.backwardsTimestamp)
         }
+        // Before the pool and the conversion: a picture whose output tick is taken costs nothing.
+        var placement: FrameRateGate.Placement? = nil
+        if repeatsLastPicture {
+            guard let p = gate.place(frame.pts) else {
+                lastPts = frame.pts
+                convertLock.unlock()
+                stats.countSkippedFrame()
+                return .skipped
+            }
+            placement = p
+        }
         guard let slot = pool.acquire() else {
             convertLock.unlock()
             stats.countDrop(.encoderBusy)
             return .dropped(.encoderBusy)
         }
         lastPts = frame.pts
+        // The tick is taken only by a picture that got a slot: one dropped as busy keeps none.
+        if let placement { gate.take(placement) }
+        let gridPts = placement?.tickNs ?? frame.pts
         let dst = pool.frame(slot)
         let geo = LetterboxGeometry.fit(srcW: frame.width, srcH: frame.height, dstW: dst.width, dstH: dst.height)
         if pool.needsBorderRepaint(slot: slot, geometry: geo) { FrameConverter.fillBlack(dst) }
         converter.convert(frame, into: dst)
         let corrected = smoother.corrections
-        let ts = nextTimestamp(timelineMs(smoother.smooth(frame.pts)))
+        let ts = nextTimestamp(timelineMs(smoother.smooth(gridPts)))
         let corrections = smoother.corrections
         // Queued under the convert lock too: a repeat is stamped under it, so a repeat never
         // gets a later time than a picture queued before it.
@@ -142,7 +168,7 @@ package final class VideoLane: @unchecked Sendable {
     /// When the next repeat is due (guarded by `cond`), or nil when none can be made.
     private var repeatDeadlineNs: Int64? {
         guard repeatsLastPicture, lastArrivalNs != Int64.min else { return nil }
-        return lastArrivalNs + (Int64(repeatsSinceCapture) + 1 + Self.repeatGraceFrames) * frameNs
+        return lastArrivalNs + (Int64(repeatsSinceCapture) + 1) * frameNs + Int64(Self.repeatGraceFraction * Double(frameNs))
     }
 
     private func run() {
@@ -198,6 +224,7 @@ package final class VideoLane: @unchecked Sendable {
         repeatsSinceCapture += slots
         cond.unlock()
         let pts = smoother.repeatSlot(slots: slots)
+        if let pts { gate.noteRepeat(at: pts) }
         let ts = pts.map { nextTimestamp(clock.timelineMs($0)) }
         convertLock.unlock()
         if let ts {
