@@ -903,7 +903,7 @@ static void gst_broadcast_sink_class_init(GstBroadcastSinkClass *klass) {
     g_signal_new_class_handler("request-keyframe", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
                                G_CALLBACK(request_keyframe), NULL, NULL, NULL, G_TYPE_BOOLEAN, 0);
     gst_element_class_set_static_metadata(ec, "Live broadcast sink (RTMP/FLV/MP4)", "Sink/Network",
-        "Encodes video (x264) and app/mic audio (AAC or Opus) and publishes FLV over RTMP and/or records "
+        "Encodes video (x264) and app/mic audio (AAC or Opus) and publishes over RTMP(S), SRT or WHIP and/or records "
         "FLV or MP4, within a hard memory budget (libbroadcastkit)", "The broadcast project");
     gst_element_class_add_static_pad_template(ec, &video_template);
     gst_element_class_add_static_pad_template(ec, &app_template);
