@@ -10,7 +10,7 @@ import Synchronization
 /// The output frame rate is constant whatever the source does. A damage-driven screen (mutter's
 /// ScreenCast: `framerate=0/1`) sends a picture only when something changes, so a still screen
 /// would send one frame and nothing more: no keyframe for a viewer who joins later. When no
-/// new picture has come a frame period after the one its slot was due (`repeatGraceFraction`),
+/// new picture has come half a frame period after the one its slot was due (`repeatGraceFraction`),
 /// the lane thread encodes the last picture again, still in its pool slot (pinned, not
 /// copied), on the timestamp smoother's next grid slot. x264 codes it as skipped blocks; the
 /// keyframe interval counts it like any frame. Repeats are counted apart
@@ -50,6 +50,8 @@ package final class VideoLane: @unchecked Sendable {
     private var lastArrivalNs: Int64 = Int64.min
     private var repeatsSinceCapture = 0
     private let repeatsLastPicture: Bool
+    /// Timeline time of the last picture or repeat encoded (the lane thread only).
+    private var lastEncodedMs: Int64 = Int64.min
     private let thread = WorkerThread(name: "bk-video")
     private let keyframeRequested = Atomic<Bool>(false)
     private let deliver: (EncodedPacket, Int64) -> Void
@@ -57,13 +59,15 @@ package final class VideoLane: @unchecked Sendable {
     /// Grace after a picture's due time, as a fraction of a frame period, before its slot is
     /// filled with a repeat: capture threads deliver late by tens of ms on a loaded machine, and
     /// a picture that comes after its slot was repeated takes the next tick (`FrameRateGate`).
-    /// Measured: half a period set off a cascade on a loaded machine (a late picture pushed a
-    /// tick later, its successor then late for the shorter deadline: 412 repeats in 30 s of a
-    /// 60 Hz screen); a whole period gave 18.
-    package static let repeatGraceFraction: Double = 1
+    /// Half a period: a source that misses ticks (mutter on a loaded machine sends a picture
+    /// every 66 ms at times) gets each hole filled. A picture pushed a tick on by a repeat is
+    /// due from that tick (see `process`).
+    package static let repeatGraceFraction: Double = 0.5
     /// A lane thread that fell this far behind its repeats (a stalled machine) skips the
     /// missed slots instead of encoding them in a burst.
     package static let maxRepeatCatchUpNs: Int64 = 500_000_000
+    /// Most missing ticks filled before a picture (`fillHole`); a longer gap is a pause.
+    package static let maxHoleFill = 2
 
     /// `deliver` gets each packet with the CLOCK_MONOTONIC arrival time of its source frame.
     /// `clock` is the session timeline the repeated pictures are stamped on.
@@ -143,7 +147,10 @@ package final class VideoLane: @unchecked Sendable {
             guard !stopping else { return false }
             // Never full: a slot was free in the pool, and the ring holds as many entries as the pool.
             pending.append(Pending(slot: slot, timestampMs: ts, arrivalNs: arrival))
-            lastArrivalNs = arrival
+            // A picture a repeat pushed a tick on is due as if it came on that tick: its successor
+            // is not late for a deadline counted from its own arrival (repeats would otherwise feed
+            // on themselves: 412 in 30 s of a 60 Hz screen on a loaded machine).
+            lastArrivalNs = arrival + Int64(placement?.pushedTicks ?? 0) * frameNs
             repeatsSinceCapture = 0
             cond.broadcast()
             return true
@@ -187,12 +194,14 @@ package final class VideoLane: @unchecked Sendable {
             }
             guard let next = pending.first else { cond.unlock(); break }
             cond.unlock()
+            fillHole(before: next.timestampMs)
 
             let force = keyframeRequested.exchange(false, ordering: .relaxed)
             let ok = encoder.encode(pool.frame(next.slot), timestampMs: next.timestampMs, forceKeyframe: force) {
                 deliver($0, next.arrivalNs)
             }
             if ok { stats.update { $0.videoFramesEncoded += 1 } } else { stats.countDrop(.encoderError) }
+            lastEncodedMs = next.timestampMs
 
             cond.withLock {
                 pending.removeFirst()
@@ -204,6 +213,31 @@ package final class VideoLane: @unchecked Sendable {
         }
         pool.releaseLast()
         encoder.flush { deliver($0, 0) }
+    }
+
+    /// A picture stamped more than a tick after the last one encoded (the source skipped a tick
+    /// and came back before the repeat's deadline, which counts from arrival) leaves a hole in
+    /// the output grid: the last picture is encoded again on each missing tick first, as a repeat.
+    private func fillHole(before ts: Int64) {
+        guard repeatsLastPicture, lastEncodedMs != Int64.min, ts > lastEncodedMs else { return }
+        let periodMs = Double(frameNs) / 1e6
+        let missing = Int((Double(ts - lastEncodedMs) / periodMs).rounded()) - 1
+        guard missing >= 1, missing <= Self.maxHoleFill else { return }
+        guard let slot = cond.withLock({ pool.borrowLast() }) else { return }
+        let base = lastEncodedMs
+        for i in 1...missing {
+            let hole = base + Int64((Double(i) * periodMs).rounded())
+            guard hole > lastEncodedMs, hole < ts else { break }
+            let force = keyframeRequested.exchange(false, ordering: .relaxed)
+            let now = MediaTime.now()
+            let ok = encoder.encode(pool.frame(slot), timestampMs: hole, forceKeyframe: force) { deliver($0, now) }
+            if ok { stats.countRepeatedFrame() } else { stats.countDrop(.encoderError) }
+            lastEncodedMs = hole
+        }
+        cond.withLock {
+            pool.returnLast()
+            cond.broadcast()
+        }
     }
 
     /// Encodes the last picture again on the grid's next slot, unless a captured picture came
@@ -231,6 +265,7 @@ package final class VideoLane: @unchecked Sendable {
             let force = keyframeRequested.exchange(false, ordering: .relaxed)
             let ok = encoder.encode(pool.frame(slot), timestampMs: ts, forceKeyframe: force) { deliver($0, now) }
             if ok { stats.countRepeatedFrame() } else { stats.countDrop(.encoderError) }
+            lastEncodedMs = ts
         }
         cond.withLock {
             pool.returnLast()

@@ -41,6 +41,8 @@ struct FrameRateGate: Sendable {
     struct Placement: Sendable {
         /// The tick the picture is stamped with, on the source clock, in ns.
         let tickNs: Int64
+        /// Ticks after its nearest one (1 when a repeat held that tick, else 0).
+        let pushedTicks: Int
         fileprivate let nextLastTickNs: Double
     }
 
@@ -51,10 +53,11 @@ struct FrameRateGate: Sendable {
         let t = Double(pts)
         guard anchored, abs(t - lastTickNs) <= maxBridgeNs else {
             // The first picture, or a jump: the grid starts here.
-            return Placement(tickNs: pts, nextLastTickNs: t)
+            return Placement(tickNs: pts, pushedTicks: 0, nextLastTickNs: t)
         }
         // Ticks from the last one to the nearest tick of this picture (negative: before it).
-        var ticks = ((t - lastTickNs) / periodNs).rounded()
+        let nearest = ((t - lastTickNs) / periodNs).rounded()
+        var ticks = nearest
         if ticks < 1 {
             // Its tick is taken. By a picture: skip this one. By a repeat: this picture is new
             // content after a still spell, so it takes the next tick.
@@ -63,13 +66,13 @@ struct FrameRateGate: Sendable {
         }
         let tick = lastTickNs + ticks * periodNs
         // Out of Int64's range (a hostile or wrapped clock): the grid starts on the picture.
-        guard abs(tick) < 9.2e18 else { return Placement(tickNs: pts, nextLastTickNs: t) }
+        guard abs(tick) < 9.2e18 else { return Placement(tickNs: pts, pushedTicks: 0, nextLastTickNs: t) }
         // Pull the grid toward a picture close to its tick, so the grid's phase follows a source
         // slightly off the output rate. Not toward one half a period off: of a 60 Hz source's two
         // pictures a tick, whichever comes first would pull the grid earlier every time.
         let offset = t - tick
         let next = abs(offset) <= periodNs * pullZoneFraction ? tick + phaseGain * offset : tick
-        return Placement(tickNs: Int64(tick.rounded()), nextLastTickNs: next)
+        return Placement(tickNs: Int64(tick.rounded()), pushedTicks: Int(min(2, ticks - nearest)), nextLastTickNs: next)
     }
 
     /// The picture placed at `placement` is being encoded: its tick is taken.
