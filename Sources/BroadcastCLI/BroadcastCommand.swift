@@ -64,13 +64,17 @@ package enum BroadcastCommand {
         Signals.install()
         // Served from before the start, so a subscriber can see `started`, and `stop` works while connecting.
         do {
-            try control?.start(session: session, version: Usage.version) { _ = stopSignals.add(1, ordering: .relaxed) }
+            try control?.start(session: session, version: Usage.version) { Signals.requestStop() }
         } catch {
             return fail(.streaming, "control socket: \(error)")
         }
+        // --duration bounds the start too: a connect still crawling when it ends gives up then.
+        if let d = options.duration { StopFlag.process.stop(atNs: MediaTime.now() + Int64(d * 1e9)) }
         do {
             try session.start()
         } catch {
+            // A signal or `stop` during the start is a stop, not a failure to connect: its line was said.
+            if Signals.stopRequested { return .success }
             return fail(ExitCode(rawValue: error.exitCode) ?? .connect, error.description)
         }
         if let note = session.downgradeNote { say("note: \(note)") }
