@@ -62,6 +62,7 @@ struct StreamLoop {
         reporter.report(finalStats, state: "finished", latency: session.videoLatencyMs,
                         destinations: finalDestinations, downtimeSeconds: session.downtimeSeconds)
         reporter.endStatusLine()
+        sayRepeatedCounts()
         if exitCode == .success, let f = session.failure {
             exitCode = ExitCode(rawValue: f.exitCode) ?? .streaming
             exitMessage = f.description

@@ -9,9 +9,10 @@ package enum TLSDowngradeRule {
     /// better: everything except TLS → plain.
     package static func allows(fromTLS: Bool, toTLS: Bool) -> Bool { toTLS || !fromTLS }
 
-    /// The line a refused move is reported with (`what`: "a reconnect request", "a redirect").
-    package static func refusal(_ displayName: String, what: String, to target: String) -> String {
-        "\(displayName): refused \(what) to \(target): it would leave TLS and carry the stream key in clear; "
-            + "staying on the original URL"
+    /// The line a refused move is reported with (`what`: "a reconnect request", "a redirect";
+    /// `then`: what the caller does instead).
+    package static func refusal(_ displayName: String, what: String, to target: String,
+                                then: String = "reconnecting to the original URL") -> String {
+        "\(displayName): refused \(what) to \(target): it would leave TLS and carry the stream key in clear; \(then)"
     }
 }

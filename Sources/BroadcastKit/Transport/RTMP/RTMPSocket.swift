@@ -110,6 +110,14 @@ package final class RTMPSocket {
         throw .connectFailed("\(displayName): \(lastReason)")
     }
 
+    /// Wraps a connected stream descriptor (tests: one end of a socketpair), made non-blocking.
+    package static func adopt(fd: Int32) throws(TransportError) -> RTMPSocket {
+        guard fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 else {
+            throw .connectFailed("cannot make descriptor \(fd) non-blocking")
+        }
+        return RTMPSocket(fd: fd)
+    }
+
     /// Runs the verified TLS handshake (non-blocking, bounded by `timeoutMs` and by `operation`,
     /// woken by its stop) and from then on carries every byte through it.
     package func startTLS(verifier: TLSVerifier, host: String, timeoutMs: Int, displayName: String) throws(TransportError) {

@@ -125,7 +125,8 @@ package struct WHIPHTTPClient {
                 throw .connectFailed("\(displayName): the WHIP endpoint answered HTTP \(r.status) without a usable Location")
             }
             guard TLSDowngradeRule.allows(fromTLS: target.isTLS, toTLS: next.isTLS) else {
-                throw .tlsRejected(TLSDowngradeRule.refusal(displayName, what: "a redirect", to: next.redacted))
+                throw .tlsRejected(TLSDowngradeRule.refusal(displayName, what: "a redirect", to: next.redacted,
+                                                            then: "not followed"))
             }
             hops += 1
             target = next
