@@ -68,8 +68,6 @@ package enum BroadcastCommand {
         } catch {
             return fail(.streaming, "control socket: \(error)")
         }
-        // --duration bounds the start too: a connect still crawling when it ends gives up then.
-        if let d = options.duration { StopFlag.process.stop(atNs: MediaTime.now() + Int64(d * 1e9)) }
         do {
             try session.start()
         } catch {

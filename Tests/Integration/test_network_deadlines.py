@@ -9,7 +9,10 @@ or real (whip_endpoint.py: aiortc), on loopback.
 - an rtmps:// stream whose server asks (E-RTMP reconnect request) to move to rtmp://: refused in
   one line; a tee in front of the plain-text server records every byte: the key appears 0 times;
 - WHIP: a 307/308 to the POST is followed; a chunked answer is read; an answer without H.264 is
-  the endpoint refusing the offer, not a rejected key.
+  the endpoint refusing the offer, not a rejected key;
+- pyrtmp (PyPI, a second independent ingest beside nginx-rtmp), whose reply to connect is the first
+  message on chunk stream 3 under a type-1 header: the publish goes through and its recording
+  decodes (main: exit 3, "chunk on stream 3 without a message header").
 """
 
 from __future__ import annotations
@@ -323,6 +326,33 @@ class WHIPEndpointTests(DeadlineTestBase):
         self.assertIn("refused the offer", line, run.describe())
         self.assertIn("H.264", line, run.describe())
         self.assertNotIn("key", line.lower(), run.describe())
+
+
+class PyRTMPTests(DeadlineTestBase):
+    def test_publish_to_pyrtmp(self):
+        out = self.tmp / "pyrtmp.flv"
+        proc = subprocess.Popen([PY, str(REPO_ROOT / "tools" / "pyrtmp_ingest.py"), "--out", str(out)],
+                                stdout=subprocess.PIPE, stderr=open(self.tmp / "pyrtmp.log", "wb"))
+        self.addCleanup(lambda: proc.poll() is None and (proc.kill(), proc.wait()))
+        line = proc.stdout.readline().decode()
+        if not line:
+            raise AssertionError(f"pyrtmp_ingest.py did not start (pyrtmp from requirements.txt installed?): "
+                                 f"{(self.tmp / 'pyrtmp.log').read_text()[-2000:]}")
+        port = json.loads(line)["port"]
+        key = new_key()
+        run = self.timed(f"rtmp://127.0.0.1:{port}/live", key, seconds=4)
+        code = self.finished(run)
+        import av
+        frames = 0
+        with av.open(str(out)) as c:
+            for frame in c.decode(video=0):
+                frames += 1
+                self.assertEqual((frame.width, frame.height), (640, 360))
+        print(f"\n--- pyrtmp: {run.describe()}; {frames} video frames decoded", file=sys.stderr)
+        self.assertEqual(code, 0, run.describe())
+        self.assertEqual(run.text_lines(), [], run.describe())
+        self.assertGreaterEqual(frames, 4 * 30 - 15, "the recording lost frames")
+        self.track_file(self.tmp / "pyrtmp.log")
 
 
 class NeverLeaveTLSTests(DeadlineTestBase):

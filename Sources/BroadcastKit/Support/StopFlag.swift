@@ -7,18 +7,17 @@ import Synchronization
 /// or RTMP handshake, an HTTP request, a reconnect's back-off. A wait polls `wakeFD` beside its
 /// own descriptor, so it returns the moment the flag is set, without polling slices.
 ///
-/// `set()` is async-signal-safe (an atomic store and a `write` to an eventfd): a signal handler
-/// calls it. `stop(atNs:)` arms a stop at a monotonic time (`--duration`), which waits treat as
-/// part of their deadline.
+/// `set()` is async-signal-safe (an atomic store and a one-byte `write` to a self-pipe): a signal
+/// handler calls it.
 ///
 /// Waits that belong to the stop itself (the last drain, RTMP's FCUnpublish, WHIP's DELETE)
 /// do not wake on it: they have their own short deadlines inside the stop's 2 s.
 package final class StopFlag: Sendable {
-    /// The process's stop: the CLI's signals, `--duration` and the control socket's `stop` set it.
+    /// The process's stop: the CLI's signals and the control socket's `stop` set it, and the end
+    /// of the run (`--duration`, a failure, the end of input), so a reconnect in progress gives up.
     package static let process = StopFlag()
 
     private let requested = Atomic<Bool>(false)
-    private let atNs = Atomic<Int64>(.max)
     /// The self-pipe's read end: readable once the flag is set (never read back: it stays readable).
     package let wakeFD: Int32
     private let writeFD: Int32
@@ -49,24 +48,6 @@ package final class StopFlag: Sendable {
         _ = write(writeFD, &one, 1)
     }
 
-    /// Arms a stop at CLOCK_MONOTONIC `ns` (the earlier of this and any armed before wins).
-    package func stop(atNs ns: Int64) {
-        var current = atNs.load(ordering: .acquiring)
-        while ns < current {
-            let (exchanged, original) = atNs.compareExchange(expected: current, desired: ns, ordering: .acquiringAndReleasing)
-            if exchanged { break }
-            current = original
-        }
-    }
-
-    /// True once `set()` was called or the armed time has come.
-    package var isSet: Bool {
-        requested.load(ordering: .acquiring) || MediaTime.now() >= atNs.load(ordering: .acquiring)
-    }
-
-    /// True when `set()` was called (a signal or a `stop` command), not only the armed time.
-    package var wasRequested: Bool { requested.load(ordering: .acquiring) }
-
-    /// The armed stop as a deadline (`.never` when none): a wait ends there at the latest.
-    package var deadline: Deadline { Deadline(ns: atNs.load(ordering: .acquiring)) }
+    /// True once `set()` was called.
+    package var isSet: Bool { requested.load(ordering: .acquiring) }
 }

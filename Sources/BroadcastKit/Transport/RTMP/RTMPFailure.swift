@@ -86,7 +86,7 @@ package enum RTMPFailureClassifier {
                     ? "no progress for the send/receive timeout (stalled link)"
                     : "no reply within \(timeoutSeconds) s"
             case .deadlinePassed:
-                reason = "not connected and publishing within \(timeoutSeconds) s (the whole connect, handshake and publish)"
+                reason = "no reply within \(timeoutSeconds) s (one deadline for the whole connect, handshake and publish)"
             case .failed(let text): reason = text
             case .closed: reason = "connection closed"
             case .stopped: reason = "the run stopped"

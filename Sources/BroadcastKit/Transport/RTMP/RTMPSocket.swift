@@ -42,8 +42,8 @@ package final class RTMPSocket {
         /// No bound beyond each call's own timeout (streaming writes: progress-based).
         package static let unbounded = Operation(deadline: .never, stop: nil)
 
-        /// The deadline, or the stop's armed time when earlier.
-        var limit: Deadline { deadline.earliest(stop?.deadline ?? .never) }
+        /// The deadline.
+        var limit: Deadline { deadline }
 
         /// The failure for a wait that reached `limit`.
         var expiry: Failure {

@@ -11,7 +11,10 @@ import Testing
         do throws(HTTPResponseReader.Failure) {
             while i < bytes.count {
                 let end = min(bytes.count, i + step)
-                let done = try bytes[i..<end].withUnsafeBytes { (b) throws(HTTPResponseReader.Failure) in try reader.feed(b) }
+                let fed: Result<Bool, HTTPResponseReader.Failure> = bytes[i..<end].withUnsafeBytes { b in
+                    do throws(HTTPResponseReader.Failure) { return .success(try reader.feed(b)) } catch { return .failure(error) }
+                }
+                let done = try fed.get()
                 if done { return .success(reader.response!) }
                 i = end
             }
