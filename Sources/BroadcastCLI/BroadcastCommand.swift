@@ -72,7 +72,10 @@ package enum BroadcastCommand {
             try session.start()
         } catch {
             // A signal or `stop` during the start is a stop, not a failure to connect: its line was said.
-            if Signals.stopRequested { return .success }
+            if Signals.stopRequested {
+                control?.publishStopped(exitCode: 0, reason: "stopped while connecting")
+                return .success
+            }
             return fail(ExitCode(rawValue: error.exitCode) ?? .connect, error.description)
         }
         if let note = session.downgradeNote { say("note: \(note)") }

@@ -53,7 +53,6 @@ package struct HTTPResponseReader {
     static let maxLineBytes = 1024
 
     /// `capacity`: the most bytes of head, and separately of body, held.
-    /// `bodyless`: a response to HEAD (none is sent here; kept for completeness of the framing).
     package init(capacity: Int) {
         self.capacity = max(64, capacity)
         head.reserveCapacity(min(self.capacity, 4096))
@@ -103,6 +102,13 @@ package struct HTTPResponseReader {
               parts[1].count == 3, let code = Int(parts[1]), (100...599).contains(code) else {
             throw .malformed("status line")
         }
+        if (100...199).contains(code) && code != 101 {
+            // An interim response (100 Continue, 103 Early Hints): its fields are dropped and the
+            // final response follows on the same connection (RFC 9110 §15.2).
+            head.removeAll(keepingCapacity: true)
+            headDone = false
+            return
+        }
         status = code
         var length: Int?
         var chunked = false
@@ -128,7 +134,7 @@ package struct HTTPResponseReader {
             default: break
             }
         }
-        if status < 200 || status == 204 || status == 304 {
+        if status == 101 || status == 204 || status == 304 {
             framing = .none
             done = true
         } else if chunked {

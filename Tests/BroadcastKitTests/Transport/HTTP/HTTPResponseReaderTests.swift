@@ -80,6 +80,15 @@ import Testing
         #expect(read("HTTP/1.1 200 OK\r\n", atEOF: true) == .failure(.truncated))
     }
 
+    @Test func interimResponsesAreSkipped() throws {
+        let text = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"
+            + "HTTP/1.1 201 Created\r\nContent-Length: 3\r\n\r\nv=0"
+        for step in [1, 5, 1000] {
+            let r = try read(text, step: step).get()
+            #expect(r.status == 201 && r.body == Array("v=0".utf8))
+        }
+    }
+
     @Test func bodilessStatusesEndAtTheHead() throws {
         let r = try read("HTTP/1.1 204 No Content\r\n\r\n").get()
         #expect(r.status == 204 && r.body.isEmpty)
