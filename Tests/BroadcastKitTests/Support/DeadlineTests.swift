@@ -30,14 +30,16 @@ import Testing
     @Test func aTricklingPeerCannotStretchTheOperation() throws {
         var fds: [Int32] = [0, 0]
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
-        defer { close(fds[1]) }
         let peer = fds[1]
+        // The writer owns its end: it closes it once our end is gone (EPIPE), so its descriptor
+        // number is never closed while another test may have reused it.
         let writer = Thread {
             var b: UInt8 = 7
-            for _ in 0..<30 {
-                if write(peer, &b, 1) != 1 { return }
+            for _ in 0..<100 {
+                if send(peer, &b, 1, Int32(MSG_NOSIGNAL)) != 1 { break }
                 usleep(100_000)
             }
+            close(peer)
         }
         writer.start()
         let socket = try RTMPSocket.adopt(fd: fds[0])
