@@ -7,7 +7,9 @@ let repeatedWarnings = RepeatedLines()
 /// Prints one line to stderr, prefixed so users (and tests) can tell it is ours. A warning that
 /// repeats within 10 s is counted instead (`sayRepeatedCounts` says the counts at the end).
 func say(_ message: String) {
-    guard message.hasPrefix("warning: ") else {
+    // Bytes, not `hasPrefix`: String comparison is Unicode-aware and its code would be paged in
+    // by the first line said after start-up (a replay clip's, measured: +0.6 MB VmHWM).
+    guard message.utf8.starts(with: "warning: ".utf8) else {
         Log.line("broadcast: \(message)")
         return
     }

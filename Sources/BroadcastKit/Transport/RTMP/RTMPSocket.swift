@@ -11,7 +11,7 @@ import Glibc
 ///
 /// An operation that must end by a time (an RTMP open, an HTTP request) sets `operation`: every
 /// wait is then bounded by what is left of that one deadline, however the peer paces its bytes,
-/// and wakes at once when the operation's `StopFlag` is set (its eventfd is polled beside the
+/// and wakes at once when the operation's `StopFlag` is set (its self-pipe is polled beside the
 /// socket).
 ///
 /// Used from one thread, except `shutdownNow()`.
@@ -24,7 +24,7 @@ package final class RTMPSocket {
         case timedOut
         /// The whole operation's deadline passed (however the peer paced its bytes).
         case deadlinePassed
-        /// The operation's stop flag was set (a signal, `--duration`, a `stop` command).
+        /// The operation's stop flag was set (a signal, a `stop` command, the end of the run).
         case stopped
         case failed(String)
     }
@@ -42,10 +42,7 @@ package final class RTMPSocket {
         /// No bound beyond each call's own timeout (streaming writes: progress-based).
         package static let unbounded = Operation(deadline: .never, stop: nil)
 
-        /// The deadline.
-        var limit: Deadline { deadline }
-
-        /// The failure for a wait that reached `limit`.
+        /// The failure for a wait that reached the deadline (or was woken by the stop).
         var expiry: Failure {
             if let stop, stop.isSet { return .stopped }
             return .deadlinePassed
@@ -60,7 +57,7 @@ package final class RTMPSocket {
 
     package let fd: Int32
     private var tls: TLSSession?
-    /// The socket and the stop's eventfd, polled together (made once).
+    /// The socket and the stop's self-pipe, polled together (made once).
     private let pollSet = UnsafeMutablePointer<pollfd>.allocate(capacity: 2)
 
     private init(fd: Int32) {
@@ -94,12 +91,12 @@ package final class RTMPSocket {
             let fd = socket(ai.pointee.ai_family,
                             Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             if fd < 0 { lastReason = SystemError.describe(); continue }
-            let limit = operation.limit.earliest(.after(seconds: timeoutSeconds))
+            let limit = operation.deadline.earliest(.after(seconds: timeoutSeconds))
             if let reason = finishConnect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen, timeoutSeconds, limit, operation.stop) {
                 lastReason = reason
                 _ = Glibc.close(fd)
                 if let stop = operation.stop, stop.isSet { break }
-                if operation.limit.hasPassed { break }
+                if operation.deadline.hasPassed { break }
                 continue
             }
             configure(fd)
@@ -247,7 +244,7 @@ package final class RTMPSocket {
         let wakeFD = op.stop?.wakeFD ?? -1
         while true {
             if let stop = op.stop, stop.isSet { throw .stopped }
-            let limit = op.limit
+            let limit = op.deadline
             if limit.hasPassed { throw op.expiry }
             if callDeadline.hasPassed { throw .timedOut }
             pollSet[0] = pollfd(fd: fd, events: events, revents: 0)
