@@ -6,6 +6,8 @@ let fuzzTargets: [FuzzTarget] = [
     FuzzTarget(name: "srt-url", summary: "SRTURL(parsing:): srt://host:port?streamid=&passphrase=&latency=", run: SRTURLFuzz.run),
     FuzzTarget(name: "whip-url", summary: "WHIPURL(parsing:) and an endpoint's Location through resource(_:)", run: WHIPURLFuzz.run),
     FuzzTarget(name: "whip-sdp", summary: "a WHIP endpoint's SDP answer through SDPAnswer(parsing:)", run: WHIPSDPAnswerFuzz.run),
+    FuzzTarget(name: "whip-http", summary: "a WHIP endpoint's HTTP/1.1 response through HTTPResponseReader, cut into reads",
+               run: WHIPHTTPFuzz.run),
     FuzzTarget(name: "whip-rtcp", summary: "an endpoint's RTCP through RTCPFeedback.walk, report blocks through RTPDeliveryMeter",
                run: WHIPRTCPFuzz.run),
     FuzzTarget(name: "control-command", summary: "a control-socket line through ControlCommand.parse (JSON and words)",

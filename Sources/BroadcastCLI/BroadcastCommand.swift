@@ -82,13 +82,18 @@ package enum BroadcastCommand {
         Signals.install()
         // Served from before the start, so a subscriber can see `started`, and `stop` works while connecting.
         do {
-            try control?.start(session: session, version: Usage.version) { _ = stopSignals.add(1, ordering: .relaxed) }
+            try control?.start(session: session, version: Usage.version) { Signals.requestStop() }
         } catch {
             return fail(.streaming, "control socket: \(error)")
         }
         do {
             try session.start()
         } catch {
+            // A signal or `stop` during the start is a stop, not a failure to connect: its line was said.
+            if Signals.stopRequested {
+                control?.publishStopped(exitCode: 0, reason: "stopped while connecting")
+                return .success
+            }
             return fail(ExitCode(rawValue: error.exitCode) ?? .connect, error.description)
         }
         if let note = session.downgradeNote { say("note: \(note)") }

@@ -57,6 +57,10 @@ struct StreamLoop {
                 testFault?.fireIfDue(nowNs: now, startNs: startNs, videoFramesSent: snap.videoFramesSent)
             }
         }
+        // Whatever ended the loop (a signal, --duration, a failure, the end of input), a reconnect
+        // still in progress (a connect, a handshake, its back-off) gives up now; the last drain
+        // and the goodbyes are not woken by it (their own deadlines keep the stop within 2 s).
+        StopFlag.process.set()
         for source in sources { source.stop() }
         session.finish()
         let finalStats = session.stats.snapshot()
@@ -64,6 +68,7 @@ struct StreamLoop {
         reporter.report(finalStats, state: "finished", latency: session.videoLatencyMs,
                         destinations: finalDestinations, downtimeSeconds: session.downtimeSeconds)
         reporter.endStatusLine()
+        sayRepeatedCounts()
         if exitCode == .success, let f = session.failure {
             exitCode = ExitCode(rawValue: f.exitCode) ?? .streaming
             exitMessage = f.description

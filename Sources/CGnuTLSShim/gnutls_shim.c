@@ -32,6 +32,7 @@
     X(gnutls_record_send)                       \
     X(gnutls_record_recv)                       \
     X(gnutls_record_check_pending)              \
+    X(gnutls_record_get_direction)              \
     X(gnutls_bye)
 
 /* __typeof__ only reads the declarations: no reference to the symbols reaches the linker. */
@@ -115,4 +116,5 @@ ssize_t bk_gnutls_record_recv(gnutls_session_t session, void *data, size_t data_
     return p_gnutls_record_recv(session, data, data_size);
 }
 size_t bk_gnutls_record_check_pending(gnutls_session_t session) { return p_gnutls_record_check_pending(session); }
+int bk_gnutls_record_get_direction(gnutls_session_t session) { return p_gnutls_record_get_direction(session); }
 int bk_gnutls_bye(gnutls_session_t session, gnutls_close_request_t how) { return p_gnutls_bye(session, how); }

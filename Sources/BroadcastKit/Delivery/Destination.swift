@@ -194,7 +194,11 @@ package final class Destination: @unchecked Sendable {
     /// given), without backoff. False when that failed: the usual reconnect takes over.
     private func reconnectAtKeyframe() -> Bool {
         keyframeAskedForRequest = false
-        onEvent?(.warning("\(sink.displayName): the server asked for a reconnect (E-RTMP); reconnecting at this keyframe"))
+        if let refused = (sink as? RTMPPublisher)?.reconnectRefusal {
+            onEvent?(.warning(refused))
+        } else {
+            onEvent?(.warning("\(sink.displayName): the server asked for a reconnect (E-RTMP); reconnecting at this keyframe"))
+        }
         do {
             try reopen()
         } catch {

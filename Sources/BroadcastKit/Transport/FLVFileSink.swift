@@ -30,6 +30,7 @@ package final class FLVFileSink: ClosingSink, @unchecked Sendable {
     private let committed = Atomic<Int>(0)
     private let failed = Atomic<Bool>(false)
     private var syncedUpTo = 0
+    private var presence = RecordingPresence()
     /// 11-byte tag header + 4-byte PreviousTagSize, reused for every tag.
     private let scratch: UnsafeMutableRawBufferPointer
 
@@ -80,6 +81,7 @@ package final class FLVFileSink: ClosingSink, @unchecked Sendable {
 
     package func write(_ tag: FLVTag) throws(TransportError) {
         guard fd >= 0, !failed.load(ordering: .relaxed) else { return }
+        if presence.vanished(fd: fd) { throw vanished() }
         var body = tag.body
         if tag.type == .scriptData { body = Self.strippingSetDataFrame(body) }
         let bodySize = body.count
@@ -154,6 +156,14 @@ package final class FLVFileSink: ClosingSink, @unchecked Sendable {
             fd = -1
         }
         return .fileError("\(path): \(what) failed after \(keep) bytes, file kept valid: \(reason)")
+    }
+
+    /// The file has no name left: nothing to keep valid; close it and say so once.
+    private func vanished() -> TransportError {
+        failed.store(true, ordering: .relaxed)
+        _ = Glibc.close(fd)
+        fd = -1
+        return RecordingPresence.failure(path, bytes: committed.load(ordering: .relaxed))
     }
 
     /// False when the write-back failed (errno set): what was written may not be on disk.

@@ -26,6 +26,7 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
     private var writer: MP4FragmentWriter?
     private var fd: Int32 = -1
     private var failed = false
+    private var presence = RecordingPresence()
     package private(set) var closeFailure: TransportError?
     private var lastAudioFlushMs: Int64 = 0
     private let committed = Atomic<Int>(0)
@@ -101,6 +102,13 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
 
     package func write(_ tag: FLVTag) throws(TransportError) {
         guard fd >= 0, !failed else { return }
+        if presence.vanished(fd: fd) {
+            // The file has no name left: nothing to keep valid; close it and say so once.
+            failed = true
+            _ = Glibc.close(fd)
+            fd = -1
+            throw RecordingPresence.failure(path, bytes: committed.load(ordering: .relaxed))
+        }
         let body = tag.body
         switch tag.type {
         case .scriptData: return

@@ -58,6 +58,9 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
     /// the next keyframe (`open` then goes to `requestedTcUrl` when one was given).
     package private(set) var reconnectRequested = false
     private var requestedTcUrl: String?
+    /// Set when the latest reconnect request would have left TLS (refused: the reconnect goes to
+    /// the current URL); the line the destination says instead of its usual one.
+    package private(set) var reconnectRefusal: String?
     private let urlError: RTMPURLError?
     private let connection: RTMPConnection
     /// A write or read failed on this connection: it ends without a goodbye (`RTMPConnection.close`).
@@ -101,8 +104,10 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
         if reconnectRequested {
             reconnectRequested = false
             // Move to the server the request named, keeping the key; an unusable tcUrl keeps the old one.
-            if let tc = requestedTcUrl, let key = url?.streamKey, let moved = try? RTMPURL(url: tc, streamKey: key) {
-                url = moved
+            if let tc = requestedTcUrl, let key = url?.streamKey, let moved = try? RTMPURL(url: tc, streamKey: key),
+               let current = url {
+                // Never leave TLS: an rtmps stream told to go to rtmp:// reconnects where it was.
+                if TLSDowngradeRule.allows(fromTLS: current.scheme == .rtmps, toTLS: moved.scheme == .rtmps) { url = moved }
             }
             requestedTcUrl = nil
         }
@@ -125,6 +130,7 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
             throw error
         }
         connection.enter(.streaming)
+        connection.endOpening()
         lastDrainNs = UInt64(MediaTime.now())
     }
 
@@ -250,6 +256,12 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
         if enhancedConnect, reply.code == RTMPCommand.reconnectRequestCode {
             reconnectRequested = true
             requestedTcUrl = reply.arguments.reversed().lazy.compactMap { $0["tcUrl"]?.string }.first
+            reconnectRefusal = nil
+            if let tc = requestedTcUrl, let current = url, let moved = try? RTMPURL(url: tc, streamKey: current.streamKey ?? ""),
+               !TLSDowngradeRule.allows(fromTLS: current.scheme == .rtmps, toTLS: moved.scheme == .rtmps) {
+                reconnectRefusal = TLSDowngradeRule.refusal(displayName, what: "the server's reconnect request", to: moved.redacted)
+                requestedTcUrl = nil
+            }
             return false
         }
         if reply.level == "error" { throw refusal("server refused publish or ended the stream", reply) }

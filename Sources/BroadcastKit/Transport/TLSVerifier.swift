@@ -81,16 +81,22 @@ package final class TLSVerifier: @unchecked Sendable {
         if let trustList { bk_gnutls_x509_trust_list_deinit(trustList, 1) }
     }
 
-    /// Runs the TLS client handshake on the connected blocking socket `fd` and verifies the
+    /// Runs the TLS client handshake on the connected non-blocking socket `fd` and verifies the
     /// server for `host`. Returns the verified session (it ends and frees itself on `close`).
     ///
+    /// Each time GnuTLS would block, `wait` is called with whether it waits to write (else to
+    /// read): the caller's wait carries the operation's deadline and stop, so a peer that sends
+    /// a record header and then one byte a second cannot hold the handshake past them.
+    ///
     /// - Throws: `TransportError.connectFailed` when the handshake itself fails (a network
-    ///   fault), `TransportError.tlsRejected` when the certificate is not trusted for `host`.
-    ///   `displayName` (already redacted) prefixes the messages.
-    package func handshake(fd: Int32, host: String, timeoutMs: Int, displayName: String) throws(TransportError) -> TLSSession {
+    ///   fault, the deadline, a stop), `TransportError.tlsRejected` when the certificate is not
+    ///   trusted for `host`. `displayName` (already redacted) prefixes the messages.
+    package func handshake(fd: Int32, host: String, timeoutMs: Int, displayName: String,
+                           wait: (_ wantsWrite: Bool) throws(RTMPSocket.Failure) -> Void) throws(TransportError) -> TLSSession {
         var maybeSession: gnutls_session_t?
         // GNUTLS_NO_SIGNAL: writes use MSG_NOSIGNAL, so a peer that hung up gives an error, not SIGPIPE.
-        guard bk_gnutls_init(&maybeSession, UInt32(GNUTLS_CLIENT) | UInt32(GNUTLS_NO_SIGNAL)) == 0, let session = maybeSession else {
+        guard bk_gnutls_init(&maybeSession, UInt32(GNUTLS_CLIENT) | UInt32(GNUTLS_NO_SIGNAL) | UInt32(GNUTLS_NONBLOCK)) == 0,
+              let session = maybeSession else {
             throw TransportError.connectFailed("\(displayName): cannot create a TLS session")
         }
         var ok = false
@@ -103,10 +109,24 @@ package final class TLSVerifier: @unchecked Sendable {
         }
         bk_gnutls_transport_set_int2(session, fd, fd)
         bk_gnutls_handshake_set_timeout(session, UInt32(max(1, timeoutMs)))
-        var rc: Int32
-        repeat { rc = bk_gnutls_handshake(session) } while rc == GNUTLS_E_INTERRUPTED
-        if rc < 0 {
-            let why = rc == GNUTLS_E_AGAIN || rc == GNUTLS_E_TIMEDOUT ? "timed out" : String(cString: bk_gnutls_strerror(rc))
+        while true {
+            let rc = bk_gnutls_handshake(session)
+            if rc == 0 { break }
+            if rc == GNUTLS_E_INTERRUPTED { continue }
+            if rc == GNUTLS_E_AGAIN {
+                do { try wait(bk_gnutls_record_get_direction(session) == 1) } catch {
+                    let why: String
+                    switch error {
+                    case .stopped: why = "the run stopped during the TLS handshake"
+                    case .deadlinePassed, .timedOut: why = "TLS handshake not done within \(max(1, timeoutMs / 1000)) s"
+                    case .closed: why = "TLS handshake failed: connection closed by the server"
+                    case .failed(let text): why = "TLS handshake failed: \(text)"
+                    }
+                    throw TransportError.connectFailed("\(displayName): \(why)")
+                }
+                continue
+            }
+            let why = rc == GNUTLS_E_TIMEDOUT ? "timed out" : String(cString: bk_gnutls_strerror(rc))
             throw TransportError.connectFailed("\(displayName): TLS handshake failed: \(why)")
         }
         guard bk_gnutls_certificate_type_get(session) == GNUTLS_CRT_X509 else {

@@ -55,6 +55,8 @@ int bk_gnutls_x509_crt_list_import(gnutls_x509_crt_t *certs, unsigned int *cert_
 ssize_t bk_gnutls_record_send(gnutls_session_t session, const void *data, size_t data_size);
 ssize_t bk_gnutls_record_recv(gnutls_session_t session, void *data, size_t data_size);
 size_t bk_gnutls_record_check_pending(gnutls_session_t session);
+/* After GNUTLS_E_AGAIN: 0 when GnuTLS waits to read, 1 when it waits to write. */
+int bk_gnutls_record_get_direction(gnutls_session_t session);
 int bk_gnutls_bye(gnutls_session_t session, gnutls_close_request_t how);
 
 #endif

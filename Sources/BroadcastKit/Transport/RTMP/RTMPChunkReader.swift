@@ -15,8 +15,6 @@ package struct RTMPMessage: Equatable, Sendable {
 
 /// Why the server's chunk stream could not be read.
 package enum RTMPProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
-    /// A chunk of type 1/2/3 on a chunk stream that never had a type-0 header.
-    case missingHeader(chunkStreamID: UInt32)
     /// A message longer than `RTMPChunkReader.maxMessageLength`.
     case messageTooLarge(Int)
     /// Set Chunk Size with 0 or a value above 2^31-1... or a short body.
@@ -30,7 +28,6 @@ package enum RTMPProtocolError: Error, Equatable, Sendable, CustomStringConverti
 
     package var description: String {
         switch self {
-        case .missingHeader(let id): return "chunk on stream \(id) without a message header"
         case .messageTooLarge(let n): return "server message of \(n) bytes is too large"
         case .badChunkSize(let n): return "invalid chunk size \(n)"
         case .tooManyChunkStreams(let n): return "server opened more than \(n) chunk streams"
@@ -192,7 +189,10 @@ package final class RTMPChunkReader {
         }
 
         let known = index(of: csid)
-        guard fmt == 0 || known != nil else { throw .missingHeader(chunkStreamID: csid) }
+        // A compressed header (type 1/2/3) on a chunk stream not seen before reads as if the
+        // fields it leaves out were zero (message stream 0, time 0), as ffmpeg reads it: some
+        // servers (pyrtmp) answer connect that way. The stream still takes a slot, and its
+        // message the same bounds, as a type-0 one would.
         var state = known.map { streams[$0] } ?? StreamState(chunkStreamID: csid)
         // A new header while a message is unfinished: the server gave that message up.
         let startsMessage = fmt != 3 || !state.open

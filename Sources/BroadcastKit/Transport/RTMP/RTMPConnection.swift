@@ -77,7 +77,14 @@ package final class RTMPConnection {
 
     package var isOpen: Bool { socket != nil }
 
+    /// What wakes the waits of an open (connect, TLS, handshake, the publish replies); the
+    /// process's stop unless a caller gives its own.
+    package var stop: StopFlag? = .process
+
     /// TCP (with a deadline), TLS when `verifier` is given, the handshake, Set Chunk Size.
+    ///
+    /// One deadline, `timeoutSeconds` from now, bounds this and everything until
+    /// `endOpening()` (the publish replies): a server that trickles its bytes cannot stretch it.
     package func open(host: String, port: Int, verifier: TLSVerifier?) throws(TransportError) {
         writer.reset()
         reader.reset()
@@ -86,7 +93,9 @@ package final class RTMPConnection {
         announcedWindow = 0
         pendingPing = nil
         stage = .handshaking
-        let s = try RTMPSocket.connect(host: host, port: port, timeoutSeconds: timeoutSeconds, displayName: displayName)
+        let operation = RTMPSocket.Operation(deadline: .after(seconds: timeoutSeconds), stop: stop)
+        let s = try RTMPSocket.connect(host: host, port: port, timeoutSeconds: timeoutSeconds, operation: operation,
+                                       displayName: displayName)
         // The path carries packets again: reset the connection a lost link left behind, before
         // publishing, so the server ends that session instead of answering "already publishing".
         if let old = parked {
@@ -121,6 +130,10 @@ package final class RTMPConnection {
         try sendControl(type: RTMPMessageType.setChunkSize, value: UInt32(Self.outChunkSize))
         writer.setChunkSize(Int(Self.outChunkSize))
     }
+
+    /// The open is over (publishing): from here writes are bounded by progress, and only a stop's
+    /// `abort()` cuts them (the last drain of a stop must not be woken by the stop itself).
+    package func endOpening() { socket?.operation = .unbounded }
 
     /// Moves the connection to `next` (the publisher's state machine).
     package func enter(_ next: RTMPStage) { stage = next }

@@ -50,8 +50,8 @@ package enum RTMPFailureCause: Sendable, Equatable {
 package enum RTMPFailureClassifier {
     package static func classify(_ cause: RTMPFailureCause, stage: RTMPStage, stoppedByUs: Bool, name: String,
                                  timeoutSeconds: Int) -> TransportError {
-        if stoppedByUs {
-            let why = "the run stopped while \(stage.doing)"
+        if stoppedByUs || cause == .receive(.stopped) || cause == .send(.stopped) {
+            let why = stage == .handshaking ? "the run stopped during the RTMP handshake" : "the run stopped while \(stage.doing)"
             return stage == .streaming ? .writeFailed("\(name): \(why)") : .connectFailed("\(name): \(why)")
         }
         switch cause {
@@ -85,8 +85,11 @@ package enum RTMPFailureClassifier {
                 reason = stage == .streaming || sending
                     ? "no progress for the send/receive timeout (stalled link)"
                     : "no reply within \(timeoutSeconds) s"
+            case .deadlinePassed:
+                reason = "no reply within \(timeoutSeconds) s (one deadline for the whole connect, handshake and publish)"
             case .failed(let text): reason = text
             case .closed: reason = "connection closed"
+            case .stopped: reason = "the run stopped"
             }
             if stage == .streaming {
                 return sending ? .writeFailed("\(name): send failed: \(reason)") : .connectionLost("\(name): \(reason)")

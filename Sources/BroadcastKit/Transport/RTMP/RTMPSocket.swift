@@ -2,12 +2,17 @@ import Glibc
 
 /// The publisher's connection: a TCP socket, optionally carrying a verified TLS session.
 ///
-/// Connect has a real deadline (the OS default is minutes). After the optional TLS handshake the
-/// descriptor is non-blocking and every wait is an explicit `poll` with a timeout, so a stalled
+/// Connect has a real deadline (the OS default is minutes). The descriptor is non-blocking from
+/// the start (the TLS handshake too) and every wait is an explicit `poll` with a timeout, so a stalled
 /// link surfaces as a timeout instead of a hung thread, a drain never blocks, and a `shutdown`
 /// from another thread (`abortPendingIO`) wakes any wait at once. Plain writes use
 /// `MSG_NOSIGNAL` (TLS sessions are made with `GNUTLS_NO_SIGNAL`): a peer that hung up gives
 /// EPIPE, never SIGPIPE.
+///
+/// An operation that must end by a time (an RTMP open, an HTTP request) sets `operation`: every
+/// wait is then bounded by what is left of that one deadline, however the peer paces its bytes,
+/// and wakes at once when the operation's `StopFlag` is set (its self-pipe is polled beside the
+/// socket).
 ///
 /// Used from one thread, except `shutdownNow()`.
 package final class RTMPSocket {
@@ -17,25 +22,59 @@ package final class RTMPSocket {
         case closed
         /// No progress within the timeout.
         case timedOut
+        /// The whole operation's deadline passed (however the peer paced its bytes).
+        case deadlinePassed
+        /// The operation's stop flag was set (a signal, a `stop` command, the end of the run).
+        case stopped
         case failed(String)
     }
+
+    /// The operation in progress: its deadline, and the stop that wakes its waits.
+    package struct Operation {
+        package var deadline: Deadline
+        package var stop: StopFlag?
+
+        package init(deadline: Deadline, stop: StopFlag?) {
+            self.deadline = deadline
+            self.stop = stop
+        }
+
+        /// No bound beyond each call's own timeout (streaming writes: progress-based).
+        package static let unbounded = Operation(deadline: .never, stop: nil)
+
+        /// The failure for a wait that reached the deadline (or was woken by the stop).
+        var expiry: Failure {
+            if let stop, stop.isSet { return .stopped }
+            return .deadlinePassed
+        }
+    }
+
+    /// Bounds every wait until it is set back to `.unbounded`.
+    package var operation = Operation.unbounded
 
     /// SO_SNDBUF (the kernel doubles it): ~128 KB in flight, about 0.4 s at 2.5 Mbit/s.
     package static let sendBufferBytes: Int32 = 64 << 10
 
     package let fd: Int32
     private var tls: TLSSession?
+    /// The socket and the stop's self-pipe, polled together (made once).
+    private let pollSet = UnsafeMutablePointer<pollfd>.allocate(capacity: 2)
 
     private init(fd: Int32) {
         self.fd = fd
     }
 
-    deinit { close() }
+    deinit {
+        close()
+        pollSet.deallocate()
+    }
 
-    /// Opens a TCP connection to `host:port` within `timeoutSeconds`, trying each address.
-    /// Throws `connectFailed` with `displayName` (already redacted) and the reason.
-    package static func connect(host: String, port: Int, timeoutSeconds: Int,
+    /// Opens a TCP connection to `host:port` within `timeoutSeconds` and within `operation`
+    /// (its deadline, its stop), trying each address. Throws `connectFailed` with `displayName`
+    /// (already redacted) and the reason. The returned socket carries `operation`.
+    package static func connect(host: String, port: Int, timeoutSeconds: Int, operation: Operation = .unbounded,
                                 displayName: String) throws(TransportError) -> RTMPSocket {
+        if let stop = operation.stop, stop.isSet { throw .connectFailed("\(displayName): the run stopped before connecting") }
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
         hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
@@ -52,23 +91,38 @@ package final class RTMPSocket {
             let fd = socket(ai.pointee.ai_family,
                             Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             if fd < 0 { lastReason = SystemError.describe(); continue }
-            if let reason = finishConnect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen, timeoutSeconds) {
+            let limit = operation.deadline.earliest(.after(seconds: timeoutSeconds))
+            if let reason = finishConnect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen, timeoutSeconds, limit, operation.stop) {
                 lastReason = reason
                 _ = Glibc.close(fd)
+                if let stop = operation.stop, stop.isSet { break }
+                if operation.deadline.hasPassed { break }
                 continue
             }
-            configure(fd, timeoutSeconds: timeoutSeconds)
-            return RTMPSocket(fd: fd)
+            configure(fd)
+            let socket = RTMPSocket(fd: fd)
+            socket.operation = operation
+            return socket
         }
         throw .connectFailed("\(displayName): \(lastReason)")
     }
 
-    /// Runs the verified TLS handshake (blocking, bounded by `timeoutMs`) and from then on
-    /// carries every byte through it.
+    /// Wraps a connected stream descriptor (tests: one end of a socketpair), made non-blocking.
+    package static func adopt(fd: Int32) throws(TransportError) -> RTMPSocket {
+        guard fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 else {
+            throw .connectFailed("cannot make descriptor \(fd) non-blocking")
+        }
+        return RTMPSocket(fd: fd)
+    }
+
+    /// Runs the verified TLS handshake (non-blocking, bounded by `timeoutMs` and by `operation`,
+    /// woken by its stop) and from then on carries every byte through it.
     package func startTLS(verifier: TLSVerifier, host: String, timeoutMs: Int, displayName: String) throws(TransportError) {
-        setNonBlocking(false)
-        defer { setNonBlocking(true) }
-        tls = try verifier.handshake(fd: fd, host: host, timeoutMs: timeoutMs, displayName: displayName)
+        let callDeadline = Deadline.after(milliseconds: timeoutMs)
+        tls = try verifier.handshake(fd: fd, host: host, timeoutMs: timeoutMs, displayName: displayName) {
+            (wantsWrite) throws(Failure) in
+            try wait(for: Int16(wantsWrite ? POLLOUT : POLLIN), until: callDeadline)
+        }
     }
 
     /// Sends all `count` bytes; waits at most `timeoutMs` each time the socket makes no progress.
@@ -108,7 +162,7 @@ package final class RTMPSocket {
             case .failed(let reason): throw .failed(reason)
             case .wouldBlock:
                 if timeoutMs <= 0 { return 0 }
-                do { try wait(for: Int16(POLLIN), timeoutMs: timeoutMs) } catch .timedOut { return 0 }
+                do { try wait(for: Int16(POLLIN), until: .after(milliseconds: Int(timeoutMs))) } catch .timedOut { return 0 }
                 // Readable (or hung up): the next round reads the data or the EOF.
             }
         }
@@ -166,17 +220,11 @@ package final class RTMPSocket {
     /// progress (as a blocking send with SO_SNDTIMEO would return its partial count). Only
     /// `timeoutMs` without a byte leaving is `.timedOut`.
     private func waitWritable(timeoutMs: Int32) throws(Failure) {
-        var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
         let queuedAtStart = queuedBytes()
         var waitedMs: Int32 = 0
         while true {
             let slice = min(1000, max(1, timeoutMs - waitedMs))
-            let ready = poll(&pfd, 1, slice)
-            if ready > 0 { return }
-            if ready < 0 {
-                if errno == EINTR { continue }
-                throw .failed(SystemError.describe())
-            }
+            do { try wait(for: Int16(POLLOUT), until: .after(milliseconds: Int(slice))); return } catch .timedOut {}
             if queuedBytes() < queuedAtStart { return }
             waitedMs += slice
             if waitedMs >= timeoutMs { throw .timedOut }
@@ -189,13 +237,26 @@ package final class RTMPSocket {
         return ioctl(fd, UInt(TIOCOUTQ), &queued) == 0 ? queued : Int32.max
     }
 
-    private func wait(for events: Int16, timeoutMs: Int32) throws(Failure) {
-        var pfd = pollfd(fd: fd, events: events, revents: 0)
+    /// Waits for `events` until `callDeadline` (`.timedOut`), the operation's deadline
+    /// (`.deadlinePassed`) or its stop (`.stopped`), whichever comes first.
+    private func wait(for events: Int16, until callDeadline: Deadline) throws(Failure) {
+        let op = operation
+        let wakeFD = op.stop?.wakeFD ?? -1
         while true {
-            let ready = poll(&pfd, 1, timeoutMs)
-            if ready > 0 { return }
-            if ready == 0 { throw .timedOut }
-            if errno != EINTR { throw .failed(SystemError.describe()) }
+            if let stop = op.stop, stop.isSet { throw .stopped }
+            let limit = op.deadline
+            if limit.hasPassed { throw op.expiry }
+            if callDeadline.hasPassed { throw .timedOut }
+            pollSet[0] = pollfd(fd: fd, events: events, revents: 0)
+            // A negative descriptor is skipped by poll.
+            pollSet[1] = pollfd(fd: wakeFD, events: Int16(POLLIN), revents: 0)
+            let ready = poll(pollSet, 2, limit.earliest(callDeadline).remainingMs())
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw .failed(SystemError.describe())
+            }
+            if pollSet[0].revents != 0 { return }
+            // Woken by the stop, or a timeout: the top of the loop says which.
         }
     }
 
@@ -207,20 +268,23 @@ package final class RTMPSocket {
         }
     }
 
-    private func setNonBlocking(_ on: Bool) {
-        let flags = fcntl(fd, F_GETFL)
-        _ = fcntl(fd, F_SETFL, on ? flags | O_NONBLOCK : flags & ~O_NONBLOCK)
-    }
-
-    /// Returns nil on success, else the reason.
+    /// Returns nil on success, else the reason. Waits until `limit`, woken by `stop`.
     private static func finishConnect(_ fd: Int32, _ addr: UnsafeMutablePointer<sockaddr>?, _ len: socklen_t,
-                                      _ timeoutSeconds: Int) -> String? {
+                                      _ timeoutSeconds: Int, _ limit: Deadline, _ stop: StopFlag?) -> String? {
         if Glibc.connect(fd, addr, len) == 0 { return nil }
         guard errno == EINPROGRESS else { return SystemError.describe() }
-        var pfd = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-        let ready = poll(&pfd, 1, Int32(timeoutSeconds * 1000))
-        if ready == 0 { return "connect timed out after \(timeoutSeconds) s" }
-        if ready < 0 { return SystemError.describe() }
+        var pfds = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0),
+                    pollfd(fd: stop?.wakeFD ?? -1, events: Int16(POLLIN), revents: 0)]
+        while true {
+            if let stop, stop.isSet { return "the run stopped while connecting" }
+            if limit.hasPassed { return "connect timed out after \(timeoutSeconds) s" }
+            let ready = poll(&pfds, 2, limit.remainingMs())
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return SystemError.describe()
+            }
+            if pfds[0].revents != 0 { break }
+        }
         var soError: Int32 = 0
         var soLen = socklen_t(MemoryLayout<Int32>.size)
         if getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &soLen) != 0 { return SystemError.describe() }
@@ -228,13 +292,9 @@ package final class RTMPSocket {
         return nil
     }
 
-    /// Timeouts for the blocking TLS handshake (receive = connect timeout, send = at least 10 s),
-    /// no Nagle delay, and a small send buffer.
-    private static func configure(_ fd: Int32, timeoutSeconds: Int) {
-        var rcv = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &rcv, socklen_t(MemoryLayout<timeval>.size))
-        var snd = timeval(tv_sec: max(10, timeoutSeconds * 2), tv_usec: 0)
-        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &snd, socklen_t(MemoryLayout<timeval>.size))
+    /// No Nagle delay, and a small send buffer. (Every wait is a poll with a deadline: no
+    /// SO_RCVTIMEO/SO_SNDTIMEO, the descriptor never blocks.)
+    private static func configure(_ fd: Int32) {
         var one: Int32 = 1
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
         // A small kernel send buffer: otherwise Linux lets it grow to ~4 MB, a slow link hides

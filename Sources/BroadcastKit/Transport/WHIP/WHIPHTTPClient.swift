@@ -14,21 +14,42 @@ package struct WHIPHTTPClient {
 
     /// Headers plus an SDP answer (a few kB); anything larger is refused.
     package static let maxResponseBytes = 64 << 10
+    /// Redirects (307/308) followed for one request, at most.
+    package static let maxRedirects = 3
 
     package let timeoutSeconds: Int
     package let caFile: String?
+    /// What wakes a request's waits (the process's stop unless a caller gives its own).
+    package var stop: StopFlag? = .process
 
     package init(timeoutSeconds: Int, caFile: String?) {
         self.timeoutSeconds = timeoutSeconds
         self.caFile = caFile
     }
 
-    /// Sends `method` to `url` with the bearer `token` (none when empty) and `body`.
-    /// `onSocket` sees the descriptor while the request runs (so a stop can shut it down).
+    /// Sends `method` to `url` with the bearer `token` (none when empty) and `body`, and reads the
+    /// whole response, all within `deadline` (default: `timeoutSeconds` from now): connect, TLS,
+    /// the request and every byte of the response share it, so an endpoint that answers one byte
+    /// a second cannot stretch it. `wakesOnStop`: the waits also end at the stop (false for the
+    /// requests a stop itself makes, the DELETE). `onSocket` sees the descriptor while the request
+    /// runs (so a stop can shut it down).
     package func request(_ method: String, _ url: WHIPURL, token: String, contentType: String?, body: String,
-                         displayName: String, onSocket: (Int32) -> Void = { _ in }) throws(TransportError) -> Response {
+                         displayName: String, deadline: Deadline? = nil, wakesOnStop: Bool = true,
+                         onSocket: (Int32) -> Void = { _ in }) throws(TransportError) -> Response {
+        let operation = RTMPSocket.Operation(deadline: deadline ?? .after(seconds: timeoutSeconds),
+                                             stop: wakesOnStop ? stop : nil)
+        let seconds = max(1, Int((operation.deadline.ns - MediaTime.now() + 999_999_999) / 1_000_000_000))
+        func failure(_ error: RTMPSocket.Failure, _ doing: String) -> TransportError {
+            switch error {
+            case .stopped: return .connectFailed("\(displayName): the run stopped while \(doing)")
+            case .deadlinePassed, .timedOut:
+                return .connectFailed("\(displayName): \(method) not answered in full within \(seconds) s (\(doing))")
+            case .closed: return .connectFailed("\(displayName): the endpoint closed the connection while \(doing)")
+            case .failed(let why): return .connectFailed("\(displayName): \(doing) failed: \(why)")
+            }
+        }
         let socket = try RTMPSocket.connect(host: url.host, port: url.port, timeoutSeconds: timeoutSeconds,
-                                            displayName: displayName)
+                                            operation: operation, displayName: displayName)
         onSocket(socket.fd)
         defer {
             onSocket(-1)
@@ -47,59 +68,69 @@ package struct WHIPHTTPClient {
         head += "\r\n"
         var whole = Array((head + body).utf8)
         let timeoutMs = Int32(timeoutSeconds * 1000)
-        let sendError: String? = whole.withUnsafeBytes { b -> String? in
-            do { try socket.send(b.baseAddress!, count: b.count, timeoutMs: timeoutMs) } catch { return "\(error)" }
+        let sendError: RTMPSocket.Failure? = whole.withUnsafeBytes { b -> RTMPSocket.Failure? in
+            do throws(RTMPSocket.Failure) { try socket.send(b.baseAddress!, count: b.count, timeoutMs: timeoutMs) } catch {
+                return error
+            }
             return nil
         }
         // The request held the token: overwrite it.
         for i in whole.indices { whole[i] = 0 }
-        if let sendError { throw .connectFailed("\(displayName): sending the \(method) request failed: \(sendError)") }
-        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: Self.maxResponseBytes, alignment: 1)
+        if let sendError { throw failure(sendError, "sending the \(method) request") }
+        var reader = HTTPResponseReader(capacity: Self.maxResponseBytes)
+        let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 16 << 10, alignment: 1)
         defer { buffer.deallocate() }
-        var used = 0
-        var expected: Int?
-        while true {
-            if let expected, used >= expected { break }
-            guard used < buffer.count else {
-                throw .connectFailed("\(displayName): the WHIP endpoint's response exceeds \(Self.maxResponseBytes) bytes")
-            }
+        var response: HTTPResponseReader.Response?
+        while response == nil {
             let n: Int
-            do {
-                n = try socket.receive(into: buffer.baseAddress! + used, capacity: buffer.count - used, timeoutMs: timeoutMs)
+            do throws(RTMPSocket.Failure) {
+                n = try socket.receive(into: buffer.baseAddress!, capacity: buffer.count, timeoutMs: timeoutMs)
             } catch .closed {
+                do throws(HTTPResponseReader.Failure) { response = try reader.finish() } catch {
+                    throw .connectFailed("\(displayName): the response to \(method): \(error)")
+                }
                 break
             } catch {
-                throw .connectFailed("\(displayName): reading the \(method) response failed: \(error)")
+                throw failure(error, "reading the \(method) response")
             }
-            if n == 0 { throw .connectFailed("\(displayName): no response to \(method) within \(timeoutSeconds) s") }
-            used += n
-            if expected == nil, let end = Self.headerEnd(UnsafeRawBufferPointer(rebasing: buffer[..<used])) {
-                let headers = String(decoding: buffer[..<end], as: UTF8.self)
-                if let length = Self.header("content-length", in: headers).flatMap({ Int($0) }) {
-                    guard length >= 0, end + 4 + length <= buffer.count else {
-                        throw .connectFailed("\(displayName): the WHIP endpoint's response exceeds \(Self.maxResponseBytes) bytes")
-                    }
-                    expected = end + 4 + length
-                }
+            if n == 0 { throw failure(.timedOut, "reading the \(method) response") }
+            do throws(HTTPResponseReader.Failure) {
+                if try reader.feed(UnsafeRawBufferPointer(rebasing: buffer[..<n])) { response = reader.response }
+            } catch {
+                throw .connectFailed("\(displayName): the response to \(method): \(error)")
             }
         }
-        let raw = UnsafeRawBufferPointer(rebasing: buffer[..<used])
-        guard let end = Self.headerEnd(raw) else { throw .connectFailed("\(displayName): a malformed HTTP response to \(method)") }
-        let headers = String(decoding: raw[..<end], as: UTF8.self)
-        let statusLine = headers.prefix { !$0.isNewline }
-        let parts = statusLine.split(separator: " ", maxSplits: 2)
-        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let status = Int(parts[1]), (100...599).contains(status) else {
-            throw .connectFailed("\(displayName): a malformed HTTP status line in the response to \(method)")
-        }
-        let bodyEnd = expected.map { min($0, used) } ?? used
-        let text = String(decoding: raw[(end + 4)..<bodyEnd], as: UTF8.self)
-        return Response(status: status, location: Self.header("location", in: headers), body: text)
+        guard let response else { throw .connectFailed("\(displayName): no response to \(method)") }
+        return Response(status: response.status, location: response.location,
+                        body: String(decoding: response.body, as: UTF8.self))
     }
 
-    private static func headerEnd(_ b: UnsafeRawBufferPointer) -> Int? {
-        guard b.count >= 4 else { return nil }
-        for i in 0...(b.count - 4) where b[i] == 13 && b[i + 1] == 10 && b[i + 2] == 13 && b[i + 3] == 10 { return i }
-        return nil
+    /// `request`, following 307/308 (RFC 9725 lets an endpoint redirect the POST) at most
+    /// `maxRedirects` times, each to the same scheme or up to TLS (`TLSDowngradeRule`), all
+    /// within the one deadline. Returns the last response and the URL that gave it.
+    package func requestFollowingRedirects(_ method: String, _ url: WHIPURL, token: String, contentType: String?,
+                                           body: String, displayName: String, deadline: Deadline? = nil,
+                                           onSocket: (Int32) -> Void = { _ in }) throws(TransportError) -> (Response, WHIPURL) {
+        let whole = deadline ?? .after(seconds: timeoutSeconds)
+        var target = url
+        var hops = 0
+        while true {
+            let r = try request(method, target, token: token, contentType: contentType, body: body,
+                                displayName: displayName, deadline: whole, onSocket: onSocket)
+            guard r.status == 307 || r.status == 308 else { return (r, target) }
+            guard hops < Self.maxRedirects else {
+                throw .connectFailed("\(displayName): the WHIP endpoint redirected more than \(Self.maxRedirects) times")
+            }
+            guard let location = r.location, let next = target.redirect(location) else {
+                throw .connectFailed("\(displayName): the WHIP endpoint answered HTTP \(r.status) without a usable Location")
+            }
+            guard TLSDowngradeRule.allows(fromTLS: target.isTLS, toTLS: next.isTLS) else {
+                throw .tlsRejected(TLSDowngradeRule.refusal(displayName, what: "a redirect", to: next.redacted,
+                                                            then: "not followed"))
+            }
+            hops += 1
+            target = next
+        }
     }
 
     /// The first header `name` (lower case), trimmed.

@@ -165,8 +165,9 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
                              candidates: ICEAgent.hostAddresses().map { ($0, Int(agent.port)) },
                              audioSSRC: hasAudio ? audio.ssrc : nil, videoSSRC: hasVideo ? video.ssrc : nil,
                              sessionID: UInt64.random(in: 1...UInt64(Int64.max)))
-        let response = try http.request("POST", url, token: token, contentType: "application/sdp", body: offer.text,
-                                        displayName: displayName) { self.httpSocket.store($0, ordering: .releasing) }
+        let (response, answeredBy) = try http.requestFollowingRedirects(
+            "POST", url, token: token, contentType: "application/sdp", body: offer.text,
+            displayName: displayName) { self.httpSocket.store($0, ordering: .releasing) }
         switch response.status {
         case 201, 200: break
         case 401, 403:
@@ -174,24 +175,26 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
         default:
             throw TransportError.connectFailed("\(displayName): the WHIP endpoint answered HTTP \(response.status)")
         }
-        resource = response.location.flatMap { url.resource($0) }
+        resource = response.location.flatMap { answeredBy.resource($0) }
         do {
             let answer = try SDPAnswer(parsing: response.body)
             if hasVideo {
                 guard let pt = answer.h264PayloadType else {
-                    throw TransportError.publishRejected("\(displayName): the WHIP endpoint did not accept H.264")
+                    throw TransportError.connectFailed("\(displayName): the WHIP endpoint refused the offer: its answer accepts no H.264 video")
                 }
                 video.payloadType = UInt8(pt & 0x7F)
             }
             if hasAudio {
                 guard let pt = answer.opusPayloadType else {
-                    throw TransportError.publishRejected("\(displayName): the WHIP endpoint did not accept Opus")
+                    throw TransportError.connectFailed("\(displayName): the WHIP endpoint refused the offer: its answer accepts no Opus audio")
                 }
                 audio.payloadType = UInt8(pt & 0x7F)
             }
             absSendTimeID = answer.absSendTimeID
             let timeoutMs = connectTimeoutSeconds * 1000
-            try agent.connect(answer: answer, timeoutMs: timeoutMs) { aborted.load(ordering: .acquiring) }
+            try agent.connect(answer: answer, timeoutMs: timeoutMs) {
+                aborted.load(ordering: .acquiring) || http.stop?.isSet == true
+            }
             try keys.handshake(ice: agent, asClient: !answer.endpointIsDTLSClient, expectedFingerprint: answer.fingerprint,
                                timeoutMs: timeoutMs, displayName: displayName)
         } catch {
@@ -392,7 +395,10 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
         }
     }
 
-    /// DELETEs the resource (best effort, bounded by the connect timeout) and drops the transport.
+    /// How long the DELETE may take in all (connect, request, the whole answer): a stop has 2 s.
+    package static let deleteDeadlineMs = 500
+
+    /// DELETEs the resource (best effort, within `deleteDeadlineMs`) and drops the transport.
     package func close() {
         reader?.stop()
         if ice != nil { publishLinkStats() }
@@ -406,7 +412,8 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
         guard let r = resource else { return }
         resource = nil
         if aborted.load(ordering: .acquiring) { return }
-        _ = try? http.request("DELETE", r, token: token, contentType: nil, body: "", displayName: displayName) {
+        _ = try? http.request("DELETE", r, token: token, contentType: nil, body: "", displayName: displayName,
+                              deadline: .after(milliseconds: Self.deleteDeadlineMs), wakesOnStop: false) {
             self.httpSocket.store($0, ordering: .releasing)
         }
     }

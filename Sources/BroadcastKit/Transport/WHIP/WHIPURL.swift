@@ -109,4 +109,21 @@ package struct WHIPURL: Sendable, Equatable {
         guard r.target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else { return nil }
         return r
     }
+
+    /// Where a 307/308 `Location` points: absolute (any host; the scheme is checked by
+    /// `TLSDowngradeRule`), or a path on this endpoint. nil when unusable.
+    package func redirect(_ location: String) -> WHIPURL? {
+        if WHIPURL.isWHIP(location) { return try? WHIPURL(parsing: location) }
+        guard !location.hasPrefix("//") else { return nil }
+        var r = self
+        if location.hasPrefix("/") {
+            r.target = location
+        } else {
+            let base = target.prefix { $0 != "?" }
+            let dir = base.lastIndex(of: "/").map { base[...$0] } ?? "/"
+            r.target = String(dir) + location
+        }
+        guard r.target.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f }) else { return nil }
+        return r
+    }
 }

@@ -71,10 +71,32 @@ struct RTMPChunkReaderTests {
         #expect(messages.last?.payload == hex("0506"))
     }
 
-    @Test func hostileInputIsAnError() {
+    /// A compressed header on a chunk stream not seen before: the fields it leaves out are zero
+    /// (message stream 0, time 0), as ffmpeg reads it (pyrtmp answers connect this way).
+    @Test func compressedHeaderOnANewChunkStreamReadsAsZeros() throws {
+        var bytes = hex("43 000010 000002 14 0506")               // type 1 on csid 3, never introduced
+        bytes += hex("84 000007")                                  // type 2 on csid 4: length 0 -> empty
+        bytes += hex("C5")                                          // type 3 on csid 5: an empty message
         var reader = RTMPChunkReader()
-        reader.append(hex("43 000000 000001 14 00")) // type 1 on a chunk stream never introduced
-        #expect(throws: RTMPProtocolError.missingHeader(chunkStreamID: 3)) { _ = try reader.next() }
+        let messages = try Self.read(bytes, step: 1, into: &reader)
+        #expect(messages.first == RTMPMessage(type: 20, messageStreamID: 0, timestamp: 16, payload: hex("0506")))
+        // Type 2 and 3 on new streams: length 0 and type 0 from the zeros, so empty messages.
+        #expect(messages.count == 3)
+        #expect(messages.dropFirst().allSatisfy { $0.payload.isEmpty && $0.messageStreamID == 0 && $0.type == 0 })
+        #expect(messages[1].timestamp == 7)
+    }
+
+    @Test func compressedHeadersStillCountAgainstTheChunkStreamBound() {
+        var reader = RTMPChunkReader()
+        var bytes: [UInt8] = []
+        for i in 0..<(RTMPChunkReader.maxChunkStreams + 1) { bytes += [0x41, UInt8(i & 0xFF), UInt8(i >> 8)] + hex("000000 000000 14") }
+        reader.append(bytes)
+        #expect(throws: RTMPProtocolError.tooManyChunkStreams(RTMPChunkReader.maxChunkStreams)) {
+            while try reader.next() != nil {}
+        }
+    }
+
+    @Test func hostileInputIsAnError() {
         var big = RTMPChunkReader()
         big.append(hex("03 000000 FFFFFF 14 00000000"))
         #expect(throws: RTMPProtocolError.messageTooLarge(0xFF_FFFF)) { _ = try big.next() }
