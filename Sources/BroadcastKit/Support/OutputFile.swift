@@ -203,7 +203,7 @@ package enum OutputFile {
     private typealias RenameAt2 = @convention(c) (Int32, UnsafePointer<CChar>, Int32, UnsafePointer<CChar>, UInt32) -> Int32
 
     /// glibc's renameat2 (2.28+), looked up once: the Glibc module does not export it.
-    nonisolated(unsafe) private static let renameNoReplace: RenameAt2? = {
+    private static let renameNoReplace: RenameAt2? = {
         guard let symbol = dlsym(nil, "renameat2") else { return nil }
         return unsafeBitCast(symbol, to: RenameAt2.self)
     }()

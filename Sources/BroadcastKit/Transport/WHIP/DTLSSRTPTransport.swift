@@ -12,15 +12,20 @@ package final class DTLSSRTPTransport {
     private var outbound: OpaquePointer?
     private var inbound: OpaquePointer?
 
+    /// The text a C shim wrote into `buffer`, up to its NUL (or the whole buffer without one).
+    private static func text(_ buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     package init() throws(TransportError) {
         guard bk_srtp_load() == 1 else { throw .connectFailed(String(cString: bk_srtp_load_error())) }
         var fp = [CChar](repeating: 0, count: Int(BK_DTLS_FINGERPRINT_LEN))
         var error = [CChar](repeating: 0, count: 256)
         guard let d = bk_dtls_create(&fp, &error, error.count) else {
-            throw .connectFailed("WHIP: \(String(cString: error))")
+            throw .connectFailed("WHIP: \(Self.text(error))")
         }
         dtls = d
-        fingerprint = String(cString: fp)
+        fingerprint = Self.text(fp)
     }
 
     deinit {
@@ -47,12 +52,12 @@ package final class DTLSSRTPTransport {
                                   }, context, &error, error.count)
             }
         }
-        guard rc == 0 else { throw .connectFailed("\(displayName): \(String(cString: error))") }
+        guard rc == 0 else { throw .connectFailed("\(displayName): \(Self.text(error))") }
         var got = [CChar](repeating: 0, count: Int(BK_DTLS_FINGERPRINT_LEN))
         guard bk_dtls_peer_fingerprint(dtls, &got) == 0 else {
             throw .publishRejected("\(displayName): the endpoint sent no DTLS certificate")
         }
-        guard String(cString: got) == expectedFingerprint else {
+        guard Self.text(got) == expectedFingerprint else {
             throw .tlsRejected("\(displayName): the endpoint's DTLS certificate does not match the fingerprint in its answer")
         }
         var local = [UInt8](repeating: 0, count: 30), remote = [UInt8](repeating: 0, count: 30)

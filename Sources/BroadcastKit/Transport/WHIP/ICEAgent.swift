@@ -82,7 +82,7 @@ package final class ICEAgent {
             targets.append(a)
         }
         guard !targets.isEmpty else { throw .connectFailed("WHIP: the answer has no IPv4 UDP candidate") }
-        var transactions = targets.map { _ in Self.transaction() }
+        let transactions = targets.map { _ in Self.transaction() }
         var nominated: Int?
         var nominateTransaction = Self.transaction()
         let start = Self.nowNs()
