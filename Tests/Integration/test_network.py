@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support import (BROADCAST_BIN, REPO_ROOT, TOOLS_DIR, BroadcastTestCase, clean_env,  # noqa: E402
                      free_port, new_key)
+from support import exclusive  # noqa: E402
 
 import av  # noqa: E402
 
@@ -311,6 +312,7 @@ class RTMPSTests(BroadcastTestCase):
         self.assertIn("--ca-file", r.stderr)
 
 
+@exclusive("the time to resume after a restart")
 class ServerRestartTest(BroadcastTestCase):
     """nginx stopped for 5 s mid-stream, then started again on the same port and directory."""
 
@@ -373,6 +375,7 @@ class ServerRestartTest(BroadcastTestCase):
             self.assertEqual(gop["broken_gops"], [], f"segment {n}: frames missing inside a GOP")
 
 
+@exclusive("the bitrate controller on a throttled link")
 class SlowLinkTest(BroadcastTestCase):
     """Issue 22's steady throttle, shortened: 2500 kbps of noisy 360p through
     tools/throttle_proxy.py limited to 1200 kbit/s for THROTTLE_S seconds.

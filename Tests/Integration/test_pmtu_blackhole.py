@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support import BROADCAST_BIN, BroadcastTestCase, new_key  # noqa: E402
+from support import exclusive  # noqa: E402
 
 
 def sh(*args: str) -> None:
@@ -37,6 +38,7 @@ def can_make_namespaces() -> bool:
     return os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
 
 
+@exclusive("downtime on a black-holed path")
 @unittest.skipUnless(can_make_namespaces(), "needs root, ip and tc (network namespaces)")
 class PMTUBlackHoleTest(BroadcastTestCase):
     SECONDS = 32
@@ -114,6 +116,7 @@ def nft_available() -> bool:
     return can_make_namespaces() and shutil.which("nft") is not None
 
 
+@exclusive("downtime on a black-holed path")
 @unittest.skipUnless(nft_available(), "needs root, ip, tc and nft (network namespaces)")
 class FullBlackHoleTest(BroadcastTestCase):
     """Issue 22, defect 9: every packet to and from the ingest dropped for HOLE seconds (nftables

@@ -53,6 +53,7 @@ from bktools import avsync as avsync_tool
 
 import support
 from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase
+from support import exclusive  # noqa: E402
 from test_soak import flash_frames_not_sent
 
 PY = sys.executable
@@ -200,6 +201,7 @@ class ReplayTests(BroadcastTestCase):
         gaps = [x for x in r["streams"] if x.get("kind") == "audio"]
         self.assertTrue(all(g.get("gaps", 0) == 0 for g in gaps), r["streams"])
 
+    @exclusive("clip lengths and A/V sync against wall-clock saves")
     def test_clip_on_sigusr1_while_streaming(self):
         ingest = support.start_ingest()
         self.addCleanup(ingest.cleanup)
@@ -265,6 +267,7 @@ class ReplayTests(BroadcastTestCase):
         audio = [x for x in r["streams"] if x.get("kind") == "audio"]
         self.assertTrue(audio and all(a.get("gaps", 0) == 0 for a in audio), r["streams"])
 
+    @exclusive("VmHWM")
     def test_first_clip_does_not_raise_vmhwm(self):
         """The CLI drops its start-up code pages once live; the first clip's save path (naming,
         the MP4 writer, number formatting) used to fault about 1.2 MB of them back in, a VmHWM step
