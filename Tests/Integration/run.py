@@ -22,8 +22,8 @@ JSON (scripts/test counts from it, through scripts/lib/test_results.py); on SIGT
 timeout) the runner names the tests that were running, writes the file with them, stops its
 workers and exits 124. --list prints the number of tests discovered.
 
-usage: run.py [-k PATTERN ...] [--workers N] [--parallel-only | --exclusive-only] [--times PATH]
-              [--results PATH] [--slowest N] [--list [--verbose]]
+usage: run.py [-k PATTERN ...] [--workers N] [--parallel-only | --exclusive-only] [--exclusive-after PID]
+              [--times PATH] [--results PATH] [--slowest N] [--list [--verbose]]
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ SEP2 = "-" * 70
 # so no connect() picks one, and disjoint between workers, so no two workers ever pick the same.
 PORT_FLOOR = 20000
 PORTS_PER_WORKER = 1000
+COMMITTED_TIMES = HERE / "times.tsv"
 # A unit with no recorded time is assumed to take this long per test (schedules it early-ish).
 UNKNOWN_TEST_SECONDS = 20.0
 
@@ -443,14 +444,28 @@ class Parent:
                     if w.unit is not None:
                         with self.lock:
                             self.lost(w, f"exited with status {w.proc.returncode}")
-                        if pending:
-                            live.append(spawn())
+                    # A worker gone with work left: a fresh one takes over (a bounded number of times).
+                    if pending and made < 3 * n + len(units):
+                        live.append(spawn())
         sel.close()
+        for unit in pending:  # never silently lost: workers kept dying before they got to these
+            for tid in unit:
+                reason = "not run: the workers of this phase kept exiting"
+                self.outcomes[tid] = {"outcome": "error", "reason": reason}
+                self.reports.append((tid, "ERROR", tid, reason + "\n"))
 
     # ---- the run
 
-    def run(self, parallel: list[list[str]], exclusive: list[list[str]], n: int) -> None:
+    def run(self, parallel: list[list[str]], exclusive: list[list[str]], n: int, after: int | None) -> None:
         self.run_phase("parallel phase", parallel, n)
+        if exclusive and after:
+            # Something scripts/test runs beside the parallel phase (the fuzz step) must end first:
+            # the exclusive tests run with nothing else on the machine.
+            waited = time.monotonic()
+            print(f"run.py: exclusive phase waits for pid {after} to end", file=self.out, flush=True)
+            while pid_alive(after):
+                time.sleep(0.5)
+            print(f"run.py: pid {after} ended ({time.monotonic() - waited:.0f} s of waiting)", file=self.out, flush=True)
         self.run_phase("exclusive", exclusive, 1)
 
     def terminate(self) -> None:
@@ -460,6 +475,15 @@ class Parent:
     def cleanup(self) -> None:
         if not os.environ.get("KEEP_TEST_DIRS"):
             shutil.rmtree(self.base_tmp, ignore_errors=True)
+
+
+def pid_alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def order_units(units: dict[str, list[str]], known: dict[str, float]) -> list[list[str]]:
@@ -478,6 +502,8 @@ def main() -> int:
     phase = ap.add_mutually_exclusive_group()
     phase.add_argument("--parallel-only", action="store_true", help="run only the tests that need not run alone")
     phase.add_argument("--exclusive-only", action="store_true", help="run only the exclusive tests (one at a time)")
+    ap.add_argument("--exclusive-after", type=int, metavar="PID",
+                    help="start the exclusive phase only once process PID has ended (scripts/test's fuzz step)")
     ap.add_argument("--times", type=Path, help="write 'seconds<TAB>test id' lines here, slowest first "
                     "(the previous file, if any, orders the schedule)")
     ap.add_argument("--slowest", type=int, default=25, help="how many of the slowest tests to print (default 25)")
@@ -518,7 +544,10 @@ def main() -> int:
                 exc_units.setdefault(unit_key(t), []).append(t.id())
         elif not args.exclusive_only:
             par_units.setdefault(unit_key(t), []).append(t.id())
-    known = load_times(args.times)
+    # The last run's times order the schedule; a fresh clone has none, so the committed times of a
+    # whole run (Tests/Integration/times.tsv) stand in, and any test newer than both counts a guess.
+    known = load_times(COMMITTED_TIMES)
+    known.update(load_times(args.times))
     n = args.workers if args.workers is not None else default_workers()
     n = max(1, n)
     parent = Parent(args, out)
@@ -545,7 +574,7 @@ def main() -> int:
 
     # --workers 1: the parallel set still goes first, then the exclusive set: the same order as N.
     try:
-        parent.run(order_units(par_units, known), order_units(exc_units, known), n)
+        parent.run(order_units(par_units, known), order_units(exc_units, known), n, args.exclusive_after)
     finally:
         parent.terminate()
         parent.cleanup()

@@ -103,6 +103,19 @@ class Nginx:
     def recordings(self, key: str) -> list[Path]:
         return sorted(p for p in self.rec_dir.glob(f"{key}*.flv") if p.stat().st_size > 0)
 
+    def settled_recordings(self, key: str, timeout: float = 10.0) -> list[Path]:
+        """The recordings of `key` once there is one and no file has grown for 0.3 s (nginx writes
+        the end of a publish after the publisher has gone), polled with a deadline."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            now = [(p, p.stat().st_size) for p in self.recordings(key)]
+            if now and now == last:
+                break
+            last = now
+            time.sleep(0.3)
+        return self.recordings(key)
+
     def _write_conf(self) -> Path:
         stream = ""
         if self.tls:
@@ -285,8 +298,7 @@ class RTMPSTests(BroadcastTestCase):
         self.assertEqual(r.returncode, 0, r.describe())
         for noise in ("gnutls", "TLS_Connect", "RTMP_"):
             self.assertNotIn(noise, r.stderr, r.describe())
-        time.sleep(0.5)
-        recs = self.nginx.recordings(key)
+        recs = self.nginx.settled_recordings(key)
         self.assertEqual(len(recs), 1, f"recordings: {recs}\n{r.describe()}")
         report = self.assertRecordingOK(recs[0], expect_video_codec="h264", expect_audio_codec="aac")
         self.assertGreater(report.first("video").frames, 100)
@@ -296,8 +308,7 @@ class RTMPSTests(BroadcastTestCase):
         r = self.publish(f"rtmps://127.0.0.1:{self.tls_port}/live", key,
                          extra=["--ca-file", str(self.pki["ca"])], seconds=2)
         self.assertEqual(r.returncode, 0, r.describe())
-        time.sleep(0.5)
-        self.assertEqual(len(self.nginx.recordings(key)), 1)
+        self.assertEqual(len(self.nginx.settled_recordings(key)), 1)
 
     def test_wrong_host_name_refused_even_with_ca_file(self):
         key = new_key()
@@ -348,7 +359,7 @@ class ServerRestartTest(BroadcastTestCase):
             rc = proc.wait(timeout=60)
         output = log.read_text(errors="replace")
         self._captured_texts.append(output)
-        time.sleep(0.5)
+        nginx.settled_recordings(key)   # nginx has written the end of the publish
         nginx.stop()
         stats = read_stats(stats_path)
         final = stats[-1]
@@ -427,7 +438,7 @@ class SlowLinkTest(BroadcastTestCase):
         src.wait(timeout=10)
         offset = time.monotonic() - t0 - r.seconds  # proxy clock -> broadcast clock
         self.assertEqual(r.returncode, 0, r.describe())
-        time.sleep(0.5)
+        nginx.settled_recordings(key)   # nginx has written the end of the publish
         nginx.stop()
 
         stats = [s for s in read_stats(stats_path) if s["state"] != "finished"]

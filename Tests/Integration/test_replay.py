@@ -77,6 +77,23 @@ def control(path: Path, line: str, timeout: float = 60) -> dict:
 GOP_S = 2.0          # the CLI's keyframe interval
 
 
+def wait_live(stats_path: Path, proc: subprocess.Popen, timeout: float = 30.0) -> float:
+    """Polls --stats-json until a line says "live"; the time.monotonic() it was seen."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"broadcast exited with {proc.returncode} before going live")
+        if stats_path.exists():
+            for line in stats_path.read_text(errors="replace").splitlines():
+                try:
+                    if json.loads(line).get("state") == "live":
+                        return time.monotonic()
+                except json.JSONDecodeError:
+                    pass  # a line being written
+        time.sleep(0.1)
+    raise AssertionError(f"no live stats line within {timeout:.0f} s")
+
+
 def video_keyframe_first_and_span(path: Path) -> tuple[bool, float, float]:
     """(first video packet is a keyframe, first video pts in s, last frame end in s) by PyAV."""
     with av.open(str(path)) as c:
@@ -214,8 +231,10 @@ class ReplayTests(BroadcastTestCase):
                            "--replay-seconds", "30", "--replay-dir", clips, "--duration", "60", "--control", sock,
                            "--stats-json", stats_path],
                           env={"STREAM_KEY": key})
-        started = time.monotonic()
-        time.sleep(44)
+        # The saves' times are on the stream's clock: from the first "live" stats line, polled
+        # (start-up on a loaded machine is not a fixed time), not from the process start.
+        started = wait_live(stats_path, proc)
+        time.sleep(max(0.0, 44 - (time.monotonic() - started)))
         saves = [time.monotonic() - started]
         proc.send_signal(signal.SIGUSR1)
         time.sleep(52 - (time.monotonic() - started))
