@@ -591,7 +591,8 @@ def main() -> int:
     for o in parent.outcomes.values():
         if o["outcome"] in counts:
             counts[o["outcome"]] += 1
-    ran = len(parent.outcomes)
+    # Class and module fixture errors ("setUpClass (mod.Class)") are in the outcomes, not tests.
+    ran = sum(1 for tid in parent.outcomes if " " not in tid)
     print(SEP2, file=out)
     print(f"Ran {ran} test{'s' if ran != 1 else ''} in {elapsed:.3f}s on {n} worker(s)"
           f" (parallel phase, then {sum(map(len, exc_units.values()))} exclusive)", file=out)

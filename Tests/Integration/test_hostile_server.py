@@ -325,6 +325,7 @@ class HostileServerTests(BroadcastTestCase):
         self.assertLessEqual(w.end - live, seconds + 1.0, w.describe())
         self.assertLessEqual(w.maxrss_mib, BUDGET_MIB, w.describe())
 
+    @exclusive("the time to exit after SIGINT (<= 3 s)")
     def test_signal_while_a_reconnect_waits_for_publish_is_exit_4_not_rejected(self):
         s = self.server("--mode", "close-then-slow-publish", "--after", "2", "--hold", "60")
         w = self.watched(s, "--duration", "60", "--reconnect-delay", "0.5")
