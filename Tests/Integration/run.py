@@ -311,6 +311,7 @@ class Parent:
         self.times: dict[str, float] = {}
         self.reports: list[tuple[str, str, str, str]] = []   # (id, flavour, description, traceback)
         self.workers: list[Worker] = []
+        self.phase_seconds: dict[str, float] = {}
         self.lock = threading.Lock()
         self.started_at = time.monotonic()
         self.base_tmp = Path(tempfile.mkdtemp(prefix=f"bkrun{os.getpid()}-"))
@@ -373,6 +374,7 @@ class Parent:
         if not units:
             return
         n = max(1, min(n, len(units)))
+        began = time.monotonic()
         print(f"run.py: {name}: {sum(map(len, units))} tests in {len(units)} units on {n} worker(s)",
               file=self.out, flush=True)
         pending = list(units)
@@ -448,6 +450,8 @@ class Parent:
                     if pending and made < 3 * n + len(units):
                         live.append(spawn())
         sel.close()
+        self.phase_seconds[name] = time.monotonic() - began
+        print(f"run.py: {name}: done in {self.phase_seconds[name]:.0f} s", file=self.out, flush=True)
         for unit in pending:  # never silently lost: workers kept dying before they got to these
             for tid in unit:
                 reason = "not run: the workers of this phase kept exiting"
@@ -613,8 +617,10 @@ def main() -> int:
         args.times.parent.mkdir(parents=True, exist_ok=True)
         args.times.write_text("".join(f"{t:.1f}\t{name}\n" for t, name in times))
     # After the verdict line; scripts/test reads the last OK/FAILED line.
+    phases = ", ".join(f"{k} {v:.0f} s" for k, v in parent.phase_seconds.items())
     print(f"\nslowest {min(args.slowest, len(times))} of {len(times)} tests "
-          f"({total:.0f} s of test time in {elapsed:.0f} s of wall time):", file=sys.stderr)
+          f"({total:.0f} s of test time in {elapsed:.0f} s of wall time{': ' + phases if phases else ''}):",
+          file=sys.stderr)
     for t, name in times[:args.slowest]:
         print(f"  {t:7.1f} s  {name}", file=sys.stderr)
     return 0 if ok else 1
