@@ -39,9 +39,9 @@ LIBDIR = "/usr/lib/x86_64-linux-gnu/janus"
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    # The one port picker (tools/ is on PYTHONPATH): the parallel runner's per-worker block.
+    from bktools.ingest import free_port as pick
+    return pick()
 
 
 def write_config(conf: Path, rec: Path, http_port: int) -> None:

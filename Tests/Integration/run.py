@@ -1,12 +1,29 @@
-"""Runs the integration suite like `python -m unittest discover -v`, and times every test.
+"""Runs the integration suite in parallel workers, like `python -m unittest discover -v`, timing every test.
 
-The output is unittest's own, plus, at the end, the slowest tests with their wall-clock seconds.
-Every test's time also goes to a tab-separated file (--times PATH) so CI time can be budgeted from
-data. --results PATH writes each test's outcome as JSON (scripts/test counts from it, through
-scripts/lib/test_results.py); on SIGTERM (scripts/test's timeout) the file is written with the
-test that was running, and the run exits 124. --list prints the number of tests discovered.
+The parent discovers the tests and splits them in two sets:
+- the parallel set, scheduled over N worker processes (`run.py --worker`, one per slot): a test
+  class is one unit (its setUpClass runs once, in one worker), and a module with setUpModule
+  (test_real_portal's desktop) is one unit; the longest units go first, from the last known times
+  in --times (out/integration.log.times);
+- the exclusive set: every test whose method or class carries `_bk_exclusive` (support.exclusive:
+  it measures time, CPU or a memory peak). They run after the parallel phase, one at a time, with
+  nothing else running.
 
-usage: run.py [-k PATTERN ...] [--times PATH] [--results PATH] [--slowest N] [--list]
+Every worker gets its own BK_WORKER_TAG (support.worker_tag(): global names), TMPDIR (temp dirs,
+PipeWire state, ingests) and block of ports (support.free_port). A worker's output is printed
+line by line with its tag in front ("[w1] "). A worker that dies takes only its own unit down:
+the unit's tests that had not ended are reported as errors naming the exit status, and a fresh
+worker takes the next unit.
+
+The output is unittest's own: a verbose line per test, the failure report, "Ran N tests", then the
+verdict line (OK / FAILED (...)) that scripts/test reads, then the slowest tests. Every test's time
+goes to --times PATH (tab-separated, slowest first); --results PATH writes each test's outcome as
+JSON (scripts/test counts from it, through scripts/lib/test_results.py); on SIGTERM (scripts/test's
+timeout) the runner names the tests that were running, writes the file with them, stops its
+workers and exits 124. --list prints the number of tests discovered.
+
+usage: run.py [-k PATTERN ...] [--workers N] [--parallel-only | --exclusive-only] [--exclusive-after PID]
+              [--times PATH] [--results PATH] [--slowest N] [--list [--verbose]]
 """
 
 from __future__ import annotations
@@ -14,24 +31,52 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
+import selectors
+import shutil
 import signal
+import subprocess
 import sys
+import tempfile
+import threading
 import time
+import traceback
 import unittest
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+SEP1 = "=" * 70
+SEP2 = "-" * 70
+# Each worker's block of ports for support.free_port: below the kernel's ephemeral range (32768+),
+# so no connect() picks one, and disjoint between workers, so no two workers ever pick the same.
+PORT_FLOOR = 20000
+PORTS_PER_WORKER = 1000
+COMMITTED_TIMES = HERE / "times.tsv"
+# A unit with no recorded time is assumed to take this long per test (schedules it early-ish).
+UNKNOWN_TEST_SECONDS = 20.0
+
+
+def default_workers() -> int:
+    """2-4 from the cores: most tests are paced in real time and leave the cores mostly idle."""
+    cores = os.cpu_count() or 1
+    return max(2, min(4, cores))
+
+
+# --------------------------------------------------------------------------- results
 
 
 class TimedResult(unittest.TextTestResult):
-    """unittest's verbose result, remembering how long each test took (setUp to tearDown)."""
+    """unittest's verbose result, remembering how long each test took (setUp to tearDown), its
+    outcome, and (through on_event) telling the parent when a test starts and ends."""
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, on_event=None, **kwargs):
         super().__init__(*args, **kwargs)
         self.times: list[tuple[float, str]] = []
         self._started: dict[str, float] = {}
         # test id -> {"outcome": passed|failed|error|skipped|unexpected-success, "reason": ...}
         self.outcomes: dict[str, dict] = {}
+        self.reports: dict[str, list[tuple[str, str, str]]] = {}  # id -> [(FAIL|ERROR, description, traceback)]
+        self.on_event = on_event
 
     def _note(self, test, outcome: str, reason: str = "") -> None:
         tid = test.id()
@@ -41,15 +86,35 @@ class TimedResult(unittest.TextTestResult):
             return
         self.outcomes[tid] = {"outcome": outcome, "reason": reason}
 
+    def _report(self, flavour: str, test, err, owner=None) -> None:
+        tid = (owner or test).id()
+        self.reports.setdefault(tid, []).append((flavour, self.getDescription(test),
+                                                 self._exc_info_to_string(err, test)))
+
+    def _emit(self, ev: dict) -> None:
+        if self.on_event:
+            self.on_event(ev)
+
     def startTest(self, test):
         self._started[test.id()] = time.monotonic()
+        self._emit({"ev": "start", "id": test.id()})
         super().startTest(test)
 
     def stopTest(self, test):
         super().stopTest(test)
-        began = self._started.pop(test.id(), None)
+        tid = test.id()
+        began = self._started.pop(tid, None)
+        seconds = 0.0
         if began is not None:
-            self.times.append((time.monotonic() - began, test.id()))
+            seconds = time.monotonic() - began
+            self.times.append((seconds, tid))
+        o = self.outcomes.get(tid, {"outcome": "error", "reason": "no outcome recorded"})
+        self._emit({"ev": "end", "id": tid, **o, "seconds": seconds, "reports": self.reports.get(tid, [])})
+
+    def _holder(self, test) -> bool:
+        # setUpClass/tearDownClass/setUpModule errors arrive as a _ErrorHolder whose id names the
+        # class or module; it never starts or stops, so it is reported as it comes.
+        return not isinstance(test, unittest.TestCase)
 
     def addSuccess(self, test):
         super().addSuccess(test)
@@ -58,15 +123,22 @@ class TimedResult(unittest.TextTestResult):
     def addFailure(self, test, err):
         super().addFailure(test, err)
         self._note(test, "failed")
+        self._report("FAIL", test, err)
 
     def addError(self, test, err):
         super().addError(test, err)
-        # setUpClass/tearDownClass errors arrive as a _ErrorHolder whose id names the class.
         self._note(test, "error")
+        self._report("ERROR", test, err)
+        if self._holder(test):
+            self._emit({"ev": "end", "id": test.id(), "outcome": "error", "reason": "",
+                        "seconds": 0.0, "reports": self.reports.get(test.id(), [])})
 
     def addSkip(self, test, reason):
         super().addSkip(test, reason)
         self._note(test, "skipped", reason)
+        if self._holder(test):  # a skipped setUpClass/setUpModule
+            self._emit({"ev": "end", "id": test.id(), "outcome": "skipped", "reason": reason,
+                        "seconds": 0.0, "reports": []})
 
     def addExpectedFailure(self, test, err):
         super().addExpectedFailure(test, err)
@@ -81,67 +153,487 @@ class TimedResult(unittest.TextTestResult):
         if err is not None:
             failed = issubclass(err[0], test.failureException)
             self._note(test, "failed" if failed else "error")
+            self._report("FAIL" if failed else "ERROR", subtest, err, owner=test)
 
-    def results_json(self) -> dict:
-        seconds = {name: t for t, name in self.times}
-        tests = [{"id": tid, **o, "seconds": round(seconds.get(tid, 0.0), 1)}
+
+# --------------------------------------------------------------------------- discovery
+
+
+def iter_tests(suite):
+    for t in suite:
+        if isinstance(t, unittest.TestSuite):
+            yield from iter_tests(t)
+        else:
+            yield t
+
+
+def is_exclusive(test) -> str:
+    """The reason a test must run alone ('' when it need not): support.exclusive on its method or class."""
+    method = getattr(test, getattr(test, "_testMethodName", ""), None)
+    return getattr(method, "_bk_exclusive", "") or getattr(type(test), "_bk_exclusive", "")
+
+
+def unit_key(test) -> str:
+    """Tests that must share one worker: a module with module fixtures (or that sets BK_ONE_WORKER,
+    saying why: e.g. its classes build one shared image) is one unit, otherwise a class."""
+    cls = type(test)
+    mod = sys.modules.get(cls.__module__)
+    if mod is not None and any(hasattr(mod, a) for a in ("setUpModule", "tearDownModule", "BK_ONE_WORKER")):
+        return cls.__module__
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def load_times(path: Path | None) -> dict[str, float]:
+    times: dict[str, float] = {}
+    if path and path.is_file():
+        for line in path.read_text(errors="replace").splitlines():
+            sec, _, tid = line.partition("\t")
+            try:
+                times[tid.strip()] = float(sec)
+            except ValueError:
+                pass
+    return times
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+def worker_main(args) -> int:
+    """A worker: reads units (JSON lists of test ids) from stdin, one per line, runs each as its own
+    suite (so its class/module fixtures run around it), and writes JSON events to --event-fd."""
+    events = os.fdopen(args.event_fd, "w", buffering=1)
+    lock = threading.Lock()
+
+    def send(ev: dict) -> None:
+        with lock:
+            events.write(json.dumps(ev) + "\n")
+            events.flush()
+
+    def on_term(signum, frame):
+        sys.stdout.flush()
+        os._exit(124)
+
+    signal.signal(signal.SIGTERM, on_term)
+    sys.path.insert(0, str(HERE))
+    loader = unittest.TestLoader()
+    stream = unittest.runner._WritelnDecorator(sys.stdout)
+    result = TimedResult(stream, True, 2, on_event=send)
+    send({"ev": "ready"})
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        ids = json.loads(line)
+        suite = unittest.TestSuite()
+        for tid in ids:
+            try:
+                suite.addTests(loader.loadTestsFromName(tid))
+            except Exception:  # an id that no longer loads: an error, never a silent loss
+                send({"ev": "end", "id": tid, "outcome": "error", "reason": "could not load", "seconds": 0.0,
+                      "reports": [("ERROR", tid, traceback.format_exc())]})
+        suite.run(result)
+        # Class and module tear-downs run at the end of a top-level suite run.
+        sys.stdout.flush()
+        send({"ev": "unit-done"})
+    return 0
+
+
+# --------------------------------------------------------------------------- parent side
+
+
+class Worker:
+    """One `run.py --worker` child: its own process group, tag, TMPDIR and port block."""
+
+    def __init__(self, tag: str, index: int, base_tmp: Path, out, base_port: int):
+        self.tag = tag
+        self.tmp = base_tmp / tag
+        self.tmp.mkdir(mode=0o755, exist_ok=True)
+        self.tmp.chmod(0o755)  # the desktop user of test_real_portal walks through it
+        env = dict(os.environ)
+        port_lo = base_port + index * PORTS_PER_WORKER
+        env.update({
+            "BK_WORKER_TAG": tag,
+            "TMPDIR": str(self.tmp),
+            "BK_PORT_RANGE": f"{port_lo}-{port_lo + PORTS_PER_WORKER - 1}",
+            "BK_PORT_STATE": str(self.tmp / ".next-port"),
+            "PYTHONUNBUFFERED": "1",
+        })
+        r_ev, w_ev = os.pipe()
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--worker", "--event-fd", str(w_ev)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+            pass_fds=(w_ev,), cwd=os.getcwd(), start_new_session=True)
+        os.close(w_ev)
+        self.events = r_ev                     # raw fd: read with os.read, split into lines here
+        self.ev_partial = ""
+        self.out = out
+        self.unit: list[str] | None = None     # the unit it is running
+        self.ended: set[str] = set()           # ids of that unit that ended
+        self.running: dict[str, float] = {}    # id -> start (monotonic)
+        self.ready = False
+        self.exited = False
+        self.partial = ""
+
+    def give(self, unit: list[str]) -> None:
+        self.unit = unit
+        self.ended = set()
+        self.proc.stdin.write((json.dumps(unit) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def close_input(self) -> None:
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+
+    def kill(self) -> None:
+        """TERM to the worker's process group (it and the tests' children), then KILL."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                return
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+class Parent:
+    def __init__(self, args, out):
+        self.args = args
+        self.out = out                      # where unittest's lines go (stderr, like unittest)
+        self.outcomes: dict[str, dict] = {}
+        self.times: dict[str, float] = {}
+        self.reports: list[tuple[str, str, str, str]] = []   # (id, flavour, description, traceback)
+        self.workers: list[Worker] = []
+        self.phase_seconds: dict[str, float] = {}
+        self.lock = threading.Lock()
+        self.started_at = time.monotonic()
+        self.base_tmp = Path(tempfile.mkdtemp(prefix=f"bkrun{os.getpid()}-"))
+        self.base_tmp.chmod(0o755)
+        # Different concurrent runs (other checkouts) start their port blocks apart.
+        self.base_port = PORT_FLOOR + (os.getpid() % 2) * 6 * PORTS_PER_WORKER
+
+    # ---- bookkeeping
+
+    def running(self) -> list[str]:
+        return sorted(t for w in self.workers for t in w.running)
+
+    def note_event(self, w: Worker, ev: dict) -> None:
+        kind = ev.get("ev")
+        if kind == "ready":
+            w.ready = True
+        elif kind == "start":
+            w.running[ev["id"]] = time.monotonic()
+        elif kind == "end":
+            tid = ev["id"]
+            w.running.pop(tid, None)
+            w.ended.add(tid)
+            prior = self.outcomes.get(tid)
+            if not (prior and prior["outcome"] in ("failed", "error")):
+                self.outcomes[tid] = {"outcome": ev["outcome"], "reason": ev.get("reason", "")}
+            if ev.get("seconds"):
+                self.times[tid] = ev["seconds"]
+            for flavour, desc, tb in ev.get("reports", []):
+                self.reports.append((tid, flavour, f"[{w.tag}] {desc}", tb))
+
+    def lost(self, w: Worker, why: str) -> None:
+        """A worker died inside a unit: every test of it that did not end is an error, named."""
+        if not w.unit:
+            return
+        running = sorted(w.running)
+        for tid in w.unit:
+            if tid in w.ended:
+                continue
+            reason = f"worker {w.tag} {why}" + (f" while running {', '.join(running)}" if running else "")
+            self.outcomes[tid] = {"outcome": "error", "reason": reason}
+            self.reports.append((tid, "ERROR", f"{tid} [{w.tag}]", reason + "\n"))
+            print(f"[{w.tag}] {tid} ... ERROR ({reason})", file=self.out, flush=True)
+        w.running.clear()
+        w.unit = None
+
+    def write_results(self) -> None:
+        if not self.args.results:
+            return
+        tests = [{"id": tid, **o, "seconds": round(self.times.get(tid, 0.0), 1)}
                  for tid, o in self.outcomes.items()]
-        return {"tests": tests, "running": sorted(self._started)}
+        data = {"tests": tests, "running": self.running()}
+        self.args.results.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.args.results.with_name(self.args.results.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=1) + "\n")
+        tmp.replace(self.args.results)
+
+    # ---- one phase: units over n workers
+
+    def run_phase(self, name: str, units: list[list[str]], n: int) -> None:
+        if not units:
+            return
+        n = max(1, min(n, len(units)))
+        began = time.monotonic()
+        print(f"run.py: {name}: {sum(map(len, units))} tests in {len(units)} units on {n} worker(s)",
+              file=self.out, flush=True)
+        pending = list(units)
+        sel = selectors.DefaultSelector()
+        made = 0
+
+        def spawn() -> Worker:
+            nonlocal made
+            made += 1
+            tag = f"{'x' if name == 'exclusive' else 'w'}{made}"
+            # The exclusive worker gets its own port block too (index 5).
+            w = Worker(tag, (made - 1) % 5 if name != "exclusive" else 5, self.base_tmp, self.out,
+                       self.base_port)
+            self.workers.append(w)
+            sel.register(w.proc.stdout, selectors.EVENT_READ, ("out", w))
+            sel.register(w.events, selectors.EVENT_READ, ("ev", w))
+            return w
+
+        live = [spawn() for _ in range(n)]
+        idle: list[Worker] = []
+
+        def feed(w: Worker) -> None:
+            if pending:
+                w.give(pending.pop(0))
+            else:
+                w.unit = None
+                w.close_input()
+
+        while live:
+            for key, _ in sel.select(timeout=1.0):
+                kind, w = key.data
+                if kind == "out":
+                    data = os.read(key.fileobj.fileno(), 65536)
+                    if not data:
+                        sel.unregister(key.fileobj)
+                        continue
+                    text = w.partial + data.decode(errors="replace")
+                    *lines, w.partial = text.split("\n")
+                    for line in lines:
+                        print(f"[{w.tag}] {line}", file=self.out, flush=True)
+                else:
+                    data = os.read(w.events, 65536)
+                    if not data:
+                        sel.unregister(w.events)
+                        os.close(w.events)
+                        w.exited = True
+                        continue
+                    text = w.ev_partial + data.decode(errors="replace")
+                    *lines, w.ev_partial = text.split("\n")
+                    for line in lines:
+                        try:
+                            ev = json.loads(line)
+                        except json.JSONDecodeError:
+                            continue
+                        with self.lock:
+                            self.note_event(w, ev)
+                        if ev.get("ev") in ("ready", "unit-done"):
+                            feed(w)
+            for w in list(live):
+                if w.exited and w.proc.poll() is not None:
+                    if w.partial:
+                        print(f"[{w.tag}] {w.partial}", file=self.out, flush=True)
+                        w.partial = ""
+                    try:
+                        sel.unregister(w.proc.stdout)
+                    except (KeyError, ValueError):
+                        pass
+                    live.remove(w)
+                    if w.unit is not None:
+                        with self.lock:
+                            self.lost(w, f"exited with status {w.proc.returncode}")
+                    # A worker gone with work left: a fresh one takes over (a bounded number of times).
+                    if pending and made < 3 * n + len(units):
+                        live.append(spawn())
+        sel.close()
+        self.phase_seconds[name] = time.monotonic() - began
+        print(f"run.py: {name}: done in {self.phase_seconds[name]:.0f} s", file=self.out, flush=True)
+        for unit in pending:  # never silently lost: workers kept dying before they got to these
+            for tid in unit:
+                reason = "not run: the workers of this phase kept exiting"
+                self.outcomes[tid] = {"outcome": "error", "reason": reason}
+                self.reports.append((tid, "ERROR", tid, reason + "\n"))
+
+    # ---- the run
+
+    def run(self, parallel: list[list[str]], exclusive: list[list[str]], n: int, after: int | None) -> None:
+        self.run_phase("parallel phase", parallel, n)
+        if exclusive and after:
+            # Something scripts/test runs beside the parallel phase (the fuzz step) must end first:
+            # the exclusive tests run with nothing else on the machine.
+            waited = time.monotonic()
+            print(f"run.py: exclusive phase waits for pid {after} to end", file=self.out, flush=True)
+            while pid_alive(after):
+                time.sleep(0.5)
+            print(f"run.py: pid {after} ended ({time.monotonic() - waited:.0f} s of waiting)", file=self.out, flush=True)
+        self.run_phase("exclusive", exclusive, 1)
+
+    def terminate(self) -> None:
+        for w in self.workers:
+            w.kill()
+
+    def cleanup(self) -> None:
+        if not os.environ.get("KEEP_TEST_DIRS"):
+            shutil.rmtree(self.base_tmp, ignore_errors=True)
+
+
+def pid_alive(pid: int) -> bool:
+    """True while `pid` runs (a zombie counts as ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def order_units(units: dict[str, list[str]], known: dict[str, float]) -> list[list[str]]:
+    """Longest first (last known times; a test never timed counts UNKNOWN_TEST_SECONDS)."""
+    def cost(ids):
+        return sum(known.get(t, UNKNOWN_TEST_SECONDS) for t in ids)
+    return sorted(units.values(), key=cost, reverse=True)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("-k", dest="patterns", action="append", default=[],
                     help="only tests matching PATTERN (unittest -k; repeatable)")
-    ap.add_argument("--times", type=Path, help="write 'seconds<TAB>test id' lines here, slowest first")
+    ap.add_argument("--workers", type=int, default=None,
+                    help=f"parallel workers (default {default_workers()}: from the core count; 1 = one at a time)")
+    phase = ap.add_mutually_exclusive_group()
+    phase.add_argument("--parallel-only", action="store_true", help="run only the tests that need not run alone")
+    phase.add_argument("--exclusive-only", action="store_true", help="run only the exclusive tests (one at a time)")
+    ap.add_argument("--exclusive-after", type=int, metavar="PID",
+                    help="start the exclusive phase only once process PID has ended (scripts/test's fuzz step)")
+    ap.add_argument("--times", type=Path, help="write 'seconds<TAB>test id' lines here, slowest first "
+                    "(the previous file, if any, orders the schedule)")
     ap.add_argument("--slowest", type=int, default=25, help="how many of the slowest tests to print (default 25)")
     ap.add_argument("--results", type=Path, help="write every test's outcome here as JSON")
-    ap.add_argument("--list", action="store_true", help="print how many tests were discovered, and run none")
+    ap.add_argument("--list", action="store_true", help="print how many tests were discovered, and run none "
+                    "(with --verbose: every test id, marked [exclusive: why] where it runs alone)")
+    ap.add_argument("--verbose", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--event-fd", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
 
+    if args.worker:
+        return worker_main(args)
+
+    sys.path.insert(0, str(HERE))
     loader = unittest.TestLoader()
     if args.patterns:
         loader.testNamePatterns = [p if "*" in p else f"*{p}*" for p in args.patterns]
     suite = loader.discover(str(HERE), top_level_dir=str(HERE))
+    tests = list(iter_tests(suite))
     if args.list:
-        print(suite.countTestCases())
+        if args.verbose:
+            for t in tests:
+                why = is_exclusive(t)
+                print(t.id() + (f"  [exclusive: {why}]" if why else ""))
+        print(len(tests))
         return 0
-    runner = unittest.TextTestRunner(verbosity=2, resultclass=TimedResult)
-    result_box: list[TimedResult] = []
-    original_make = runner._makeResult
-    runner._makeResult = lambda: result_box.append(original_make()) or result_box[-1]
 
-    def write_results() -> None:
-        if args.results and result_box:
-            args.results.parent.mkdir(parents=True, exist_ok=True)
-            args.results.write_text(json.dumps(result_box[-1].results_json(), indent=1) + "\n")
+    out = sys.stderr
+    # Discovery failures (a module that does not import) run here: they are errors, reported as such.
+    broken = unittest.TestSuite([t for t in tests if t.__class__.__module__.startswith("unittest.")])
+    runnable = [t for t in tests if not t.__class__.__module__.startswith("unittest.")]
+    par_units: dict[str, list[str]] = {}
+    exc_units: dict[str, list[str]] = {}
+    for t in runnable:
+        if is_exclusive(t):
+            if not args.parallel_only:
+                exc_units.setdefault(unit_key(t), []).append(t.id())
+        elif not args.exclusive_only:
+            par_units.setdefault(unit_key(t), []).append(t.id())
+    # The last run's times order the schedule; a fresh clone has none, so the committed times of a
+    # whole run (Tests/Integration/times.tsv) stand in, and any test newer than both counts a guess.
+    known = load_times(COMMITTED_TIMES)
+    known.update(load_times(args.times))
+    n = args.workers if args.workers is not None else default_workers()
+    n = max(1, n)
+    parent = Parent(args, out)
 
     def on_term(signum, frame):
-        # scripts/test's timeout: say which test hung, keep what ran, and stop.
-        running = sorted(result_box[-1]._started) if result_box else []
+        # scripts/test's timeout: say which tests hung, keep what ran, and stop.
+        running = parent.running()
         print(f"\nrun.py: stopped by signal {signum} while running: {', '.join(running) or 'nothing'}",
               file=sys.stderr, flush=True)
-        write_results()
+        parent.write_results()
+        parent.terminate()
+        parent.cleanup()
         sys.stderr.flush()
         sys.stdout.flush()
-        os._exit(124)  # not SystemExit: unittest would catch it as the running test's error
+        os._exit(124)
 
     signal.signal(signal.SIGTERM, on_term)
-    result = runner.run(suite)
-    write_results()
+    signal.signal(signal.SIGINT, on_term)
 
-    times = sorted(result.times, reverse=True)
+    if broken.countTestCases():
+        res = TimedResult(unittest.runner._WritelnDecorator(out), True, 2,
+                          on_event=lambda ev: parent.note_event(_LOCAL, ev) if ev.get("ev") == "end" else None)
+        broken.run(res)
+
+    # --workers 1: the parallel set still goes first, then the exclusive set: the same order as N.
+    try:
+        parent.run(order_units(par_units, known), order_units(exc_units, known), n, args.exclusive_after)
+    finally:
+        parent.terminate()
+        parent.cleanup()
+    elapsed = time.monotonic() - parent.started_at
+    parent.write_results()
+
+    # The failure report, as unittest prints it.
+    for tid, flavour, desc, tb in parent.reports:
+        print(SEP1, file=out)
+        print(f"{flavour}: {desc}", file=out)
+        print(SEP2, file=out)
+        print(tb.rstrip("\n"), file=out)
+    counts = {k: 0 for k in ("failed", "error", "skipped", "unexpected-success")}
+    for o in parent.outcomes.values():
+        if o["outcome"] in counts:
+            counts[o["outcome"]] += 1
+    # Class and module fixture errors ("setUpClass (mod.Class)") are in the outcomes, not tests.
+    ran = sum(1 for tid in parent.outcomes if " " not in tid)
+    print(SEP2, file=out)
+    print(f"Ran {ran} test{'s' if ran != 1 else ''} in {elapsed:.3f}s on {n} worker(s)"
+          f" (parallel phase, then {sum(map(len, exc_units.values()))} exclusive)", file=out)
+    print(file=out)
+    infos = [f"{label}={counts[k]}" for k, label in (("failed", "failures"), ("error", "errors"),
+                                                      ("skipped", "skipped"),
+                                                      ("unexpected-success", "unexpected successes"))
+             if counts[k]]
+    ok = counts["failed"] == 0 and counts["error"] == 0 and counts["unexpected-success"] == 0
+    if ran == 0:
+        ok = False
+    verdict = "OK" if ok else "FAILED"
+    print(verdict + (f" ({', '.join(infos)})" if infos else ""), file=out, flush=True)
+
+    times = sorted(((t, name) for name, t in parent.times.items()), reverse=True)
     total = sum(t for t, _ in times)
     if args.times:
         args.times.parent.mkdir(parents=True, exist_ok=True)
         args.times.write_text("".join(f"{t:.1f}\t{name}\n" for t, name in times))
-    # After unittest's verdict line; scripts/test reads the last OK/FAILED line, which stays unittest's.
+    # After the verdict line; scripts/test reads the last OK/FAILED line.
+    phases = ", ".join(f"{k} {v:.0f} s" for k, v in parent.phase_seconds.items())
     print(f"\nslowest {min(args.slowest, len(times))} of {len(times)} tests "
-          f"({total:.0f} s in all):", file=sys.stderr)
+          f"({total:.0f} s of test time in {elapsed:.0f} s of wall time{': ' + phases if phases else ''}):",
+          file=sys.stderr)
     for t, name in times[:args.slowest]:
         print(f"  {t:7.1f} s  {name}", file=sys.stderr)
-    return 0 if result.wasSuccessful() else 1
+    return 0 if ok else 1
 
+
+class _Local:
+    """The parent's own stand-in for a worker (discovery errors run in the parent)."""
+    tag = "main"
+    running: dict = {}
+    ended: set = set()
+
+
+_LOCAL = _Local()
 
 if __name__ == "__main__":
     sys.exit(main())

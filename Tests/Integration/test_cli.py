@@ -6,6 +6,7 @@ import unittest
 
 import support
 from support import BroadcastTestCase
+from support import exclusive  # noqa: E402
 
 
 class CLIErrorTests(BroadcastTestCase):
@@ -58,6 +59,7 @@ class CLIErrorTests(BroadcastTestCase):
                 self.assertEqual(len(lines), 1, f"{name}: want exactly one stderr line, got {lines}")
                 self.assertTrue(lines[0].startswith("broadcast: "), f"{name}: {lines[0]!r}")
 
+    @exclusive("the time to give up (< 10 s)")
     def test_unreachable_server_exits_3_quickly(self):
         port = support.free_port()  # nothing listens there: connection refused
         key = support.new_key()
@@ -150,6 +152,7 @@ class KeyHandlingTests(BroadcastTestCase):
         self.assertIn("96 kbps", r.stderr)
         self.assertTrue(self.ingest.wait_recording(key).exists(), "server saw no publish under the key")
 
+    @exclusive("the time to refuse (< 5 s)")
     def test_unwritable_output_refused_before_connecting(self):
         blocker = self.tmp / "not-a-dir"
         blocker.write_text("x")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import support
 from support import BroadcastTestCase
+from support import exclusive  # noqa: E402
 
 CLOSED = "rtmp://127.0.0.1:9/live"  # nothing listens on port 9: a connect would exit 3
 
@@ -244,6 +245,7 @@ class FlagEffectTests(BroadcastTestCase):
         self.assertGreater(counts[2], counts[1], counts)
         self.assertGreater(counts[4], counts[2], counts)
 
+    @exclusive("the delivered bitrate under a service cap")
     def test_service_caps_the_bitrate(self):
         # Twitch's published limit is 6000 kbps: a higher request is capped, with a note.
         r = self.run_broadcast(["--print-memory-plan", "--source", "test", "--res", "720p", "--service", "twitch",

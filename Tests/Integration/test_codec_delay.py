@@ -19,6 +19,7 @@ import textwrap
 import unittest
 
 from support import REPO_ROOT, BroadcastTestCase
+from support import exclusive  # noqa: E402
 
 LIB = REPO_ROOT / ".build" / "release" / "libbroadcastkit.so"
 PY_BINDING = REPO_ROOT / "bindings" / "python"
@@ -88,6 +89,7 @@ def decode_flash_and_click(path) -> tuple[float, float, int]:
     return flash_t, click_t, rate
 
 
+@exclusive("a click's play time against its capture time")
 class AudioEncoderDelayTest(BroadcastTestCase):
     def check(self, codec: str) -> None:
         rec = self.track_file(self.tmp / f"click-{codec}.flv")

@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 
 from support import BROADCAST_BIN, REPO_ROOT, clean_env, new_key, redact, start_ingest
+from support import exclusive  # noqa: E402
 
 V1 = Path("/sys/fs/cgroup/memory")
 V2 = Path("/sys/fs/cgroup")
@@ -154,6 +155,7 @@ class ContainerBudgetTests(unittest.TestCase):
         self.assertIn("DOES NOT FIT", r.stdout, out)
         self.assertIn("x264 configuration                 ultrafast, 1 pending frame", r.stdout, out)
 
+    @exclusive("VmHWM inside a 50 MiB cgroup")
     def test_1080p_streams_inside_a_50MiB_cgroup(self):
         cg, _ = self.cgroup(50 << 20)
         ingest = start_ingest()
@@ -175,6 +177,7 @@ class ContainerBudgetTests(unittest.TestCase):
         self.assertLessEqual(peak, 46 << 20, f"VmHWM {peak / 1048576:.1f} MiB")
         self.assertTrue(ingest.wait_recording(key).stat().st_size > 1 << 20)
 
+    @exclusive("VmHWM inside a 50 MiB cgroup")
     def test_4K_desktop_to_1080p_streams_inside_a_50MiB_cgroup(self):
         state = Path(tempfile.mkdtemp(prefix="bcast-pw4k-"))
         up = subprocess.run([str(REPO_ROOT / "scripts" / "pipewire-up"), "--state", str(state),

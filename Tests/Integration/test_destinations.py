@@ -26,6 +26,7 @@ from pathlib import Path
 
 import support  # noqa: E402
 from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase, clean_env, free_port, new_key, start_ingest  # noqa: E402
+from support import exclusive  # noqa: E402
 
 FPS = 30
 
@@ -117,6 +118,7 @@ class DestinationTests(BroadcastTestCase):
         errors = [l for l in text.splitlines() if l.startswith("broadcast: error:")]
         self.assertTrue(errors and "--require-all" in errors[-1], text)
 
+    @exclusive("the downtime (< 6 s)")
     def test_run_ending_while_the_only_destination_reconnects_exits_4_with_downtime(self):
         a = self.ingest()
         _, fa = self.key_file("a.key")
@@ -152,6 +154,7 @@ def video_bytes_between(path: Path, start_s: float, end_s: float) -> int:
     return total
 
 
+@exclusive("bitrates on a throttled link, and a cgroup's peak usage")
 class ThrottledDestinationTest(BroadcastTestCase):
     WARMUP_S = 8
     THROTTLE_S = 30

@@ -25,6 +25,7 @@ import unittest
 from pathlib import Path
 
 from support import REPO_ROOT, BroadcastTestCase, find_key_leaks, new_key, start_ingest
+from support import exclusive  # noqa: E402
 
 BUILD_DIR = REPO_ROOT / ".build" / "release"
 LIB = BUILD_DIR / "libbroadcastkit.so"
@@ -153,6 +154,7 @@ class CABITest(BroadcastTestCase):
         self.assertRecordingOK(rec, expect_frames=expected, tolerance=3, expect_width=1280, expect_height=720,
                                expect_audio_codec="aac", expect_audio_seconds=10.0, audio_tolerance_pct=3.0)
 
+    @exclusive("heap allocations per frame")
     def test_c_example_makes_no_allocations_per_frame(self):
         shim = self.installed.dir / "allocshim.so"
         subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(SHIM_SRC)], check=True)
@@ -243,6 +245,7 @@ def keyframe_indexes(path: Path) -> tuple[int, list[int]]:
     return n, keys
 
 
+@exclusive("producers faster than real time: drops per second")
 class BackpressureAndControlsTest(BroadcastTestCase):
     """Producers faster than real time (a transcoder, a file) push 300 720p frames in a loop: with
     back-pressure "block" every frame is encoded; with "drop" (live sources) the busy encoder drops
@@ -317,6 +320,7 @@ def gst_uint_property(inspect: str, name: str) -> tuple[int, int, int]:
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
+@exclusive("rebuilds the GStreamer element the other tests load (scripts/build-gst)")
 class OneSetOfRulesTest(BroadcastTestCase):
     """The library owns every range and default (BroadcastLimits, exposed as bk_limits()); the C ABI,
     Python, GStreamer and the CLI accept exactly that table, default to it, and size the send queue
@@ -719,6 +723,7 @@ class ControlProtocolTest(BroadcastTestCase):
         self.assertIn(f"--control {sock}: already in use by a running broadcast", r.stderr)
         self.assertTrue(sock.exists(), "a live socket was removed")
 
+    @exclusive("broadcastctl's VmHWM")
     def test_broadcastctl_buffer_is_bounded(self):
         # A server that answers 300 MB without a newline: broadcastctl stops at 1 MiB, exit 2.
         import socket as _socket

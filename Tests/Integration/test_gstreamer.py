@@ -24,6 +24,7 @@ import unittest
 from pathlib import Path
 
 from support import REPO_ROOT, BroadcastTestCase, new_key, start_ingest
+from support import exclusive  # noqa: E402
 
 BUILD_DIR = REPO_ROOT / ".build" / "release"
 PLUGIN_DIR = BUILD_DIR / "gstreamer-1.0"
@@ -135,6 +136,7 @@ class GStreamerSinkTest(BroadcastTestCase):
                         "-c:a", "pcm_s16le", str(audio)], check=True, timeout=60)
         return video, audio
 
+    @exclusive("A/V sync")
     def test_flash_beep_through_the_element_in_sync(self):
         ingest = start_ingest()
         self.addCleanup(ingest.stop)
@@ -165,6 +167,7 @@ class GStreamerSinkTest(BroadcastTestCase):
         self.assertLessEqual(s["max_abs_ms"], 35.0, result.get("reasons"))
         self.assertEqual(p.returncode, 0, result.get("reasons"))
 
+    @exclusive("audio against video time")
     def test_unpaced_non_live_audio_and_video_stay_together(self):
         # sync=false: both pads run as fast as the encoder takes them; the audio is held to the video's
         # running time, so the track is not padded with silence and flashes pair with beeps.
@@ -322,6 +325,7 @@ class GStreamerSinkTest(BroadcastTestCase):
         self.assertAlmostEqual(keys[1], 2.0, delta=0.5)
         self.assertAlmostEqual(keys[2], 3.0, delta=0.5)
 
+    @exclusive("drops under a rate the element cannot keep")
     def test_drops_post_qos_and_a_warning(self):
         # A live 1080p120 source into x264 medium on this machine's two cores: the encoder cannot keep
         # up, so frames are dropped (live input drops); each drop is a QoS message and there is a WARNING.

@@ -15,8 +15,10 @@ import time
 from pathlib import Path
 
 from support import BROADCAST_BIN, BroadcastTestCase, clean_env, new_key, start_ingest
+from support import exclusive  # noqa: E402
 
 
+@exclusive("the heartbeat file's age against fixed waits")
 class HeartbeatTest(BroadcastTestCase):
     def check(self, path: Path, max_age: float) -> subprocess.CompletedProcess:
         r = subprocess.run([str(BROADCAST_BIN), "--check-heartbeat", str(path), "--max-age", str(max_age)],

@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import support  # noqa: E402
 from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase, clean_env, new_key  # noqa: E402
+from support import exclusive  # noqa: E402
 
 SERVER = REPO_ROOT / "tools" / "rtmp_test_server.py"
 CONNECT_TIMEOUT_S = 5   # BroadcastConfiguration's default connect timeout
@@ -196,6 +197,7 @@ class HostileServerTests(BroadcastTestCase):
             self.assertIn(n, last, r.describe())
         return last
 
+    @exclusive("the time to exit")
     def test_refused_with_badname_at_start_exits_3(self):
         s = self.server("--mode", "refuse-badname")
         r, _ = self.publish(s, 5)
@@ -204,6 +206,7 @@ class HostileServerTests(BroadcastTestCase):
         self.assertOneLineError(r, "still publishing this stream name", "NetStream.Publish.BadName")
         self.assertTrue(any(e["event"] == "refused" for e in s.events()))
 
+    @exclusive("the time to exit")
     def test_refused_with_rejected_exits_3(self):
         s = self.server("--mode", "refuse-rejected")
         r, _ = self.publish(s, 5)
@@ -211,6 +214,7 @@ class HostileServerTests(BroadcastTestCase):
         self.assertLess(r.seconds, CONNECT_TIMEOUT_S + 3, r.describe())
         self.assertOneLineError(r, "rejected", "NetStream.Publish.Rejected")
 
+    @exclusive("the connect timeout")
     def test_handshake_stall_exits_3_within_the_connect_timeout(self):
         s = self.server("--mode", "stall-handshake")
         r, _ = self.publish(s, 5)
@@ -218,6 +222,7 @@ class HostileServerTests(BroadcastTestCase):
         self.assertLess(r.seconds, CONNECT_TIMEOUT_S + 3, r.describe())
         self.assertOneLineError(r, "handshake", f"no reply within {CONNECT_TIMEOUT_S} s")
 
+    @exclusive("the time to exit")
     def test_junk_after_connect_exits_3_or_4_with_a_clear_message(self):
         s = self.server("--mode", "junk-after-connect")
         r, _ = self.publish(s, 5)
@@ -237,6 +242,7 @@ class HostileServerTests(BroadcastTestCase):
         for f in files:
             self.assertRecordingOK(f, expect_audio_codec="aac")
 
+    @exclusive("congestion against a slow reader, run time")
     def test_slow_reader_engages_congestion_and_ends_cleanly(self):
         s = self.server("--mode", "slow-read", "--kbps", "300")
         seconds = 10
@@ -268,6 +274,7 @@ class HostileServerTests(BroadcastTestCase):
 
     # --- issue 22: hostile peers ------------------------------------------------------------
 
+    @exclusive("VmHWM under a flood")
     def test_chunk_stream_flood_during_connect_stays_in_the_budget(self):
         # The issue's attack (65 000 streams, each announcing 1 MB: 272 MB before) and one whose
         # messages are small enough to pass the message bound, so the stream cap must stop it.
@@ -285,6 +292,7 @@ class HostileServerTests(BroadcastTestCase):
                 self.assertIn("protocol error from server", errors[0], w.describe())
                 self.assertTrue(any(e["event"] == "flood" for e in s.events()), s.events())
 
+    @exclusive("VmHWM under a flood")
     def test_chunk_stream_flood_after_publish_is_a_lost_connection_in_the_budget(self):
         # 20 000 streams after publish: exit 0 and 95.5 MB before. Now the flood is a protocol
         # error mid-stream ("connection lost", not "could not connect"), the reconnects meet the
@@ -301,6 +309,7 @@ class HostileServerTests(BroadcastTestCase):
         self.assertIn("connection lost:", lost[0], w.describe())
         self.assertNotIn("could not connect", lost[0], w.describe())
 
+    @exclusive("run time and VmHWM under a ping flood")
     def test_ping_flood_does_not_stretch_the_duration(self):
         s = self.server("--mode", "ping-flood")
         seconds = 6
@@ -316,6 +325,7 @@ class HostileServerTests(BroadcastTestCase):
         self.assertLessEqual(w.end - live, seconds + 1.0, w.describe())
         self.assertLessEqual(w.maxrss_mib, BUDGET_MIB, w.describe())
 
+    @exclusive("the time to exit after SIGINT (<= 3 s)")
     def test_signal_while_a_reconnect_waits_for_publish_is_exit_4_not_rejected(self):
         s = self.server("--mode", "close-then-slow-publish", "--after", "2", "--hold", "60")
         w = self.watched(s, "--duration", "60", "--reconnect-delay", "0.5")

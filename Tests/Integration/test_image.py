@@ -31,6 +31,11 @@ from pathlib import Path
 
 from support import (BROADCAST_BIN, REPO_ROOT, BroadcastTestCase, free_port, new_key, redact,
                      start_ingest)
+from support import exclusive  # noqa: E402
+
+# Both classes build (scripts/image, staged in out/image) or reuse the one image of this commit:
+# run.py keeps the module in one worker, so two builds never race.
+BK_ONE_WORKER = "one scripts/image build (out/image) for the module"
 from test_network import Nginx, make_pki
 
 IMAGE_REPO = "localhost/broadcast"
@@ -154,6 +159,7 @@ class ImageTestCase(BroadcastTestCase):
 
 
 class ImageStreamTests(ImageTestCase):
+    @exclusive("memory under a 50 MB container limit")
     def test_stream_720p_with_key_file_under_50m(self):
         ingest = start_ingest()
         self.addCleanup(ingest.cleanup)
@@ -203,6 +209,7 @@ class ImageStreamTests(ImageTestCase):
                          f"the plan inside the container must take its budget from the cgroup:\n{r.stdout}")
         self.assertRegex(r.stdout, r"total\s+[\d.]+ MB of 38\.5 MB budget", r.stdout)
 
+    @exclusive("the time to stop on SIGTERM")
     def test_read_only_root_stats_to_stdout_and_sigterm(self):
         """What the Deployment relies on: readOnlyRootFilesystem, stats JSON on stdout for the
         log collector, and SIGTERM to PID 1 (podman forwards it) -> clean stop, exit 0, < 2 s."""

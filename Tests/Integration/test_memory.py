@@ -19,11 +19,13 @@ import unittest
 from pathlib import Path
 
 from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase, clean_env, new_key, start_ingest
+from support import exclusive  # noqa: E402
 
 BENCH_BIN = BROADCAST_BIN.parent / "bk-bench"
 SHIM_SRC = REPO_ROOT / "tools" / "allocshim" / "allocshim.c"
 
 
+@exclusive("heap allocation counts")
 class AllocationTest(unittest.TestCase):
     def pipeline(self, *extra: str) -> subprocess.CompletedProcess:
         self.assertTrue(BENCH_BIN.exists(), f"{BENCH_BIN} not built (scripts/build)")
@@ -60,6 +62,7 @@ class AllocationTest(unittest.TestCase):
         self.assertEqual(r["allocations"], 0, r)  # DESIGN: a frame costs no heap allocation (measured 0 at 600 frames)
 
 
+@exclusive("heap allocation counts")
 class WholeProcessAllocationTest(BroadcastTestCase):
     """Issue 23: the real CLI, pushing 720p to nginx-rtmp with --stats-json, the status line (stderr
     is a terminal) and the housekeeper running, makes no heap allocation on any thread between
@@ -128,6 +131,7 @@ class BudgetTest(BroadcastTestCase):
         self.assertIn("x264 configuration                 veryfast-lean", r.stdout)
         self.assertIn("fits", r.stdout)
 
+    @exclusive("RSS against the budget")
     def test_720p_stream_stays_under_default_budget(self):
         ingest = start_ingest()
         self.addCleanup(ingest.stop)
@@ -173,6 +177,7 @@ if __name__ == "__main__":
     unittest.main()
 
 
+@exclusive("VmHWM on a stalled link")
 class StalledTransportTest(BroadcastTestCase):
     """A link that (almost) stops carrying data: the queue stays under its byte cap, memory stays
     flat, video is dropped by policy, audio only at the cap, and the process keeps reporting."""
@@ -228,6 +233,7 @@ class StalledTransportTest(BroadcastTestCase):
         self.assertLess(max(l["peak_rss_bytes"] for l in lines), 50 << 20)
 
 
+@exclusive("anonymous memory before and after")
 class FadeMemoryTest(BroadcastTestCase):
     """Issue 23: memory that stays after a content change. x264 allocates a weighted luma plane per
     thread at open and touches it only at the first frame it weights (a fade, a flash): the

@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support import (BROADCAST_BIN, REPO_ROOT, TOOLS_DIR, BroadcastTestCase, clean_env,  # noqa: E402
                      free_port, new_key)
+from support import exclusive  # noqa: E402
 
 import av  # noqa: E402
 
@@ -101,6 +102,19 @@ class Nginx:
 
     def recordings(self, key: str) -> list[Path]:
         return sorted(p for p in self.rec_dir.glob(f"{key}*.flv") if p.stat().st_size > 0)
+
+    def settled_recordings(self, key: str, timeout: float = 10.0) -> list[Path]:
+        """The recordings of `key` once there is one and no file has grown for 0.3 s (nginx writes
+        the end of a publish after the publisher has gone), polled with a deadline."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            now = [(p, p.stat().st_size) for p in self.recordings(key)]
+            if now and now == last:
+                break
+            last = now
+            time.sleep(0.3)
+        return self.recordings(key)
 
     def _write_conf(self) -> Path:
         stream = ""
@@ -284,8 +298,7 @@ class RTMPSTests(BroadcastTestCase):
         self.assertEqual(r.returncode, 0, r.describe())
         for noise in ("gnutls", "TLS_Connect", "RTMP_"):
             self.assertNotIn(noise, r.stderr, r.describe())
-        time.sleep(0.5)
-        recs = self.nginx.recordings(key)
+        recs = self.nginx.settled_recordings(key)
         self.assertEqual(len(recs), 1, f"recordings: {recs}\n{r.describe()}")
         report = self.assertRecordingOK(recs[0], expect_video_codec="h264", expect_audio_codec="aac")
         self.assertGreater(report.first("video").frames, 100)
@@ -295,8 +308,7 @@ class RTMPSTests(BroadcastTestCase):
         r = self.publish(f"rtmps://127.0.0.1:{self.tls_port}/live", key,
                          extra=["--ca-file", str(self.pki["ca"])], seconds=2)
         self.assertEqual(r.returncode, 0, r.describe())
-        time.sleep(0.5)
-        self.assertEqual(len(self.nginx.recordings(key)), 1)
+        self.assertEqual(len(self.nginx.settled_recordings(key)), 1)
 
     def test_wrong_host_name_refused_even_with_ca_file(self):
         key = new_key()
@@ -311,6 +323,7 @@ class RTMPSTests(BroadcastTestCase):
         self.assertIn("--ca-file", r.stderr)
 
 
+@exclusive("the time to resume after a restart")
 class ServerRestartTest(BroadcastTestCase):
     """nginx stopped for 5 s mid-stream, then started again on the same port and directory."""
 
@@ -346,7 +359,7 @@ class ServerRestartTest(BroadcastTestCase):
             rc = proc.wait(timeout=60)
         output = log.read_text(errors="replace")
         self._captured_texts.append(output)
-        time.sleep(0.5)
+        nginx.settled_recordings(key)   # nginx has written the end of the publish
         nginx.stop()
         stats = read_stats(stats_path)
         final = stats[-1]
@@ -373,6 +386,7 @@ class ServerRestartTest(BroadcastTestCase):
             self.assertEqual(gop["broken_gops"], [], f"segment {n}: frames missing inside a GOP")
 
 
+@exclusive("the bitrate controller on a throttled link")
 class SlowLinkTest(BroadcastTestCase):
     """Issue 22's steady throttle, shortened: 2500 kbps of noisy 360p through
     tools/throttle_proxy.py limited to 1200 kbit/s for THROTTLE_S seconds.
@@ -424,7 +438,7 @@ class SlowLinkTest(BroadcastTestCase):
         src.wait(timeout=10)
         offset = time.monotonic() - t0 - r.seconds  # proxy clock -> broadcast clock
         self.assertEqual(r.returncode, 0, r.describe())
-        time.sleep(0.5)
+        nginx.settled_recordings(key)   # nginx has written the end of the publish
         nginx.stop()
 
         stats = [s for s in read_stats(stats_path) if s["state"] != "finished"]

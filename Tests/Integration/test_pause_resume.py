@@ -26,6 +26,7 @@ from bktools import targets
 
 from support import (BROADCAST_BIN, REPO_ROOT, BroadcastTestCase,  # noqa: E402
                      new_key, start_ingest)
+from support import exclusive  # noqa: E402
 from test_soak import flash_frames_not_sent  # noqa: E402
 
 LONG = not os.environ.get("SKIP_LONG_TESTS")
@@ -46,6 +47,7 @@ def video_times(path: Path) -> list[float]:
         return sorted(float(p.pts * p.time_base) for p in c.demux(vs) if p.pts is not None)
 
 
+@exclusive("A/V sync across pauses")
 @unittest.skipUnless(LONG, "SKIP_LONG_TESTS set")
 @unittest.skipUnless(BROADCAST_BIN.exists(), f"{BROADCAST_BIN} not built")
 class PauseResumeTest(BroadcastTestCase):

@@ -36,6 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support import REPO_ROOT, TOOLS_DIR, BroadcastTestCase, new_key, start_ingest  # noqa: E402
+from support import exclusive  # noqa: E402
 
 if str(TOOLS_DIR) not in sys.path:
     sys.path.insert(0, str(TOOLS_DIR))
@@ -138,6 +139,7 @@ class PipeWireCaptureTest(BroadcastTestCase):
         self.assertTrue(rec.exists(), f"no recording; ingest log:\n{ingest.error_log()[-2000:]}")
         return pw_capture_check.analyse(str(rec), [1000.0, 660.0]), r
 
+    @exclusive("frames against the producer's rate")
     def test_capture_screen_node_into_nginx(self) -> None:
         frames_file = self.state / "frames"
         seconds = 10
@@ -224,6 +226,7 @@ class PipeWireCaptureTest(BroadcastTestCase):
         self.assertGreater(r["tones"]["1000"], 100, f"app tone missing: {r['tones']}")
         self.assertGreater(r["tones"]["660"], 100, f"mic tone missing: {r['tones']}")
 
+    @exclusive("VmHWM")
     def test_memory_2560x1440_desktop_at_720p_under_budget(self) -> None:
         r = self.measured("2560x1440", "720p", 30)
         self.assertStreamed(r, "1280x720", 30)
@@ -243,6 +246,7 @@ class PipeWireCaptureTest(BroadcastTestCase):
         self.assertLessEqual(r["at_max_rss_mib"].get("RssShmem", 99), plan["capture source buffers"], r)
         self.assertLessEqual(r["vmhwm_mib"], plan["total"], r)
 
+    @exclusive("VmHWM")
     def test_memory_3840x2160_desktop_streams_at_1080p(self) -> None:
         r = self.measured("3840x2160", "1080p", 30)
         self.assertEqual(r["exit"], 0, r["stderr"])
@@ -257,6 +261,7 @@ class PipeWireCaptureTest(BroadcastTestCase):
         self.assertLess(r["vmhwm_mib"], 50.0, r)
         self.assertPlanBounds(r)
 
+    @exclusive("VmHWM")
     def test_memory_producer_insisting_on_8_buffers_costs_no_more_than_2(self) -> None:
         two = self.measured("2560x1440", "720p", 20, buffers=2)
         eight = self.measured("2560x1440", "720p", 20, buffers=8)
@@ -352,6 +357,7 @@ class PipeWireCaptureTest(BroadcastTestCase):
         self.wait_node(name, env)
         return name
 
+    @exclusive("frame rate and gaps")
     def test_still_damage_driven_screen_streams_a_constant_frame_rate(self) -> None:
         name = self.damage_producer("never")
         rec = self.tmp / "still.flv"
@@ -508,6 +514,7 @@ class PipeWireNoAudioDeviceTest(BroadcastTestCase):
         if not os.environ.get("KEEP_TEST_DIRS"):
             subprocess.run(["rm", "-rf", str(cls.state)], check=False)
 
+    @exclusive("audio span against video at a frame rate")
     def test_no_audio_device_streams_silence_and_says_so(self) -> None:
         listing = self.run_broadcast(["--list-sources"], env=self.pw_env)
         self.assertIn("Audio sources (--mic NODE):\n  (none)", listing.stdout, listing.stdout)

@@ -27,16 +27,32 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support import BROADCAST_BIN, BroadcastTestCase, new_key  # noqa: E402
+from support import exclusive  # noqa: E402
 
 
 def sh(*args: str) -> None:
     subprocess.run(args, check=True, capture_output=True, timeout=30)
 
 
+def wait_listening(ns: str, proc: subprocess.Popen, port: int = 1935, timeout: float = 10.0) -> None:
+    """Polls until something listens on TCP `port` inside namespace `ns` (nginx started by `proc`)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"nginx in {ns} exited with {proc.returncode} before listening")
+        r = subprocess.run(["ip", "netns", "exec", ns, "ss", "-Hltn", f"sport = :{port}"],
+                           capture_output=True, text=True, timeout=10)
+        if r.stdout.strip():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on port {port} in {ns} after {timeout:.0f} s")
+
+
 def can_make_namespaces() -> bool:
     return os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
 
 
+@exclusive("downtime on a black-holed path")
 @unittest.skipUnless(can_make_namespaces(), "needs root, ip and tc (network namespaces)")
 class PMTUBlackHoleTest(BroadcastTestCase):
     SECONDS = 32
@@ -75,7 +91,7 @@ class PMTUBlackHoleTest(BroadcastTestCase):
                                        "-e", str(self.tmp / "error.log")],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.addCleanup(lambda: (self.nginx.kill(), self.nginx.wait(timeout=10)))
-        time.sleep(1)
+        wait_listening(self.b, self.nginx)
 
     def run_with_stall(self, stall) -> None:
         key = new_key()
@@ -114,6 +130,7 @@ def nft_available() -> bool:
     return can_make_namespaces() and shutil.which("nft") is not None
 
 
+@exclusive("downtime on a black-holed path")
 @unittest.skipUnless(nft_available(), "needs root, ip, tc and nft (network namespaces)")
 class FullBlackHoleTest(BroadcastTestCase):
     """Issue 22, defect 9: every packet to and from the ingest dropped for HOLE seconds (nftables
@@ -148,7 +165,7 @@ class FullBlackHoleTest(BroadcastTestCase):
                                        "-e", str(self.tmp / "error.log")],
                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.addCleanup(lambda: (self.nginx.kill(), self.nginx.wait(timeout=10)))
-        time.sleep(1)
+        wait_listening(self.ns, self.nginx)
 
     def nft(self, *args: str) -> None:
         sh("ip", "netns", "exec", self.ns, "nft", *args)

@@ -38,6 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support import (BROADCAST_BIN, REPO_ROOT, TOOLS_DIR, BroadcastTestCase, RunResult,  # noqa: E402
                      new_key, start_ingest)
+from support import exclusive  # noqa: E402
 
 import av  # noqa: E402
 import support  # noqa: E402
@@ -233,6 +234,7 @@ class DesktopTestCase(BroadcastTestCase):
         return r, hwm, rec
 
 
+@exclusive("VmHWM and run times on the real desktop (software GL)")
 class RealPortalTest(DesktopTestCase):
     def test_seeded_grant_streams_then_stored_token_is_reused_both_cursor_modes(self) -> None:
         seeded = DESKTOP_ENV["DESKTOP_PORTAL_TOKEN"]
@@ -307,6 +309,7 @@ class RealPortalTest(DesktopTestCase):
         self.assertGreater(analyse(rec)["frames"], 30, "what was captured before the close was not sent")
 
 
+@exclusive("frame rate and keyframe gaps of a still screen")
 class RealPortalFrameRateAndSilenceTargets(DesktopTestCase):
     """Issue 21's targets that need a constant output frame rate and audio that always flows (the
     `frames` helper's work): on a branch without it these fail by design."""

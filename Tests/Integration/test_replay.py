@@ -53,6 +53,7 @@ from bktools import avsync as avsync_tool
 
 import support
 from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase
+from support import exclusive  # noqa: E402
 from test_soak import flash_frames_not_sent
 
 PY = sys.executable
@@ -74,6 +75,23 @@ def control(path: Path, line: str, timeout: float = 60) -> dict:
             data += chunk
     return json.loads(data.decode())
 GOP_S = 2.0          # the CLI's keyframe interval
+
+
+def wait_live(stats_path: Path, proc: subprocess.Popen, timeout: float = 30.0) -> float:
+    """Polls --stats-json until a line says "live"; the time.monotonic() it was seen."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"broadcast exited with {proc.returncode} before going live")
+        if stats_path.exists():
+            for line in stats_path.read_text(errors="replace").splitlines():
+                try:
+                    if json.loads(line).get("state") == "live":
+                        return time.monotonic()
+                except json.JSONDecodeError:
+                    pass  # a line being written
+        time.sleep(0.1)
+    raise AssertionError(f"no live stats line within {timeout:.0f} s")
 
 
 def video_keyframe_first_and_span(path: Path) -> tuple[bool, float, float]:
@@ -200,6 +218,7 @@ class ReplayTests(BroadcastTestCase):
         gaps = [x for x in r["streams"] if x.get("kind") == "audio"]
         self.assertTrue(all(g.get("gaps", 0) == 0 for g in gaps), r["streams"])
 
+    @exclusive("clip lengths and A/V sync against wall-clock saves")
     def test_clip_on_sigusr1_while_streaming(self):
         ingest = support.start_ingest()
         self.addCleanup(ingest.cleanup)
@@ -212,8 +231,10 @@ class ReplayTests(BroadcastTestCase):
                            "--replay-seconds", "30", "--replay-dir", clips, "--duration", "60", "--control", sock,
                            "--stats-json", stats_path],
                           env={"STREAM_KEY": key})
-        started = time.monotonic()
-        time.sleep(44)
+        # The saves' times are on the stream's clock: from the first "live" stats line, polled
+        # (start-up on a loaded machine is not a fixed time), not from the process start.
+        started = wait_live(stats_path, proc)
+        time.sleep(max(0.0, 44 - (time.monotonic() - started)))
         saves = [time.monotonic() - started]
         proc.send_signal(signal.SIGUSR1)
         time.sleep(52 - (time.monotonic() - started))
@@ -265,6 +286,7 @@ class ReplayTests(BroadcastTestCase):
         audio = [x for x in r["streams"] if x.get("kind") == "audio"]
         self.assertTrue(audio and all(a.get("gaps", 0) == 0 for a in audio), r["streams"])
 
+    @exclusive("VmHWM")
     def test_first_clip_does_not_raise_vmhwm(self):
         """The CLI drops its start-up code pages once live; the first clip's save path (naming,
         the MP4 writer, number formatting) used to fault about 1.2 MB of them back in, a VmHWM step

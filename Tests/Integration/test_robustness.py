@@ -21,6 +21,7 @@ from urllib.parse import parse_qs
 
 import support
 from support import BroadcastTestCase
+from support import exclusive  # noqa: E402
 
 NGINX_MODULE = "/usr/lib/nginx/modules/ngx_rtmp_module.so"
 
@@ -307,12 +308,15 @@ class CleanStopTests(BroadcastTestCase):
         report = self.assertRecordingOK(ingest.recording(key))
         self.assertGreater(report.first("video").frames, 60)
 
+    @exclusive("the time to stop")
     def test_sigint_stops_cleanly_within_2s(self):
         self.stop_with(signal.SIGINT)
 
+    @exclusive("the time to stop")
     def test_sigterm_stops_cleanly_within_2s(self):
         self.stop_with(signal.SIGTERM)
 
+    @exclusive("the time to exit")
     def test_second_sigint_exits_at_once_with_130(self):
         """A stop over a stalled link waits up to its deadline to send what is queued; a second
         SIGINT during that wait exits at once with 130. The link is stalled by a throttling proxy

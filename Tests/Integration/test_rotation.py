@@ -13,6 +13,7 @@ import numpy as np
 
 import support
 from support import BroadcastTestCase
+from support import exclusive  # noqa: E402
 
 FPS = 30
 SECONDS = 10
@@ -44,6 +45,7 @@ def read_counter(y: np.ndarray, portrait: bool) -> int:
     return value
 
 
+@exclusive("timestamp gaps at 1.5 frame intervals")
 class RotationTests(BroadcastTestCase):
     @classmethod
     def setUpClass(cls):

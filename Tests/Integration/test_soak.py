@@ -35,6 +35,7 @@ from bktools import targets
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from support import (BROADCAST_BIN, REPO_ROOT, BroadcastTestCase,  # noqa: E402
                      new_key, run_broadcast, start_ingest)
+from support import exclusive  # noqa: E402
 
 LONG = not os.environ.get("SKIP_LONG_TESTS")
 
@@ -85,6 +86,7 @@ def cgroups_writable() -> bool:
     return False
 
 
+@exclusive("a memory soak: VmHWM, bitrates")
 @unittest.skipUnless(LONG, "SKIP_LONG_TESTS set")
 @unittest.skipUnless(BROADCAST_BIN.exists(), f"{BROADCAST_BIN} not built")
 class SoakTest(BroadcastTestCase):
@@ -149,6 +151,7 @@ class SoakTest(BroadcastTestCase):
         self.assertFalse(cg.exists(), f"scripts/soak left its cgroup {cg} behind")
 
 
+@exclusive("anonymous memory across a throttle episode")
 @unittest.skipUnless(BROADCAST_BIN.exists(), f"{BROADCAST_BIN} not built")
 class ThrottleEpisodeMemoryTest(BroadcastTestCase):
     """Issue 23: a congestion episode leaves no memory behind. The 45-minute soak grew 1.32 MB of
@@ -222,6 +225,7 @@ class SoakCleanupTest(BroadcastTestCase):
         self.assertFalse(cg.exists(), f"scripts/soak left its cgroup {cg} behind")
 
 
+@exclusive("a memory soak: VmHWM of the replay ring")
 @unittest.skipUnless(LONG, "SKIP_LONG_TESTS set")
 @unittest.skipUnless(BROADCAST_BIN.exists(), f"{BROADCAST_BIN} not built")
 @unittest.skipUnless(cgroups_writable(), "needs a writable memory cgroup (root)")
@@ -290,6 +294,7 @@ class ReplaySoakTest(BroadcastTestCase):
             self.assertRecordingOK(clip, expect_video_codec="h264", expect_audio_codec="aac")
 
 
+@exclusive("A/V sync on an impaired link")
 @unittest.skipUnless(LONG, "SKIP_LONG_TESTS set")
 @unittest.skipUnless(BROADCAST_BIN.exists(), f"{BROADCAST_BIN} not built")
 class AVSyncImpairedTest(BroadcastTestCase):

@@ -26,6 +26,7 @@ import unittest
 from pathlib import Path
 
 from support import REPO_ROOT, BroadcastTestCase, free_port, new_key, start_ingest
+from support import exclusive  # noqa: E402
 
 PY = sys.executable
 FFMPEG = "/usr/bin/ffmpeg"
@@ -45,10 +46,8 @@ def udp_port_bound(port: int) -> bool:
 
 
 def free_udp_port() -> int:
-    import socket
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    # support.free_port checks UDP as well, and under the parallel runner picks from this worker's block.
+    return free_port()
 
 
 class Listener:
@@ -126,6 +125,7 @@ class SRTTestCase(BroadcastTestCase):
 
 
 class SRTCleanLinkTests(SRTTestCase):
+    @exclusive("every frame and A/V sync")
     def test_clean_link_720p_every_frame_and_sync(self) -> None:
         port = free_udp_port()
         l = self.listener(port, "clean.ts")
@@ -202,6 +202,7 @@ class SRTLiveTransmitTests(SRTTestCase):
         self.assertEqual(d["video"], last_stats(stats)["video_frames_sent"])
 
 
+@exclusive("loss recovery within the SRT latency")
 class SRTLossyLinkTests(SRTTestCase):
     def test_two_percent_loss_each_way(self) -> None:
         port = free_udp_port()
@@ -234,6 +235,7 @@ class SRTLossyLinkTests(SRTTestCase):
         self.assertGreaterEqual(d["video"], 0.99 * s["video_frames_sent"])
 
 
+@exclusive("the bitrate controller on a slow link")
 class SRTCongestionTests(SRTTestCase):
     def test_bitrate_follows_a_slow_link(self) -> None:
         """A 1200 kbit/s bottleneck from t=3 s: SRT's unacknowledged send buffer grows, the adaptive
@@ -274,6 +276,7 @@ class SRTCongestionTests(SRTTestCase):
 
 
 class SRTFailureTests(SRTTestCase):
+    @exclusive("the time to give up")
     def test_no_listener_exits_3_in_bounded_time(self) -> None:
         port = free_udp_port()
         r = self.run_broadcast(["--url", f"srt://127.0.0.1:{port}", "--source", "test", "--duration", "5"], timeout=30)
@@ -307,6 +310,7 @@ class SRTFailureTests(SRTTestCase):
         self.assertEqual(d["errors"], 0)
         self.assertGreater(d["video"], 4 * 30, "the stream resumed on the new listener")
 
+    @exclusive("run time and downtime")
     def test_listener_gone_for_good_exits_4_with_downtime(self) -> None:
         port = free_udp_port()
         first = self.listener(port, "gone.ts")
@@ -399,6 +403,7 @@ class SRTEmbeddingTests(SRTTestCase):
         self.assertEqual((d["width"], d["height"]), (640, 360))
 
 
+@exclusive("every frame on one path while another is throttled")
 class SRTFanOutTests(SRTTestCase):
     def test_rtmp_throttled_srt_keeps_every_frame(self) -> None:
         ingest = start_ingest()

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import support
 from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase
+from support import exclusive  # noqa: E402
 
 PIDS_ROOT = Path("/sys/fs/cgroup/pids")
 SECONDS = 2
@@ -31,6 +32,7 @@ def pids_cgroup_usable() -> bool:
     return PIDS_ROOT.is_dir() and os.access(PIDS_ROOT, os.W_OK)
 
 
+@exclusive("runs under every pids limit from 1 to 64 threads")
 class ThreadLimitTests(BroadcastTestCase):
     def setUp(self):
         super().setUp()

@@ -20,6 +20,7 @@ from pathlib import Path
 import unittest
 
 from bktools import avsync
+from support import exclusive  # noqa: E402
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -268,12 +269,6 @@ class TimestampCheckTests(unittest.TestCase):
         self.assertEqual(lone, {"flashes": [2.0, 3.0], "beeps": [1.03, 3.7]})
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Sink:
     """A TCP server that reads as fast as it can and timestamps what arrives."""
 
@@ -299,6 +294,7 @@ class Sink:
         return sum(n for t, n in self.samples if a <= t < b)
 
 
+@exclusive("throughput against a schedule")
 class ThrottleProxyTests(unittest.TestCase):
     def test_throughput_follows_schedule(self):
         kbps = 800.0
@@ -526,6 +522,7 @@ class SoakPlotTests(unittest.TestCase):
 class ToolkitTests(unittest.TestCase):
     """tools/bktools, the one measurement package (issue 25)."""
 
+    @exclusive("a child's VmHWM and CPU time")
     def test_run_measured_reads_the_pipes_while_it_waits(self):
         # A child that writes more than a pipe holds (64 KiB) to both pipes: the old run.py
         # helper waited without reading them, so the child blocked until the timeout killed it.

@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from support import BROADCAST_BIN, REPO_ROOT, BroadcastTestCase, clean_env, new_key, start_ingest
+from support import exclusive  # noqa: E402
 from test_srt import decode
 
 PY = sys.executable
@@ -117,6 +118,7 @@ class WHIPTest(BroadcastTestCase):
         sent = {bps // 1000 for bps in rep["remb_bps"]}
         self.assertTrue(all(e is None or e in sent for e in estimates), f"stats {estimates} vs REMBs sent {sorted(sent)}")
 
+    @exclusive("loss repair in time")
     def test_loss_repaired_by_nack_beside_rtmp(self):
         key = new_key()
         ep = self.endpoint(key, relay_loss=0.02)
@@ -145,6 +147,7 @@ class WHIPTest(BroadcastTestCase):
         self.assertIn("opus", rec["codecs"], rec)
         self.assertGreaterEqual(rec["video"], 0.99 * last["video_frames_sent"], rec)
 
+    @exclusive("the bitrate controller on a slow link")
     def test_bitrate_follows_receiver_reports_on_a_slow_link(self):
         """A 1200 kbit/s bottleneck towards aiortc from t=3 s: the endpoint's receiver reports show
         the loss, the adaptive bitrate follows it below the link (without collapsing to the
@@ -204,6 +207,7 @@ class WHIPTest(BroadcastTestCase):
         self.assertGreaterEqual(rep["audio_seconds"], 4.0, rep)
         self.assertEqual(rep["deletes"], 1, rep)
 
+    @exclusive("the time to give up")
     def test_endpoint_never_returns_exit_4(self):
         """The endpoint killed mid-stream and never restarted: after 10 s of silence the destination
         reconnects once (refused: nothing listens); the run ends with exit 4 and one error line naming
@@ -235,6 +239,7 @@ class WHIPTest(BroadcastTestCase):
         self.assertGreater(float(down.group(1)), 0.0, errors[0])
         self.assertLessEqual(float(down.group(1)), took, errors[0])
 
+    @exclusive("the time to come back")
     def test_endpoint_vanishes_then_returns(self):
         key = new_key()
         first = self.endpoint(key)
@@ -259,6 +264,7 @@ class WHIPTest(BroadcastTestCase):
         last = json.loads(stats.read_text().splitlines()[-1])
         self.assertEqual(last["destinations"][0]["reconnects"], 1, last["destinations"])
 
+    @exclusive("the time to exit")
     def test_bad_token_exit_3_no_retry(self):
         good, bad = new_key(), new_key()
         ep = self.endpoint(good)
@@ -304,6 +310,7 @@ class WHIPTest(BroadcastTestCase):
                            env={**clean_env(), "PYTHONPATH": str(REPO_ROOT / "bindings" / "python")})
         self.assertIn("refused: a WHIP destination needs Opus audio", r.stdout, r.stdout + r.stderr)
 
+    @exclusive("a producer faster than real time")
     def test_python_producer_faster_than_real_time(self):
         """Python over the C ABI, block mode, 150 frames of 640x360 and their Opus audio pushed as
         fast as the library takes them (media time, not wall time): every frame is encoded and
@@ -337,6 +344,7 @@ class WHIPTest(BroadcastTestCase):
         self.assertEqual(out["encoded"], 150, out)
         self.assertGreaterEqual(rep["video_sizes"].get("640x360", 0), 0.95 * 150, rep)
 
+    @exclusive("a producer faster than real time")
     def test_c_producer_faster_than_real_time(self):
         """A C program over the C ABI (block mode, no audio) pushes 90 frames of 640x360 as fast as
         the library takes them to the WHIP URL: aiortc decodes >= 95% of them at 640x360."""

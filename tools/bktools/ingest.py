@@ -15,8 +15,48 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 INGEST_SCRIPT = REPO_ROOT / "scripts" / "ingest"
 
 
+def _bindable(port: int) -> bool:
+    """Nobody holds `port` on 127.0.0.1, for TCP nor UDP (tests use it for either)."""
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        with socket.socket(socket.AF_INET, kind) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return False
+    return True
+
+
+def _port_from_block(spec: str, state: str) -> int:
+    """The next free port of this worker's block (BK_PORT_RANGE "LO-HI", set by
+    Tests/Integration/run.py): a counter in BK_PORT_STATE, under a lock, so every process of the
+    worker (the test and the tools it starts) takes a different one, and the blocks of parallel
+    workers never overlap, so two workers never pick the same port."""
+    import fcntl
+    lo, _, hi = spec.partition("-")
+    lo_i, hi_i = int(lo), int(hi)
+    span = hi_i - lo_i + 1
+    with open(state, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        text = f.read().strip()
+        nxt = int(text) if text.isdigit() else lo_i
+        for _ in range(span):
+            port = lo_i + (nxt - lo_i) % span
+            nxt = port + 1
+            if _bindable(port):
+                f.seek(0)
+                f.truncate()
+                f.write(str(nxt))
+                return port
+    raise RuntimeError(f"no free port in {spec}")
+
+
 def free_port() -> int:
-    """A port on 127.0.0.1 that was free a moment ago (bind to 0 and release)."""
+    """A port on 127.0.0.1 that was free a moment ago. Under the parallel runner, from the worker's
+    own block (see _port_from_block); otherwise bind to 0 and release."""
+    spec, state = os.environ.get("BK_PORT_RANGE"), os.environ.get("BK_PORT_STATE")
+    if spec and state:
+        return _port_from_block(spec, state)
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

@@ -10,7 +10,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -214,9 +213,9 @@ class MemoryCgroup:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    # The one port picker: from the parallel test runner's per-worker block when under it.
+    from bktools.ingest import free_port as pick
+    return pick()
 
 
 def stop(proc: subprocess.Popen | None, wait_s: float = 5.0) -> None:
