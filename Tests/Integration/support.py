@@ -79,8 +79,21 @@ def assert_no_key_leak(testcase: unittest.TestCase, texts=(), files=()) -> None:
     testcase.assertEqual(leaks, [], "stream key must never be printed or logged")
 
 
+_EMPTY_CONFIG_HOME: str | None = None
+
+
+def empty_config_home() -> str:
+    """An empty XDG_CONFIG_HOME made once per process: a developer's ~/.config/broadcast/config
+    must not change what a test runs (a test that wants a config file passes its own)."""
+    global _EMPTY_CONFIG_HOME
+    if _EMPTY_CONFIG_HOME is None or not os.path.isdir(_EMPTY_CONFIG_HOME):
+        _EMPTY_CONFIG_HOME = tempfile.mkdtemp(prefix="bcast-empty-config-")
+    return _EMPTY_CONFIG_HOME
+
+
 def clean_env(extra: dict | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in _CLI_ENV_VARS}
+    env["XDG_CONFIG_HOME"] = empty_config_home()
     if extra:
         env.update(extra)
     return env
