@@ -825,14 +825,13 @@ final class ProcessRunner {
         }
         switch result {
         case .accepted: results.add("accepted")
-        case .skipped: results.add("skipped")
         case .notRunning: results.add("not_running")
         case .dropped(let reason): results.add(reason.rawValue)
         }
         // The oracle: wrong lanes are always refused; malformed never accepted; well-formed never called malformed.
         if wrongLane {
             if result != .dropped(.wrongLane) { mismatches.append("#\(i): wrong lane gave \(result): \(what)") }
-        } else if expect == .malformed && (result == .accepted || result == .skipped) {
+        } else if expect == .malformed && result == .accepted {
             mismatches.append("#\(i): malformed accepted: \(what)")
         } else if expect == .wellFormed && result == .dropped(.malformed) {
             mismatches.append("#\(i): well-formed called malformed: \(what)")

@@ -215,8 +215,7 @@ public func _bkSessionStart(_ p: OpaquePointer?) -> bk_status {
 @inline(__always)
 func cResult(_ r: ProcessResult) -> bk_process_result {
     switch r {
-    // A skipped picture (a source faster than the output rate) was handled, not dropped.
-    case .accepted, .skipped: return BK_ACCEPTED
+    case .accepted: return BK_ACCEPTED
     case .notRunning: return BK_NOT_RUNNING
     case .dropped(let reason):
         switch reason {

@@ -41,7 +41,6 @@ from support import (BROADCAST_BIN, REPO_ROOT, TOOLS_DIR, BroadcastTestCase, Run
 from support import exclusive  # noqa: E402
 
 import av  # noqa: E402
-import support  # noqa: E402
 import numpy as np  # noqa: E402
 
 DESKTOP_UP = REPO_ROOT / "scripts" / "desktop-up"
@@ -135,10 +134,6 @@ def analyse(path: Path) -> dict:
         if vtimes:
             out["video_first"], out["video_last"] = min(vtimes), max(vtimes)
     out["video_span"] = out["video_last"] - out["video_first"]
-    vtimes.sort()
-    out["short_gaps"] = sum(1 for a, b in zip(vtimes, vtimes[1:]) if b - a < 0.025)
-    gaps_ms = [round((b - a) * 1000) for a, b in zip(vtimes, vtimes[1:])]
-    out["gap_ms_counts"] = {g: gaps_ms.count(g) for g in sorted(set(gaps_ms))}
     # Longest stretch without a keyframe, the start and the end of the video included.
     marks = [out["video_first"], *out["keyframes"], out["video_last"]]
     out["keyframe_gap"] = max((b - a for a, b in zip(marks, marks[1:])), default=0.0)
@@ -335,24 +330,6 @@ class RealPortalFrameRateAndSilenceTargets(DesktopTestCase):
             self.assertEqual(len(silent), 2, r.stderr)   # app audio and mic, one line each
             self.assertTrue(any(line.startswith("broadcast: app audio is silence") for line in silent), r.stderr)
             self.assertTrue(any(line.startswith("broadcast: mic is silence") for line in silent), r.stderr)
-
-
-class RealPortalMovingPointerFrameRate(DesktopTestCase):
-    """#38: mutter sends up to 60 frames a second while the pointer moves; the stream carries the
-    30 fps it declares. Before the frame-rate gate: 646 and 702 frames in 20 s, 180 intervals < 25 ms."""
-
-    @support.exclusive("counts frames per wall-clock second from the real desktop")
-    def test_moving_pointer_streams_the_declared_30_fps(self) -> None:
-        self.seed_token_file(self.new_grant())
-        r, _, rec = self.stream(20, ["--fps", "30"])
-        self.assertEqual(r.returncode, 0, r.describe())
-        a = analyse(rec)
-        print(f"\nmoving pointer 20 s at --fps 30: {a['frames']} frames, {a['short_gaps']} intervals < 25 ms, "
-              f"{a['changed']} changed, intervals (ms: count) {a['gap_ms_counts']}", file=sys.stderr)
-        self.assertGreaterEqual(a["changed"], 100, "the pointer did not move in the frames: this run shows nothing")
-        self.assertGreaterEqual(a["frames"], 570, a)
-        self.assertLessEqual(a["frames"], 610, a)
-        self.assertLessEqual(a["short_gaps"], 0.01 * a["frames"], a)
 
 
 if __name__ == "__main__":

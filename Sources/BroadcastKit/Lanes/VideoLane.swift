@@ -10,17 +10,11 @@ import Synchronization
 /// The output frame rate is constant whatever the source does. A damage-driven screen (mutter's
 /// ScreenCast: `framerate=0/1`) sends a picture only when something changes, so a still screen
 /// would send one frame and nothing more: no keyframe for a viewer who joins later. When no
-/// new picture has come half a frame period after the one its slot was due (`repeatGraceFraction`),
+/// new picture has come a frame period after the one its slot was due (`repeatGraceFrames`),
 /// the lane thread encodes the last picture again, still in its pool slot (pinned, not
 /// copied), on the timestamp smoother's next grid slot. x264 codes it as skipped blocks; the
 /// keyframe interval counts it like any frame. Repeats are counted apart
 /// (`videoFramesRepeated`); `videoFramesIn` counts captured pictures only.
-///
-/// A live source's pictures are put on the output grid by a `FrameRateGate` before conversion:
-/// each tick takes at most one picture, stamped with the tick; a picture whose tick is taken (a
-/// 60 Hz desktop under `--fps 30`) is skipped, neither converted nor encoded, and counted in
-/// `videoFramesSkipped` (not a drop). A producer in block mode (`repeatsLastPicture` false) is
-/// never gated: every frame it gives is encoded at its own time.
 package final class VideoLane: @unchecked Sendable {
     private let pool: FramePool
     private let converter: FrameConverter
@@ -42,32 +36,23 @@ package final class VideoLane: @unchecked Sendable {
     private var lastTimestampMs: Int64 = Int64.min
     /// Takes the capture jitter out of video PTS (guarded by `convertLock`).
     private var smoother: VideoTimestampSmoother
-    /// Thins a source faster than the output rate (guarded by `convertLock`; live producers only).
-    private var gate: FrameRateGate
     /// Nominal frame period.
     private let frameNs: Int64
     /// Arrival of the last captured picture and repeats made since (guarded by `cond`).
     private var lastArrivalNs: Int64 = Int64.min
     private var repeatsSinceCapture = 0
     private let repeatsLastPicture: Bool
-    /// Timeline time of the last picture or repeat encoded (the lane thread only).
-    private var lastEncodedMs: Int64 = Int64.min
     private let thread = WorkerThread(name: "bk-video")
     private let keyframeRequested = Atomic<Bool>(false)
     private let deliver: (EncodedPacket, Int64) -> Void
 
-    /// Grace after a picture's due time, as a fraction of a frame period, before its slot is
-    /// filled with a repeat: capture threads deliver late by tens of ms on a loaded machine, and
-    /// a picture that comes after its slot was repeated takes the next tick (`FrameRateGate`).
-    /// Half a period: a source that misses ticks (mutter on a loaded machine sends a picture
-    /// every 66 ms at times) gets each hole filled. A picture pushed a tick on by a repeat is
-    /// due from that tick (see `process`).
-    package static let repeatGraceFraction: Double = 0.5
+    /// Frame periods of grace after a picture's due time before its slot is filled with a
+    /// repeat: capture threads deliver late by tens of ms on a loaded machine, and a picture
+    /// that finds its slot taken is shown a slot late.
+    package static let repeatGraceFrames: Int64 = 1
     /// A lane thread that fell this far behind its repeats (a stalled machine) skips the
     /// missed slots instead of encoding them in a burst.
     package static let maxRepeatCatchUpNs: Int64 = 500_000_000
-    /// Most missing ticks filled before a picture (`fillHole`); a longer gap is a pause.
-    package static let maxHoleFill = 2
 
     /// `deliver` gets each packet with the CLOCK_MONOTONIC arrival time of its source frame.
     /// `clock` is the session timeline the repeated pictures are stamped on.
@@ -85,7 +70,6 @@ package final class VideoLane: @unchecked Sendable {
         self.deliver = deliver
         pending = FixedRing(capacity: pendingFrames)
         smoother = VideoTimestampSmoother(fps: s.fps)
-        gate = FrameRateGate(fps: s.fps)
         frameNs = 1_000_000_000 / Int64(max(1, s.fps))
     }
 
@@ -112,32 +96,18 @@ package final class VideoLane: @unchecked Sendable {
             stats.countDrop(.backwardsTimestamp)
             return .dropped(.backwardsTimestamp)
         }
-        // Before the pool and the conversion: a picture whose output tick is taken costs nothing.
-        var placement: FrameRateGate.Placement? = nil
-        if repeatsLastPicture {
-            guard let p = gate.place(frame.pts) else {
-                lastPts = frame.pts
-                convertLock.unlock()
-                stats.countSkippedFrame()
-                return .skipped
-            }
-            placement = p
-        }
         guard let slot = pool.acquire() else {
             convertLock.unlock()
             stats.countDrop(.encoderBusy)
             return .dropped(.encoderBusy)
         }
         lastPts = frame.pts
-        // The tick is taken only by a picture that got a slot: one dropped as busy keeps none.
-        if let placement { gate.take(placement) }
-        let gridPts = placement?.tickNs ?? frame.pts
         let dst = pool.frame(slot)
         let geo = LetterboxGeometry.fit(srcW: frame.width, srcH: frame.height, dstW: dst.width, dstH: dst.height)
         if pool.needsBorderRepaint(slot: slot, geometry: geo) { FrameConverter.fillBlack(dst) }
         converter.convert(frame, into: dst)
         let corrected = smoother.corrections
-        let ts = nextTimestamp(timelineMs(smoother.smooth(gridPts)))
+        let ts = nextTimestamp(timelineMs(smoother.smooth(frame.pts)))
         let corrections = smoother.corrections
         // Queued under the convert lock too: a repeat is stamped under it, so a repeat never
         // gets a later time than a picture queued before it.
@@ -147,10 +117,7 @@ package final class VideoLane: @unchecked Sendable {
             guard !stopping else { return false }
             // Never full: a slot was free in the pool, and the ring holds as many entries as the pool.
             pending.append(Pending(slot: slot, timestampMs: ts, arrivalNs: arrival))
-            // A picture a repeat pushed a tick on is due as if it came on that tick: its successor
-            // is not late for a deadline counted from its own arrival (repeats would otherwise feed
-            // on themselves: 412 in 30 s of a 60 Hz screen on a loaded machine).
-            lastArrivalNs = arrival + Int64(placement?.pushedTicks ?? 0) * frameNs
+            lastArrivalNs = arrival
             repeatsSinceCapture = 0
             cond.broadcast()
             return true
@@ -175,7 +142,7 @@ package final class VideoLane: @unchecked Sendable {
     /// When the next repeat is due (guarded by `cond`), or nil when none can be made.
     private var repeatDeadlineNs: Int64? {
         guard repeatsLastPicture, lastArrivalNs != Int64.min else { return nil }
-        return lastArrivalNs + (Int64(repeatsSinceCapture) + 1) * frameNs + Int64(Self.repeatGraceFraction * Double(frameNs))
+        return lastArrivalNs + (Int64(repeatsSinceCapture) + 1 + Self.repeatGraceFrames) * frameNs
     }
 
     private func run() {
@@ -194,14 +161,12 @@ package final class VideoLane: @unchecked Sendable {
             }
             guard let next = pending.first else { cond.unlock(); break }
             cond.unlock()
-            fillHole(before: next.timestampMs)
 
             let force = keyframeRequested.exchange(false, ordering: .relaxed)
             let ok = encoder.encode(pool.frame(next.slot), timestampMs: next.timestampMs, forceKeyframe: force) {
                 deliver($0, next.arrivalNs)
             }
             if ok { stats.update { $0.videoFramesEncoded += 1 } } else { stats.countDrop(.encoderError) }
-            lastEncodedMs = next.timestampMs
 
             cond.withLock {
                 pending.removeFirst()
@@ -213,31 +178,6 @@ package final class VideoLane: @unchecked Sendable {
         }
         pool.releaseLast()
         encoder.flush { deliver($0, 0) }
-    }
-
-    /// A picture stamped more than a tick after the last one encoded (the source skipped a tick
-    /// and came back before the repeat's deadline, which counts from arrival) leaves a hole in
-    /// the output grid: the last picture is encoded again on each missing tick first, as a repeat.
-    private func fillHole(before ts: Int64) {
-        guard repeatsLastPicture, lastEncodedMs != Int64.min, ts > lastEncodedMs else { return }
-        let periodMs = Double(frameNs) / 1e6
-        let missing = Int((Double(ts - lastEncodedMs) / periodMs).rounded()) - 1
-        guard missing >= 1, missing <= Self.maxHoleFill else { return }
-        guard let slot = cond.withLock({ pool.borrowLast() }) else { return }
-        let base = lastEncodedMs
-        for i in 1...missing {
-            let hole = base + Int64((Double(i) * periodMs).rounded())
-            guard hole > lastEncodedMs, hole < ts else { break }
-            let force = keyframeRequested.exchange(false, ordering: .relaxed)
-            let now = MediaTime.now()
-            let ok = encoder.encode(pool.frame(slot), timestampMs: hole, forceKeyframe: force) { deliver($0, now) }
-            if ok { stats.countRepeatedFrame() } else { stats.countDrop(.encoderError) }
-            lastEncodedMs = hole
-        }
-        cond.withLock {
-            pool.returnLast()
-            cond.broadcast()
-        }
     }
 
     /// Encodes the last picture again on the grid's next slot, unless a captured picture came
@@ -258,14 +198,12 @@ package final class VideoLane: @unchecked Sendable {
         repeatsSinceCapture += slots
         cond.unlock()
         let pts = smoother.repeatSlot(slots: slots)
-        if let pts { gate.noteRepeat(at: pts) }
         let ts = pts.map { nextTimestamp(clock.timelineMs($0)) }
         convertLock.unlock()
         if let ts {
             let force = keyframeRequested.exchange(false, ordering: .relaxed)
             let ok = encoder.encode(pool.frame(slot), timestampMs: ts, forceKeyframe: force) { deliver($0, now) }
             if ok { stats.countRepeatedFrame() } else { stats.countDrop(.encoderError) }
-            lastEncodedMs = ts
         }
         cond.withLock {
             pool.returnLast()

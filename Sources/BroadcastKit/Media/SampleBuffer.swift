@@ -8,10 +8,6 @@ public enum SampleBuffer: @unchecked Sendable {
 public enum ProcessResult: Sendable, Equatable {
     /// Converted (video) or copied into the lane (audio) and queued for encoding.
     case accepted
-    /// A live source faster than the output frame rate: the picture fell between two output
-    /// ticks and was skipped before conversion (`videoFramesSkipped`). Not a drop: nothing is lost
-    /// that the stream's declared rate would carry.
-    case skipped
     /// Dropped, with the reason it was counted under.
     case dropped(DropReason)
     /// The session is not running (not started, finishing or finished).
