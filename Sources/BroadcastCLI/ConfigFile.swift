@@ -38,27 +38,21 @@ package enum ConfigFile {
     /// path need not exist); any other problem throws.
     package static func read(_ path: String, required: Bool) throws(UsageError) -> [Entry]? {
         func refuse(_ why: String) -> UsageError { UsageError("config \(path): \(why)") }
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
-        guard fd >= 0 else {
-            if errno == ENOENT && !required { return nil }
-            throw refuse(SystemError.describe())
+        let bytes: ArraySlice<UInt8>
+        do {
+            bytes = try SmallFile.read(path, maxBytes: maxBytes)
+        } catch {
+            switch error {
+            case .open(let code):
+                if code == ENOENT && !required { return nil }
+                throw refuse(SystemError.describe(code))
+            case .stat(let code): throw refuse(SystemError.describe(code))
+            case .notRegular: throw refuse("not a regular file")
+            case .tooLarge: throw refuse("larger than \(maxBytes / 1024) KiB; a config file is a few lines")
+            case .read(let code): throw refuse("read failed: \(SystemError.describe(code))")
+            }
         }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw refuse(SystemError.describe()) }
-        guard st.st_mode & S_IFMT == S_IFREG else { throw refuse("not a regular file") }
-        guard st.st_size <= maxBytes else { throw refuse("larger than \(maxBytes / 1024) KiB; a config file is a few lines") }
-        var bytes = [UInt8](repeating: 0, count: maxBytes + 1)
-        var count = 0
-        while count < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
-            if n > 0 { count += n; continue }
-            if n == 0 { break }
-            if errno == EINTR { continue }
-            throw refuse("read failed: \(SystemError.describe())")
-        }
-        guard count <= maxBytes else { throw refuse("larger than \(maxBytes / 1024) KiB; a config file is a few lines") }
-        return try parse(bytes[0..<count], path: path)
+        return try parse(bytes, path: path)
     }
 
     /// The entries in a file's bytes. Pure, for tests.

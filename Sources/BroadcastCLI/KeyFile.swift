@@ -17,27 +17,18 @@ enum KeyFile {
     /// Reads the key from `path`; `option` names the flag in messages.
     static func read(_ path: String, option: String = "--key-file") throws(UsageError) -> String {
         func refuse(_ why: String) -> UsageError { UsageError("\(option) \(path): \(why)") }
-        let fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY)
-        guard fd >= 0 else { throw refuse(SystemError.describe()) }
-        defer { close(fd) }
-        var st = stat()
-        guard fstat(fd, &st) == 0 else { throw refuse(SystemError.describe()) }
-        guard st.st_mode & S_IFMT == S_IFREG else {
-            throw refuse("not a regular file (a key file is a small text file)")
+        let bytes: ArraySlice<UInt8>
+        do {
+            bytes = try SmallFile.read(path, maxBytes: maxBytes)
+        } catch {
+            switch error {
+            case .open(let code), .stat(let code): throw refuse(SystemError.describe(code))
+            case .notRegular: throw refuse("not a regular file (a key file is a small text file)")
+            case .tooLarge: throw refuse("larger than \(maxBytes) bytes; a key file holds one short line")
+            case .read(let code): throw refuse("read failed: \(SystemError.describe(code))")
+            }
         }
-        guard st.st_size <= maxBytes else { throw refuse("larger than \(maxBytes) bytes; a key file holds one short line") }
-        // One byte more than allowed, so a file that grew since fstat is still caught.
-        var bytes = [UInt8](repeating: 0, count: maxBytes + 1)
-        var count = 0
-        while count < bytes.count {
-            let n = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + count, $0.count - count) }
-            if n > 0 { count += n; continue }
-            if n == 0 { break }
-            if errno == EINTR { continue }
-            throw refuse("read failed: \(SystemError.describe())")
-        }
-        guard count <= maxBytes else { throw refuse("larger than \(maxBytes) bytes; a key file holds one short line") }
-        switch parse(bytes[0..<count]) {
+        switch parse(bytes) {
         case .success(let key): return key
         case .failure(let why): throw refuse(why.description)
         }
