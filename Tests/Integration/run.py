@@ -1,13 +1,13 @@
 """Runs the integration suite in parallel workers, like `python -m unittest discover -v`, timing every test.
 
-The parent discovers the tests and splits them in two sets:
-- the parallel set, scheduled over N worker processes (`run.py --worker`, one per slot): a test
-  class is one unit (its setUpClass runs once, in one worker), and a module with setUpModule
-  (test_real_portal's desktop) is one unit; the longest units go first, from the last known times
-  in --times (out/integration.log.times);
-- the exclusive set: every test whose method or class carries `_bk_exclusive` (support.exclusive:
-  it measures time, CPU or a memory peak). They run after the parallel phase, one at a time, with
-  nothing else running.
+The parent discovers the tests and groups them into units: a test class is one unit (its
+setUpClass runs once, in one worker), and a module with setUpModule (test_real_portal's desktop) is
+one unit; a class's exclusive tests (support.exclusive: they measure time, CPU or a memory peak) are
+a unit of their own. Units run on up to N worker processes (`run.py --worker`), longest first from
+the last known times (--times, out/integration.log.times), admitted by their recorded loads (CPU
+seconds over seconds, in cores): ordinary units up to the cores, and while an exclusive unit runs
+(or to start one) up to half the cores, so a whole core stays idle beside every measurement; an
+alone unit (support.alone) runs with nothing else. See Parent.run and docs/TESTING.md.
 
 Every worker gets its own BK_WORKER_TAG (support.worker_tag(): global names), TMPDIR (temp dirs,
 PipeWire state, ingests) and block of ports (support.free_port). A worker's output is printed
@@ -32,6 +32,7 @@ import argparse
 import json
 import os
 import queue
+import resource
 import selectors
 import shutil
 import signal
@@ -54,12 +55,31 @@ PORTS_PER_WORKER = 1000
 COMMITTED_TIMES = HERE / "times.tsv"
 # A unit with no recorded time is assumed to take this long per test (schedules it early-ish).
 UNKNOWN_TEST_SECONDS = 20.0
+# A test with no recorded load is assumed to keep one core busy: it never joins a quiet test.
+UNKNOWN_LOAD = float(os.environ.get("BK_RUN_UNKNOWN_LOAD", "1.0"))
+# The load of the process given by --exclusive-after (scripts/test's niced fuzz step) while it runs.
+EXTERNAL_LOAD = 1.0
+
+
+def machine_cores() -> int:
+    """The cores this process may use (its affinity mask, else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def default_workers() -> int:
-    """2-4 from the cores: most tests are paced in real time and leave the cores mostly idle."""
-    cores = os.cpu_count() or 1
-    return max(2, min(4, cores))
+    """Two slots a core, 2-6: most tests are paced in real time and leave their core mostly idle;
+    the recorded loads, not the slot count, keep the machine from being oversubscribed."""
+    return max(2, min(6, 2 * machine_cores()))
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and of every child it has waited for (user + system)."""
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 # --------------------------------------------------------------------------- results
@@ -73,6 +93,7 @@ class TimedResult(unittest.TextTestResult):
         super().__init__(*args, **kwargs)
         self.times: list[tuple[float, str]] = []
         self._started: dict[str, float] = {}
+        self._cpu_started: dict[str, float] = {}
         # test id -> {"outcome": passed|failed|error|skipped|unexpected-success, "reason": ...}
         self.outcomes: dict[str, dict] = {}
         self.reports: dict[str, list[tuple[str, str, str]]] = {}  # id -> [(FAIL|ERROR, description, traceback)]
@@ -97,6 +118,7 @@ class TimedResult(unittest.TextTestResult):
 
     def startTest(self, test):
         self._started[test.id()] = time.monotonic()
+        self._cpu_started[test.id()] = cpu_seconds()
         self._emit({"ev": "start", "id": test.id()})
         super().startTest(test)
 
@@ -104,12 +126,17 @@ class TimedResult(unittest.TextTestResult):
         super().stopTest(test)
         tid = test.id()
         began = self._started.pop(tid, None)
+        cpu_began = self._cpu_started.pop(tid, None)
         seconds = 0.0
+        cpu = None
         if began is not None:
             seconds = time.monotonic() - began
             self.times.append((seconds, tid))
+        if cpu_began is not None:
+            cpu = cpu_seconds() - cpu_began
         o = self.outcomes.get(tid, {"outcome": "error", "reason": "no outcome recorded"})
-        self._emit({"ev": "end", "id": tid, **o, "seconds": seconds, "reports": self.reports.get(tid, [])})
+        self._emit({"ev": "end", "id": tid, **o, "seconds": seconds, "cpu": cpu,
+                    "reports": self.reports.get(tid, [])})
 
     def _holder(self, test) -> bool:
         # setUpClass/tearDownClass/setUpModule errors arrive as a _ErrorHolder whose id names the
@@ -173,6 +200,12 @@ def is_exclusive(test) -> str:
     return getattr(method, "_bk_exclusive", "") or getattr(type(test), "_bk_exclusive", "")
 
 
+def is_alone(test) -> str:
+    """The reason a test must run with no other test at all ('' when it need not): support.alone."""
+    method = getattr(test, getattr(test, "_testMethodName", ""), None)
+    return getattr(method, "_bk_alone", "") or getattr(type(test), "_bk_alone", "")
+
+
 def unit_key(test) -> str:
     """Tests that must share one worker: a module with module fixtures (or that sets BK_ONE_WORKER,
     saying why: e.g. its classes build one shared image) is one unit, otherwise a class."""
@@ -183,15 +216,20 @@ def unit_key(test) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def load_times(path: Path | None) -> dict[str, float]:
-    times: dict[str, float] = {}
+def load_times(path: Path | None) -> dict[str, tuple[float, float | None]]:
+    """test id -> (seconds, load in cores or None) from 'seconds<TAB>id[<TAB>cores]' lines."""
+    times: dict[str, tuple[float, float | None]] = {}
     if path and path.is_file():
         for line in path.read_text(errors="replace").splitlines():
-            sec, _, tid = line.partition("\t")
+            fields = line.split("\t")
+            if len(fields) < 2:
+                continue
             try:
-                times[tid.strip()] = float(sec)
+                sec = float(fields[0])
+                load = float(fields[2]) if len(fields) > 2 and fields[2].strip() else None
             except ValueError:
-                pass
+                continue
+            times[fields[1].strip()] = (sec, load)
     return times
 
 
@@ -272,6 +310,7 @@ class Worker:
         self.running: dict[str, float] = {}    # id -> start (monotonic)
         self.ready = False
         self.exited = False
+        self.queued: Unit | None = None        # the unit to give once the worker is ready
         self.partial = ""
 
     def give(self, unit: list[str]) -> None:
@@ -312,6 +351,9 @@ class Parent:
         self.reports: list[tuple[str, str, str, str]] = []   # (id, flavour, description, traceback)
         self.workers: list[Worker] = []
         self.phase_seconds: dict[str, float] = {}
+        self.loads: dict[str, float] = {}    # id -> cores used (CPU seconds / seconds)
+        self.unit_log: list[tuple[float, float, str, Unit]] = []   # (start, end, worker tag, unit)
+        self.busy_seconds: dict[str, float] = {}
         self.lock = threading.Lock()
         self.started_at = time.monotonic()
         self.base_tmp = Path(tempfile.mkdtemp(prefix=f"bkrun{os.getpid()}-"))
@@ -339,6 +381,8 @@ class Parent:
                 self.outcomes[tid] = {"outcome": ev["outcome"], "reason": ev.get("reason", "")}
             if ev.get("seconds"):
                 self.times[tid] = ev["seconds"]
+                if ev.get("cpu") is not None and ev["seconds"] >= 0.5:
+                    self.loads[tid] = max(0.0, ev["cpu"]) / ev["seconds"]
             for flavour, desc, tb in ev.get("reports", []):
                 self.reports.append((tid, flavour, f"[{w.tag}] {desc}", tb))
 
@@ -368,48 +412,105 @@ class Parent:
         tmp.write_text(json.dumps(data, indent=1) + "\n")
         tmp.replace(self.args.results)
 
-    # ---- one phase: units over n workers
+    # ---- the schedule: units over up to n workers, admitted by their recorded loads
 
-    def run_phase(self, name: str, units: list[list[str]], n: int) -> None:
+    def run(self, units: list["Unit"], n: int, after: int | None) -> None:
+        """Runs every unit on up to `n` worker processes. A unit starts when a slot is free and
+        - an alone unit: nothing else runs (and nothing starts beside it);
+        - while any exclusive unit runs, or to start one: the recorded loads of everything running,
+          the new unit's and the --exclusive-after process's add up to at most half the cores,
+          so a whole core stays idle beside a measurement;
+        - otherwise: the loads add up to at most the cores.
+        Nothing running: the next unit starts whatever its load (it then has the machine), except an
+        exclusive one while the --exclusive-after process runs. Longest first; a unit that does not
+        fit lets a later one that does go ahead, but a unit that needs the machine to itself (alone,
+        or heavier than the quiet share) holds every later start once the --exclusive-after process
+        has ended, so it is never starved."""
         if not units:
             return
-        n = max(1, min(n, len(units)))
+        cores = machine_cores()
+        quiet_cap = cores / 2
+        busy_cap = float(cores)
+        n = max(1, n)
         began = time.monotonic()
-        print(f"run.py: {name}: {sum(map(len, units))} tests in {len(units)} units on {n} worker(s)",
-              file=self.out, flush=True)
+        excl = sum(1 for u in units if u.exclusive)
+        print(f"run.py: {sum(len(u.ids) for u in units)} tests in {len(units)} units ({excl} exclusive) "
+              f"on up to {n} worker(s), {cores} cores: loads up to {busy_cap:g} cores, "
+              f"{quiet_cap:g} beside an exclusive test", file=self.out, flush=True)
         pending = list(units)
         sel = selectors.DefaultSelector()
         made = 0
+        slots: list[Worker | None] = [None] * n
+        running: dict[Worker, Unit] = {}
+        self.busy_seconds = {"quiet": 0.0, "busy": 0.0}
+        external = after
 
-        def spawn() -> Worker:
+        def spawn(slot: int) -> Worker:
             nonlocal made
             made += 1
-            tag = f"{'x' if name == 'exclusive' else 'w'}{made}"
-            # The exclusive worker gets its own port block too (index 5).
-            w = Worker(tag, (made - 1) % 5 if name != "exclusive" else 5, self.base_tmp, self.out,
-                       self.base_port)
+            w = Worker(f"w{made}", slot, self.base_tmp, self.out, self.base_port)
             self.workers.append(w)
+            slots[slot] = w
             sel.register(w.proc.stdout, selectors.EVENT_READ, ("out", w))
             sel.register(w.events, selectors.EVENT_READ, ("ev", w))
             return w
 
-        live = [spawn() for _ in range(n)]
-        idle: list[Worker] = []
+        def external_running() -> bool:
+            nonlocal external
+            if external and not pid_alive(external):
+                print(f"run.py: pid {external} ended at {time.monotonic() - began:.0f} s; exclusive tests "
+                      f"may start", file=self.out, flush=True)
+                external = None
+            return external is not None
 
-        def feed(w: Worker) -> None:
-            if pending:
-                w.give(pending.pop(0))
-            else:
-                w.unit = None
-                w.close_input()
+        def fits(u: Unit) -> bool:
+            return admissible(u, list(running.values()), external_running(), cores)
 
-        while live:
-            for key, _ in sel.select(timeout=1.0):
-                kind, w = key.data
+        def admit() -> None:
+            while pending:
+                free = [i for i, w in enumerate(slots) if w is None or (w.ready and w.unit is None and not w.exited)]
+                if not free:
+                    return
+                chosen = None
+                for u in pending:
+                    if fits(u):
+                        chosen = u
+                        break
+                    if needs_machine(u, cores) and not external_running():
+                        break  # hold later starts until it gets the machine
+                if chosen is None:
+                    return
+                slot = free[0]
+                w = slots[slot]
+                if w is None:
+                    w = spawn(slot)
+                    w.queued = chosen   # given once the worker says it is ready
+                else:
+                    w.give(chosen.ids)
+                pending.remove(chosen)
+                running[w] = chosen
+                chosen.started = time.monotonic()
+
+        def unit_done(w: Worker) -> None:
+            u = running.pop(w, None)
+            if u is not None:
+                self.unit_log.append((u.started - began, time.monotonic() - began, w.tag, u))
+            w.unit = None
+            admit()
+
+        admit()
+        last = time.monotonic()
+        while running or pending:
+            now = time.monotonic()
+            key = "quiet" if any(u.exclusive for u in running.values()) else "busy"
+            self.busy_seconds[key] += now - last
+            last = now
+            for key_, _ in sel.select(timeout=1.0):
+                kind, w = key_.data
                 if kind == "out":
-                    data = os.read(key.fileobj.fileno(), 65536)
+                    data = os.read(key_.fileobj.fileno(), 65536)
                     if not data:
-                        sel.unregister(key.fileobj)
+                        sel.unregister(key_.fileobj)
                         continue
                     text = w.partial + data.decode(errors="replace")
                     *lines, w.partial = text.split("\n")
@@ -431,46 +532,51 @@ class Parent:
                             continue
                         with self.lock:
                             self.note_event(w, ev)
-                        if ev.get("ev") in ("ready", "unit-done"):
-                            feed(w)
-            for w in list(live):
-                if w.exited and w.proc.poll() is not None:
-                    if w.partial:
-                        print(f"[{w.tag}] {w.partial}", file=self.out, flush=True)
-                        w.partial = ""
-                    try:
-                        sel.unregister(w.proc.stdout)
-                    except (KeyError, ValueError):
-                        pass
-                    live.remove(w)
-                    if w.unit is not None:
-                        with self.lock:
-                            self.lost(w, f"exited with status {w.proc.returncode}")
-                    # A worker gone with work left: a fresh one takes over (a bounded number of times).
-                    if pending and made < 3 * n + len(units):
-                        live.append(spawn())
+                        if ev.get("ev") == "ready" and w.queued is not None:
+                            w.give(w.queued.ids)
+                            w.queued = None
+                        elif ev.get("ev") == "unit-done":
+                            unit_done(w)
+            for i, w in enumerate(slots):
+                if w is None or not (w.exited and w.proc.poll() is not None):
+                    continue
+                if w.partial:
+                    print(f"[{w.tag}] {w.partial}", file=self.out, flush=True)
+                    w.partial = ""
+                try:
+                    sel.unregister(w.proc.stdout)
+                except (KeyError, ValueError):
+                    pass
+                slots[i] = None
+                if w.queued is not None:       # died before it was ready: its unit never started
+                    w.unit = list(w.queued.ids)
+                    w.queued = None
+                if w.unit is not None:
+                    with self.lock:
+                        self.lost(w, f"exited with status {w.proc.returncode}")
+                running.pop(w, None)
+                if made >= 3 * n + len(units):  # workers keep dying: stop replacing them
+                    slots[i] = w                # a dead worker holds the slot: nothing more starts in it
+            admit()
+            if pending and not running and not any(s is None or (s.ready and s.unit is None and not s.exited)
+                                                   for s in slots):
+                break                           # no live slot left to run the rest
+            if pending and not running and not external_running():
+                # Nothing runs and nothing fits: cannot happen by the rules above; never hang on it.
+                if not any(fits(u) for u in pending):
+                    break
+        for w in slots:
+            if w is not None:
+                w.close_input()
         sel.close()
-        self.phase_seconds[name] = time.monotonic() - began
-        print(f"run.py: {name}: done in {self.phase_seconds[name]:.0f} s", file=self.out, flush=True)
-        for unit in pending:  # never silently lost: workers kept dying before they got to these
-            for tid in unit:
-                reason = "not run: the workers of this phase kept exiting"
+        self.phase_seconds["schedule"] = time.monotonic() - began
+        print(f"run.py: done in {self.phase_seconds['schedule']:.0f} s "
+              f"({self.busy_seconds['quiet']:.0f} s with an exclusive test running)", file=self.out, flush=True)
+        for u in pending:  # never silently lost
+            for tid in u.ids:
+                reason = "not run: the workers kept exiting"
                 self.outcomes[tid] = {"outcome": "error", "reason": reason}
                 self.reports.append((tid, "ERROR", tid, reason + "\n"))
-
-    # ---- the run
-
-    def run(self, parallel: list[list[str]], exclusive: list[list[str]], n: int, after: int | None) -> None:
-        self.run_phase("parallel phase", parallel, n)
-        if exclusive and after:
-            # Something scripts/test runs beside the parallel phase (the fuzz step) must end first:
-            # the exclusive tests run with nothing else on the machine.
-            waited = time.monotonic()
-            print(f"run.py: exclusive phase waits for pid {after} to end", file=self.out, flush=True)
-            while pid_alive(after):
-                time.sleep(0.5)
-            print(f"run.py: pid {after} ended ({time.monotonic() - waited:.0f} s of waiting)", file=self.out, flush=True)
-        self.run_phase("exclusive", exclusive, 1)
 
     def terminate(self) -> None:
         for w in self.workers:
@@ -490,11 +596,55 @@ def pid_alive(pid: int) -> bool:
     return state != "Z"
 
 
-def order_units(units: dict[str, list[str]], known: dict[str, float]) -> list[list[str]]:
+class Unit:
+    """Tests that run together in one worker (a class, or a module with module fixtures), with
+    their expected seconds and load (cores: the most any of them used, from the recorded times)."""
+
+    def __init__(self, ids: list[str], exclusive: str, alone: str,
+                 known: dict[str, tuple[float, float | None]]):
+        self.ids = ids
+        self.exclusive = exclusive
+        self.alone = alone
+        self.cost = sum(known.get(t, (UNKNOWN_TEST_SECONDS, None))[0] for t in ids)
+        loads = [known[t][1] for t in ids if t in known and known[t][1] is not None]
+        # Any test of the unit never timed with its load: assume a busy core.
+        if len(loads) < len(ids):
+            loads.append(UNKNOWN_LOAD)
+        self.load = max(loads)
+        self.started = 0.0
+
+    def __repr__(self) -> str:
+        return f"Unit({self.ids[0]}{' +%d' % (len(self.ids) - 1) if len(self.ids) > 1 else ''})"
+
+
+def admissible(u: Unit, running: list[Unit], external: bool, cores: int) -> bool:
+    """May `u` start now, beside `running` (and the --exclusive-after process if `external`)?
+    The rules of Parent.run: alone units with nothing else; exclusive units never beside the external
+    process; with nothing running anything starts; otherwise the recorded loads (the external process
+    counting EXTERNAL_LOAD) add up to at most the cores, or half of them when an exclusive unit is
+    among them."""
+    if any(r.alone for r in running):
+        return False
+    if u.alone:
+        return not running and not external
+    if u.exclusive and external:
+        return False
+    if not running and not external:
+        return True
+    load = sum(r.load for r in running) + (EXTERNAL_LOAD if external else 0.0) + u.load
+    quiet = u.exclusive or any(r.exclusive for r in running)
+    return load <= (cores / 2 if quiet else float(cores)) + 1e-6
+
+
+def needs_machine(u: Unit, cores: int) -> bool:
+    """A unit that only ever starts with nothing beside it: alone, or exclusive and heavier than the
+    quiet share by itself."""
+    return bool(u.alone) or bool(u.exclusive and u.load > cores / 2 + 1e-6)
+
+
+def order_units(units: list[Unit]) -> list[Unit]:
     """Longest first (last known times; a test never timed counts UNKNOWN_TEST_SECONDS)."""
-    def cost(ids):
-        return sum(known.get(t, UNKNOWN_TEST_SECONDS) for t in ids)
-    return sorted(units.values(), key=cost, reverse=True)
+    return sorted(units, key=lambda u: u.cost, reverse=True)
 
 
 def main() -> int:
@@ -505,9 +655,11 @@ def main() -> int:
                     help=f"parallel workers (default {default_workers()}: from the core count; 1 = one at a time)")
     phase = ap.add_mutually_exclusive_group()
     phase.add_argument("--parallel-only", action="store_true", help="run only the tests that need not run alone")
-    phase.add_argument("--exclusive-only", action="store_true", help="run only the exclusive tests (one at a time)")
+    phase.add_argument("--exclusive-only", action="store_true", help="run only the exclusive tests "
+                       "(still under the quiet share; with --workers 1 one at a time)")
     ap.add_argument("--exclusive-after", type=int, metavar="PID",
-                    help="start the exclusive phase only once process PID has ended (scripts/test's fuzz step)")
+                    help="count process PID (scripts/test's fuzz step) as a busy core while it runs, and start "
+                    "no exclusive test before it has ended")
     ap.add_argument("--times", type=Path, help="write 'seconds<TAB>test id' lines here, slowest first "
                     "(the previous file, if any, orders the schedule)")
     ap.add_argument("--slowest", type=int, default=25, help="how many of the slowest tests to print (default 25)")
@@ -531,8 +683,8 @@ def main() -> int:
     if args.list:
         if args.verbose:
             for t in tests:
-                why = is_exclusive(t)
-                print(t.id() + (f"  [exclusive: {why}]" if why else ""))
+                why, alone_why = is_exclusive(t), is_alone(t)
+                print(t.id() + (f"  [alone: {alone_why}]" if alone_why else f"  [exclusive: {why}]" if why else ""))
         print(len(tests))
         return 0
 
@@ -540,18 +692,23 @@ def main() -> int:
     # Discovery failures (a module that does not import) run here: they are errors, reported as such.
     broken = unittest.TestSuite([t for t in tests if t.__class__.__module__.startswith("unittest.")])
     runnable = [t for t in tests if not t.__class__.__module__.startswith("unittest.")]
-    par_units: dict[str, list[str]] = {}
-    exc_units: dict[str, list[str]] = {}
-    for t in runnable:
-        if is_exclusive(t):
-            if not args.parallel_only:
-                exc_units.setdefault(unit_key(t), []).append(t.id())
-        elif not args.exclusive_only:
-            par_units.setdefault(unit_key(t), []).append(t.id())
-    # The last run's times order the schedule; a fresh clone has none, so the committed times of a
-    # whole run (Tests/Integration/times.tsv) stand in, and any test newer than both counts a guess.
+    # The last run's times order the schedule and give each test's load; a fresh clone has none, so
+    # the committed times of a whole run (Tests/Integration/times.tsv) stand in, and any test newer
+    # than both counts a guess (UNKNOWN_TEST_SECONDS at UNKNOWN_LOAD).
     known = load_times(COMMITTED_TIMES)
-    known.update(load_times(args.times))
+    for tid, (sec, load) in load_times(args.times).items():
+        known[tid] = (sec, load if load is not None else known.get(tid, (0.0, None))[1])
+    groups: dict[tuple[str, str], list[str]] = {}
+    marks: dict[tuple[str, str], tuple[str, str]] = {}
+    for t in runnable:
+        why, alone_why = is_exclusive(t), is_alone(t)
+        if why and args.parallel_only or not why and args.exclusive_only:
+            continue
+        k = ("alone" if alone_why else "exclusive" if why else "parallel", unit_key(t))
+        groups.setdefault(k, []).append(t.id())
+        if k not in marks or (why and not marks[k][0]):
+            marks[k] = (why, alone_why)
+    units = [Unit(ids, marks[k][0], marks[k][1], known) for k, ids in groups.items()]
     n = args.workers if args.workers is not None else default_workers()
     n = max(1, n)
     parent = Parent(args, out)
@@ -578,7 +735,7 @@ def main() -> int:
 
     # --workers 1: the parallel set still goes first, then the exclusive set: the same order as N.
     try:
-        parent.run(order_units(par_units, known), order_units(exc_units, known), n, args.exclusive_after)
+        parent.run(order_units(units), n, args.exclusive_after)
     finally:
         parent.terminate()
         parent.cleanup()
@@ -599,7 +756,7 @@ def main() -> int:
     ran = sum(1 for tid in parent.outcomes if " " not in tid)
     print(SEP2, file=out)
     print(f"Ran {ran} test{'s' if ran != 1 else ''} in {elapsed:.3f}s on {n} worker(s)"
-          f" (parallel phase, then {sum(map(len, exc_units.values()))} exclusive)", file=out)
+          f" ({sum(len(u.ids) for u in units if u.exclusive)} of them exclusive)", file=out)
     print(file=out)
     infos = [f"{label}={counts[k]}" for k, label in (("failed", "failures"), ("error", "errors"),
                                                       ("skipped", "skipped"),
@@ -615,9 +772,19 @@ def main() -> int:
     total = sum(t for t, _ in times)
     if args.times:
         args.times.parent.mkdir(parents=True, exist_ok=True)
-        args.times.write_text("".join(f"{t:.1f}\t{name}\n" for t, name in times))
+        # seconds, id, cores (CPU seconds over seconds: the load the next run schedules by)
+        args.times.write_text("".join(
+            f"{t:.1f}\t{name}\t{parent.loads[name]:.2f}\n" if name in parent.loads else f"{t:.1f}\t{name}\n"
+            for t, name in times))
+        # When each unit ran, where, and how it was marked: the schedule, for reading after the fact.
+        args.times.with_name(args.times.name + ".schedule").write_text("".join(
+            f"{a:7.1f}\t{b:7.1f}\t{tag}\t{'alone' if u.alone else 'exclusive' if u.exclusive else 'parallel'}"
+            f"\t{u.load:.2f}\t{u.ids[0]}{' +%d' % (len(u.ids) - 1) if len(u.ids) > 1 else ''}\n"
+            for a, b, tag, u in sorted(parent.unit_log, key=lambda x: x[0])))
     # After the verdict line; scripts/test reads the last OK/FAILED line.
     phases = ", ".join(f"{k} {v:.0f} s" for k, v in parent.phase_seconds.items())
+    if parent.busy_seconds:
+        phases += f" ({parent.busy_seconds.get('quiet', 0):.0f} s of it with an exclusive test running)"
     print(f"\nslowest {min(args.slowest, len(times))} of {len(times)} tests "
           f"({total:.0f} s of test time in {elapsed:.0f} s of wall time{': ' + phases if phases else ''}):",
           file=sys.stderr)

@@ -148,10 +148,23 @@ def run_broadcast(args, env: dict | None = None, timeout: float = 60,
 
 def exclusive(reason: str):
     """Marks a TestCase class or test method as exclusive: it measures time, CPU or a memory peak,
-    so the integration runner (run.py) runs it alone, after the parallel phase. `reason` says what
-    it measures. Usable as @exclusive("VmHWM bound") on a class or a method."""
+    so the integration runner (run.py) runs it on a quiet machine: it and whatever runs beside it
+    never use more than half the cores by their recorded loads, so a whole core always stays idle
+    (docs/TESTING.md). `reason` says what it measures. Usable as @exclusive("VmHWM bound") on a
+    class or a method."""
     def mark(obj):
         obj._bk_exclusive = reason
+        return obj
+    return mark
+
+
+def alone(reason: str):
+    """Marks a TestCase class or test method that must run with no other test at all: it changes
+    something other tests use (e.g. rebuilds the GStreamer element they load). `reason` says what.
+    Stronger than exclusive (which only keeps the machine quiet around the test)."""
+    def mark(obj):
+        obj._bk_exclusive = reason
+        obj._bk_alone = reason
         return obj
     return mark
 

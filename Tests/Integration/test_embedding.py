@@ -25,7 +25,7 @@ import unittest
 from pathlib import Path
 
 from support import REPO_ROOT, BroadcastTestCase, find_key_leaks, new_key, start_ingest
-from support import exclusive  # noqa: E402
+from support import alone, exclusive  # noqa: E402
 
 BUILD_DIR = REPO_ROOT / ".build" / "release"
 LIB = BUILD_DIR / "libbroadcastkit.so"
@@ -320,7 +320,7 @@ def gst_uint_property(inspect: str, name: str) -> tuple[int, int, int]:
     return int(m.group(1)), int(m.group(2)), int(m.group(3))
 
 
-@exclusive("rebuilds the GStreamer element the other tests load (scripts/build-gst)")
+@alone("rebuilds the GStreamer element the other tests load (scripts/build-gst)")
 class OneSetOfRulesTest(BroadcastTestCase):
     """The library owns every range and default (BroadcastLimits, exposed as bk_limits()); the C ABI,
     Python, GStreamer and the CLI accept exactly that table, default to it, and size the send queue

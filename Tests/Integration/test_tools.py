@@ -607,3 +607,55 @@ class ToolkitTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RunnerScheduleTests(unittest.TestCase):
+    """run.py's admission rules (docs/TESTING.md): a measurement never shares more than half the
+    cores, an alone test shares nothing, the fuzz step keeps exclusive tests out, and the times file
+    carries each test's load."""
+
+    @staticmethod
+    def unit(load: float, exclusive: str = "", alone: str = "", seconds: float = 10.0):
+        import run
+        return run.Unit([f"t.{load}.{exclusive}.{alone}"], exclusive, alone,
+                        {f"t.{load}.{exclusive}.{alone}": (seconds, load)})
+
+    def test_quiet_share_beside_an_exclusive_test(self):
+        import run
+        soak = self.unit(0.3, exclusive="VmHWM")
+        light, heavy = self.unit(0.5), self.unit(0.8)
+        self.assertTrue(run.admissible(light, [soak], False, 2))        # 0.8 of 1 core
+        self.assertFalse(run.admissible(heavy, [soak], False, 2))       # 1.1 > half of 2 cores
+        self.assertFalse(run.admissible(self.unit(0.8, exclusive="sync"), [light], False, 2))
+        self.assertTrue(run.admissible(heavy, [light], False, 2))       # no measurement: up to 2 cores
+        self.assertFalse(run.admissible(self.unit(1.6), [light], False, 2))
+        self.assertTrue(run.admissible(self.unit(1.6), [], False, 2))   # nothing runs: it has the machine
+        self.assertTrue(run.admissible(self.unit(0.2, exclusive="VmHWM"), [soak, self.unit(0.4)], False, 2))
+        self.assertFalse(run.admissible(self.unit(0.4, exclusive="VmHWM"), [soak, self.unit(0.4)], False, 2))
+
+    def test_alone_and_the_fuzz_step(self):
+        import run
+        rebuild = self.unit(0.1, alone="rebuilds the element")
+        light = self.unit(0.1)
+        self.assertFalse(run.admissible(rebuild, [light], False, 2))
+        self.assertTrue(run.admissible(rebuild, [], False, 2))
+        self.assertFalse(run.admissible(light, [rebuild], False, 2))
+        self.assertFalse(run.admissible(rebuild, [], True, 2))          # not beside the fuzz step
+        self.assertFalse(run.admissible(self.unit(0.1, exclusive="VmHWM"), [], True, 2))
+        self.assertTrue(run.admissible(self.unit(0.9), [], True, 2))     # fuzz 1 + 0.9 <= 2
+        self.assertFalse(run.admissible(self.unit(0.9), [light, light], True, 2))
+        self.assertTrue(run.needs_machine(self.unit(1.4, exclusive="A/V sync"), 2))
+        self.assertFalse(run.needs_machine(self.unit(0.6, exclusive="A/V sync"), 2))
+
+    def test_times_file_round_trip_and_unknown_tests(self):
+        import run
+        path = Path(tempfile.mkdtemp()) / "times"
+        self.addCleanup(shutil.rmtree, path.parent, True)
+        path.write_text("12.5\ta.B.test_x\t0.31\n3.0\ta.B.test_old\n")
+        known = run.load_times(path)
+        self.assertEqual(known["a.B.test_x"], (12.5, 0.31))
+        self.assertEqual(known["a.B.test_old"], (3.0, None))
+        u = run.Unit(["a.B.test_x", "a.B.test_old", "a.B.test_new"], "", "", known)
+        self.assertEqual(u.cost, 12.5 + 3.0 + run.UNKNOWN_TEST_SECONDS)
+        self.assertEqual(u.load, max(0.31, run.UNKNOWN_LOAD))    # a test without a load counts a busy core
+        self.assertEqual(run.Unit(["a.B.test_x"], "", "", known).load, 0.31)
