@@ -22,7 +22,7 @@ JSON (scripts/test counts from it, through scripts/lib/test_results.py); on SIGT
 timeout) the runner names the tests that were running, writes the file with them, stops its
 workers and exits 124. --list prints the number of tests discovered.
 
-usage: run.py [-k PATTERN ...] [--workers N] [--parallel-only | --exclusive-only] [--exclusive-after PID]
+usage: run.py [-k PATTERN ...] [--workers N] [--parallel-only | --exclusive-only]
               [--times PATH] [--results PATH] [--slowest N] [--list [--verbose]]
 """
 
@@ -57,8 +57,10 @@ COMMITTED_TIMES = HERE / "times.tsv"
 UNKNOWN_TEST_SECONDS = 20.0
 # A test with no recorded load is assumed to keep one core busy: it never joins a quiet test.
 UNKNOWN_LOAD = float(os.environ.get("BK_RUN_UNKNOWN_LOAD", "1.0"))
-# The load of the process given by --exclusive-after (scripts/test's niced fuzz step) while it runs.
-EXTERNAL_LOAD = 1.0
+# Ordinary units fill up to this share of the cores (their loads are averages: the rest is room for
+# bursts, so a real-time encode in a non-exclusive test keeps its frames); beside an exclusive unit, half.
+BUSY_SHARE = 0.75
+QUIET_SHARE = 0.5
 
 
 def machine_cores() -> int:
@@ -414,23 +416,20 @@ class Parent:
 
     # ---- the schedule: units over up to n workers, admitted by their recorded loads
 
-    def run(self, units: list["Unit"], n: int, after: int | None) -> None:
-        """Runs every unit on up to `n` worker processes. A unit starts when a slot is free and
-        - an alone unit: nothing else runs (and nothing starts beside it);
-        - while any exclusive unit runs, or to start one: the recorded loads of everything running,
-          the new unit's and the --exclusive-after process's add up to at most half the cores,
-          so a whole core stays idle beside a measurement;
-        - otherwise: the loads add up to at most the cores.
-        Nothing running: the next unit starts whatever its load (it then has the machine), except an
-        exclusive one while the --exclusive-after process runs. Longest first; a unit that does not
-        fit lets a later one that does go ahead, but a unit that needs the machine to itself (alone,
-        or heavier than the quiet share) holds every later start once the --exclusive-after process
-        has ended, so it is never starved."""
+    def run(self, units: list["Unit"], n: int) -> None:
+        """Runs every unit on up to `n` worker processes (see admissible): an alone unit with nothing
+        else; while any exclusive unit runs, or to start one, the recorded loads of everything running
+        and the new unit add up to at most QUIET_SHARE of the cores, so a whole core (of two) stays idle
+        beside a measurement; otherwise up to BUSY_SHARE. Longest first; a unit that does not fit lets
+        a later one that does go ahead, but a unit that needs the machine to itself (alone, or exclusive
+        and heavier than the quiet share) holds every later start until it has it, so it never starves.
+        scripts/test's fuzz step runs beside the suite under SCHED_IDLE: it only gets CPU time no test
+        wants, so it counts for nothing here."""
         if not units:
             return
         cores = machine_cores()
-        quiet_cap = cores / 2
-        busy_cap = float(cores)
+        quiet_cap = cores * QUIET_SHARE
+        busy_cap = cores * BUSY_SHARE
         n = max(1, n)
         began = time.monotonic()
         excl = sum(1 for u in units if u.exclusive)
@@ -443,7 +442,6 @@ class Parent:
         slots: list[Worker | None] = [None] * n
         running: dict[Worker, Unit] = {}
         self.busy_seconds = {"quiet": 0.0, "busy": 0.0}
-        external = after
 
         def spawn(slot: int) -> Worker:
             nonlocal made
@@ -455,16 +453,8 @@ class Parent:
             sel.register(w.events, selectors.EVENT_READ, ("ev", w))
             return w
 
-        def external_running() -> bool:
-            nonlocal external
-            if external and not pid_alive(external):
-                print(f"run.py: pid {external} ended at {time.monotonic() - began:.0f} s; exclusive tests "
-                      f"may start", file=self.out, flush=True)
-                external = None
-            return external is not None
-
         def fits(u: Unit) -> bool:
-            return admissible(u, list(running.values()), external_running(), cores)
+            return admissible(u, list(running.values()), cores)
 
         def admit() -> None:
             while pending:
@@ -476,7 +466,7 @@ class Parent:
                     if fits(u):
                         chosen = u
                         break
-                    if needs_machine(u, cores) and not external_running():
+                    if needs_machine(u, cores):
                         break  # hold later starts until it gets the machine
                 if chosen is None:
                     return
@@ -561,10 +551,8 @@ class Parent:
             if pending and not running and not any(s is None or (s.ready and s.unit is None and not s.exited)
                                                    for s in slots):
                 break                           # no live slot left to run the rest
-            if pending and not running and not external_running():
-                # Nothing runs and nothing fits: cannot happen by the rules above; never hang on it.
-                if not any(fits(u) for u in pending):
-                    break
+            if pending and not running and not any(fits(u) for u in pending):
+                break                           # cannot happen by the rules above; never hang on it
         for w in slots:
             if w is not None:
                 w.close_input()
@@ -587,18 +575,9 @@ class Parent:
             shutil.rmtree(self.base_tmp, ignore_errors=True)
 
 
-def pid_alive(pid: int) -> bool:
-    """True while `pid` runs (a zombie counts as ended)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
-
-
 class Unit:
     """Tests that run together in one worker (a class, or a module with module fixtures), with
-    their expected seconds and load (cores: the most any of them used, from the recorded times)."""
+    their expected seconds and load (cores: their CPU seconds over their seconds, from the recorded times)."""
 
     def __init__(self, ids: list[str], exclusive: str, alone: str,
                  known: dict[str, tuple[float, float | None]]):
@@ -606,40 +585,38 @@ class Unit:
         self.exclusive = exclusive
         self.alone = alone
         self.cost = sum(known.get(t, (UNKNOWN_TEST_SECONDS, None))[0] for t in ids)
-        loads = [known[t][1] for t in ids if t in known and known[t][1] is not None]
-        # Any test of the unit never timed with its load: assume a busy core.
-        if len(loads) < len(ids):
-            loads.append(UNKNOWN_LOAD)
-        self.load = max(loads)
+        # The unit's load is its tests' CPU over their time (a test never timed with its load counts
+        # as UNKNOWN_LOAD for UNKNOWN_TEST_SECONDS, or its known time), like one long test's.
+        cpu = seconds = 0.0
+        for t in ids:
+            sec, load = known.get(t, (UNKNOWN_TEST_SECONDS, None))
+            sec = max(sec, 0.1)
+            cpu += sec * (load if load is not None else UNKNOWN_LOAD)
+            seconds += sec
+        self.load = cpu / seconds
         self.started = 0.0
 
     def __repr__(self) -> str:
         return f"Unit({self.ids[0]}{' +%d' % (len(self.ids) - 1) if len(self.ids) > 1 else ''})"
 
 
-def admissible(u: Unit, running: list[Unit], external: bool, cores: int) -> bool:
-    """May `u` start now, beside `running` (and the --exclusive-after process if `external`)?
-    The rules of Parent.run: alone units with nothing else; exclusive units never beside the external
-    process; with nothing running anything starts; otherwise the recorded loads (the external process
-    counting EXTERNAL_LOAD) add up to at most the cores, or half of them when an exclusive unit is
-    among them."""
+def admissible(u: Unit, running: list[Unit], cores: int) -> bool:
+    """May `u` start now, beside `running`? The rules of Parent.run: an alone unit with nothing else;
+    with nothing running anything starts; otherwise the recorded loads add up to at most BUSY_SHARE
+    of the cores, or QUIET_SHARE of them when an exclusive unit is among them."""
     if any(r.alone for r in running):
         return False
-    if u.alone:
-        return not running and not external
-    if u.exclusive and external:
-        return False
-    if not running and not external:
-        return True
-    load = sum(r.load for r in running) + (EXTERNAL_LOAD if external else 0.0) + u.load
+    if u.alone or not running:
+        return not running
+    load = sum(r.load for r in running) + u.load
     quiet = u.exclusive or any(r.exclusive for r in running)
-    return load <= (cores / 2 if quiet else float(cores)) + 1e-6
+    return load <= cores * (QUIET_SHARE if quiet else BUSY_SHARE) + 1e-6
 
 
 def needs_machine(u: Unit, cores: int) -> bool:
     """A unit that only ever starts with nothing beside it: alone, or exclusive and heavier than the
     quiet share by itself."""
-    return bool(u.alone) or bool(u.exclusive and u.load > cores / 2 + 1e-6)
+    return bool(u.alone) or bool(u.exclusive and u.load > cores * QUIET_SHARE + 1e-6)
 
 
 def order_units(units: list[Unit]) -> list[Unit]:
@@ -657,9 +634,6 @@ def main() -> int:
     phase.add_argument("--parallel-only", action="store_true", help="run only the tests that need not run alone")
     phase.add_argument("--exclusive-only", action="store_true", help="run only the exclusive tests "
                        "(still under the quiet share; with --workers 1 one at a time)")
-    ap.add_argument("--exclusive-after", type=int, metavar="PID",
-                    help="count process PID (scripts/test's fuzz step) as a busy core while it runs, and start "
-                    "no exclusive test before it has ended")
     ap.add_argument("--times", type=Path, help="write 'seconds<TAB>test id' lines here, slowest first "
                     "(the previous file, if any, orders the schedule)")
     ap.add_argument("--slowest", type=int, default=25, help="how many of the slowest tests to print (default 25)")
@@ -735,7 +709,7 @@ def main() -> int:
 
     # --workers 1: the parallel set still goes first, then the exclusive set: the same order as N.
     try:
-        parent.run(order_units(units), n, args.exclusive_after)
+        parent.run(order_units(units), n)
     finally:
         parent.terminate()
         parent.cleanup()

@@ -624,28 +624,27 @@ class RunnerScheduleTests(unittest.TestCase):
         import run
         soak = self.unit(0.3, exclusive="VmHWM")
         light, heavy = self.unit(0.5), self.unit(0.8)
-        self.assertTrue(run.admissible(light, [soak], False, 2))        # 0.8 of 1 core
-        self.assertFalse(run.admissible(heavy, [soak], False, 2))       # 1.1 > half of 2 cores
-        self.assertFalse(run.admissible(self.unit(0.8, exclusive="sync"), [light], False, 2))
-        self.assertTrue(run.admissible(heavy, [light], False, 2))       # no measurement: up to 2 cores
-        self.assertFalse(run.admissible(self.unit(1.6), [light], False, 2))
-        self.assertTrue(run.admissible(self.unit(1.6), [], False, 2))   # nothing runs: it has the machine
-        self.assertTrue(run.admissible(self.unit(0.2, exclusive="VmHWM"), [soak, self.unit(0.4)], False, 2))
-        self.assertFalse(run.admissible(self.unit(0.4, exclusive="VmHWM"), [soak, self.unit(0.4)], False, 2))
+        self.assertTrue(run.admissible(light, [soak], 2))        # 0.8 of 1 core
+        self.assertFalse(run.admissible(heavy, [soak], 2))       # 1.1 > half of 2 cores
+        self.assertFalse(run.admissible(self.unit(0.8, exclusive="sync"), [light], 2))
+        self.assertTrue(run.admissible(heavy, [light], 2))       # no measurement: up to 1.5 of 2 cores
+        self.assertFalse(run.admissible(self.unit(1.1), [light], 2))
+        self.assertTrue(run.admissible(self.unit(1.6), [], 2))   # nothing runs: it has the machine
+        self.assertTrue(run.admissible(self.unit(0.2, exclusive="VmHWM"), [soak, self.unit(0.4)], 2))
+        self.assertFalse(run.admissible(self.unit(0.4, exclusive="VmHWM"), [soak, self.unit(0.4)], 2))
+        self.assertTrue(run.admissible(self.unit(0.5, exclusive="sync"), [self.unit(0.4)], 4))  # 0.9 of 2 (of 4)
 
-    def test_alone_and_the_fuzz_step(self):
+    def test_alone_and_machine_hungry_tests(self):
         import run
         rebuild = self.unit(0.1, alone="rebuilds the element")
         light = self.unit(0.1)
-        self.assertFalse(run.admissible(rebuild, [light], False, 2))
-        self.assertTrue(run.admissible(rebuild, [], False, 2))
-        self.assertFalse(run.admissible(light, [rebuild], False, 2))
-        self.assertFalse(run.admissible(rebuild, [], True, 2))          # not beside the fuzz step
-        self.assertFalse(run.admissible(self.unit(0.1, exclusive="VmHWM"), [], True, 2))
-        self.assertTrue(run.admissible(self.unit(0.9), [], True, 2))     # fuzz 1 + 0.9 <= 2
-        self.assertFalse(run.admissible(self.unit(0.9), [light, light], True, 2))
+        self.assertFalse(run.admissible(rebuild, [light], 2))
+        self.assertTrue(run.admissible(rebuild, [], 2))
+        self.assertFalse(run.admissible(light, [rebuild], 2))
+        self.assertTrue(run.needs_machine(rebuild, 2))
         self.assertTrue(run.needs_machine(self.unit(1.4, exclusive="A/V sync"), 2))
         self.assertFalse(run.needs_machine(self.unit(0.6, exclusive="A/V sync"), 2))
+        self.assertFalse(run.needs_machine(self.unit(1.4), 2))
 
     def test_times_file_round_trip_and_unknown_tests(self):
         import run
@@ -657,5 +656,7 @@ class RunnerScheduleTests(unittest.TestCase):
         self.assertEqual(known["a.B.test_old"], (3.0, None))
         u = run.Unit(["a.B.test_x", "a.B.test_old", "a.B.test_new"], "", "", known)
         self.assertEqual(u.cost, 12.5 + 3.0 + run.UNKNOWN_TEST_SECONDS)
-        self.assertEqual(u.load, max(0.31, run.UNKNOWN_LOAD))    # a test without a load counts a busy core
-        self.assertEqual(run.Unit(["a.B.test_x"], "", "", known).load, 0.31)
+        # CPU over time; a test without a load counts UNKNOWN_LOAD (a busy core) for its time.
+        cpu = 12.5 * 0.31 + 3.0 * run.UNKNOWN_LOAD + run.UNKNOWN_TEST_SECONDS * run.UNKNOWN_LOAD
+        self.assertAlmostEqual(u.load, cpu / u.cost)
+        self.assertAlmostEqual(run.Unit(["a.B.test_x"], "", "", known).load, 0.31)
