@@ -1,0 +1,153 @@
+"""AsyncSession (bindings/python/broadcastkit/aio.py): the Python binding from an asyncio program.
+
+- bindings/python/examples/stream_async.py streams 5 s of 720p video and AAC audio to a private
+  nginx-rtmp with backpressure="block", pushed as fast as the library takes them: every send waits
+  for the encoder, off the loop. A 5 ms ticker task in the same loop never waits 100 ms or more
+  (start, every send, finish and close included); PyAV decodes the recording with the frames sent
+  (at least 95% of those produced, never more) and 5 s of audio; the events reached on_event on the
+  loop's thread.
+- The same at 30 fps with backpressure="drop" (a live source: sends never block and run on the loop).
+- Sends that are not awaited one by one (asyncio.gather) keep each lane's order: 60 frames, 60
+  accepted, no backwards timestamp, 60 in the file.
+- A closed AsyncSession: close() again does nothing, sends raise StateError, stats() is the last snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import unittest
+from pathlib import Path
+
+from support import REPO_ROOT, BroadcastTestCase, exclusive, new_key, start_ingest
+
+BUILD_DIR = REPO_ROOT / ".build" / "release"
+LIB = BUILD_DIR / "libbroadcastkit.so"
+PY_BINDING = REPO_ROOT / "bindings" / "python"
+ASYNC_EXAMPLE = PY_BINDING / "examples" / "stream_async.py"
+PY = str(REPO_ROOT / ".venv" / "bin" / "python") if (REPO_ROOT / ".venv" / "bin" / "python").exists() else sys.executable
+
+# A ticker that waits this long or more means a blocking call ran on the event loop.
+MAX_LOOP_GAP_MS = 100
+
+
+class AsyncSessionTestCase(BroadcastTestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        if not LIB.exists():
+            raise AssertionError(f"{LIB} not built (scripts/build)")
+
+    def python(self, args: list, key: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+        env = dict(os.environ, PYTHONPATH=str(PY_BINDING), BROADCASTKIT_LIBRARY=str(LIB))
+        if key is not None:
+            env["STREAM_KEY"] = key
+        r = subprocess.run([PY, *map(str, args)], env=env, cwd=self.tmp, capture_output=True, text=True,
+                           timeout=timeout)
+        self._captured_texts += [r.stdout, r.stderr]
+        return r
+
+    def stream_to_nginx(self, *extra: str) -> dict:
+        """Runs stream_async.py for 5 s of media against a private ingest; checks the run, the loop
+        and the recording; returns the example's report."""
+        ingest = start_ingest()
+        self.addCleanup(ingest.stop)
+        key = new_key()
+        r = self.python([ASYNC_EXAMPLE, ingest.url, "--seconds", "5", *extra], key)
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        stats = out["stats"]
+        print(f"\n--- stream_async.py {' '.join(extra)}: {out['seconds']} s, loop {out['loop']}, sends waited "
+              f"{out['send_wait_s']} s, results {out['results']}, sent {stats['video_frames_sent']}", file=sys.stderr)
+        self.assertEqual(out["produced"], 150)
+        self.assertLess(out["loop"]["max_gap_ms"], MAX_LOOP_GAP_MS, out["loop"])
+        self.assertEqual(out["events"][0], "started", out["events"])
+        self.assertEqual(out["events"][-1], "finished", out["events"])
+        self.assertEqual(out["events_off_loop"], [], "on_event must run on the event loop's thread")
+        rec = ingest.wait_recording(key)
+        self.track_file(rec)
+        report = self.assertRecordingOK(rec, expect_frames=stats["video_frames_sent"], tolerance=0,
+                                        expect_width=1280, expect_height=720, expect_audio_codec="aac",
+                                        expect_audio_seconds=5.0, audio_tolerance_pct=3.0)
+        frames = report.to_dict()["video_frames"]
+        self.assertGreaterEqual(frames, 0.95 * out["produced"], f"nginx recorded {frames} of {out['produced']} frames")
+        self.assertLessEqual(frames, out["produced"])
+        return out
+
+
+@exclusive("the event loop's largest gap between ticks")
+class AsyncStreamTest(AsyncSessionTestCase):
+    def test_block_mode_streams_every_frame_and_the_loop_stays_free(self):
+        out = self.stream_to_nginx()
+        stats = out["stats"]
+        # Block mode: nothing dropped, every frame accepted, encoded and sent.
+        self.assertEqual(out["results"], {"accepted": 150}, out["results"])
+        self.assertEqual((stats["video_frames_in"], stats["video_frames_sent"], stats["total_drops"]), (150, 150, 0),
+                         stats)
+        # The run really waited in the library (the sends are the slow part, 720p faster than real
+        # time), so the ticker's bound measures calls that block, not calls that return at once.
+        self.assertGreater(out["send_wait_s"], 0.5, out)
+
+    def test_live_source_at_30_fps_with_drop_mode(self):
+        out = self.stream_to_nginx("--realtime")
+        stats = out["stats"]
+        # Drop mode: every frame is accepted or a counted drop; at most 5% dropped.
+        self.assertEqual(sum(out["results"].values()), 150, out["results"])
+        self.assertEqual(out["results"].get("accepted", 0), stats["video_frames_in"], out)
+        self.assertGreaterEqual(out["seconds"], 5.0, "paced at 30 fps: 150 frames take 5 s")
+
+
+ORDER_PROGRAM = r'''
+import asyncio, json, sys
+import numpy as np
+import broadcastkit as bk
+
+async def main() -> None:
+    frames = [np.full((240, 320, 4), i * 4, np.uint8) for i in range(60)]
+    tones = [np.full((1600, 2), i, np.int16) for i in range(60)]
+    async with bk.AsyncSession(record=sys.argv[1], width=320, height=240, memory_budget=0,
+                               backpressure="block") as s:
+        t0 = bk.now_ns()
+        sends = []
+        for i in range(60):   # created in order, awaited together: the lanes' threads keep the order
+            sends.append(s.send_video(frames[i], pts_ns=t0 + i * 33_333_333))
+            sends.append(s.send_audio(tones[i], pts_ns=t0 + i * 33_333_333))
+        results = await asyncio.gather(*sends)
+    closed = {"state": s.state, "status": s.status}
+    await s.close()                     # again: nothing to do
+    try:
+        await s.send_video(frames[0])
+        closed["send_after_close"] = "accepted"
+    except bk.StateError as e:
+        closed["send_after_close"] = "StateError"
+    try:
+        await s.start()
+        closed["start_after_close"] = "started"
+    except bk.StateError as e:
+        closed["start_after_close"] = "StateError"
+    print(json.dumps({"results": results, "closed": closed, "stats": s.stats()}))
+
+asyncio.run(main())
+'''
+
+
+class AsyncSessionSemanticsTest(AsyncSessionTestCase):
+    def test_unawaited_sends_keep_their_order_and_a_closed_session_says_so(self):
+        prog = self.tmp / "order.py"
+        prog.write_text(ORDER_PROGRAM)
+        rec = self.tmp / "order.mp4"
+        r = self.python([prog, rec])
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        stats = out["stats"]
+        self.assertEqual(out["results"], ["accepted"] * 120, out["results"])
+        self.assertEqual(stats["drops"]["backwards_timestamp"], 0, stats["drops"])
+        self.assertEqual((stats["video_frames_in"], stats["video_frames_sent"]), (60, 60), stats)
+        self.assertEqual(out["closed"], {"state": "closed", "status": "closed", "send_after_close": "StateError",
+                                         "start_after_close": "StateError"})
+        self.assertRecordingOK(rec, expect_frames=60, tolerance=0, expect_width=320, expect_audio_codec="aac")
+
+
+if __name__ == "__main__":
+    unittest.main()
