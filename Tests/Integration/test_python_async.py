@@ -62,6 +62,8 @@ class AsyncSessionTestCase(BroadcastTestCase):
               f"{out['send_wait_s']} s, results {out['results']}, sent {stats['video_frames_sent']}", file=sys.stderr)
         self.assertEqual(out["produced"], 150)
         self.assertLess(out["loop"]["max_gap_ms"], MAX_LOOP_GAP_MS, out["loop"])
+        # Woken all along: at least one tick per 100 ms of the run.
+        self.assertGreaterEqual(out["loop"]["ticks"], out["seconds"] / 0.1, out["loop"])
         self.assertEqual(out["events"][0], "started", out["events"])
         self.assertEqual(out["events"][-1], "finished", out["events"])
         self.assertEqual(out["events_off_loop"], [], "on_event must run on the event loop's thread")

@@ -34,18 +34,22 @@ class Ticker:
     def __init__(self) -> None:
         self.max_gap = 0.0
         self.ticks = 0
+        self._last = time.monotonic()
         self._stop = asyncio.Event()
 
     async def run(self) -> None:
-        last = time.monotonic()
         while not self._stop.is_set():
             await asyncio.sleep(0.005)
-            now = time.monotonic()
-            self.max_gap = max(self.max_gap, now - last)
-            self.ticks += 1
-            last = now
+            self._tick()
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        self.max_gap = max(self.max_gap, now - self._last)
+        self.ticks += 1
+        self._last = now
 
     def stop(self) -> None:
+        self._tick()  # the time since the last wake-up counts too (a loop never free has one long gap)
         self._stop.set()
 
 
@@ -74,6 +78,7 @@ async def stream(args: argparse.Namespace, key: str) -> int:
 
     ticker = Ticker()
     tick_task = asyncio.create_task(ticker.run())
+    await asyncio.sleep(0)  # the ticker is running from here on
     started = time.monotonic()
     try:
         session = broadcastkit.AsyncSession(args.url, key, record=args.record, width=W, height=H, fps=FPS,
