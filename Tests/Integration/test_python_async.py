@@ -10,12 +10,15 @@
 - Sends that are not awaited one by one (asyncio.gather) keep each lane's order: 60 frames, 60
   accepted, no backwards timestamp, 60 in the file.
 - A closed AsyncSession: close() again does nothing, sends raise StateError, stats() is the last snapshot.
+- docs/embedding.md's asyncio example (`<!-- ci: python-async -->`), exactly as printed, streams
+  its 90 frames to nginx-rtmp.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import unittest
@@ -39,8 +42,9 @@ class AsyncSessionTestCase(BroadcastTestCase):
         if not LIB.exists():
             raise AssertionError(f"{LIB} not built (scripts/build)")
 
-    def python(self, args: list, key: str | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-        env = dict(os.environ, PYTHONPATH=str(PY_BINDING), BROADCASTKIT_LIBRARY=str(LIB))
+    def python(self, args: list, key: str | None = None, timeout: float = 120,
+               env: dict | None = None) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PYTHONPATH": str(PY_BINDING), "BROADCASTKIT_LIBRARY": str(LIB), **(env or {})}
         if key is not None:
             env["STREAM_KEY"] = key
         r = subprocess.run([PY, *map(str, args)], env=env, cwd=self.tmp, capture_output=True, text=True,
@@ -149,6 +153,30 @@ class AsyncSessionSemanticsTest(AsyncSessionTestCase):
         self.assertEqual(out["closed"], {"state": "closed", "status": "closed", "send_after_close": "StateError",
                                          "start_after_close": "StateError"})
         self.assertRecordingOK(rec, expect_frames=60, tolerance=0, expect_width=320, expect_audio_codec="aac")
+
+
+def docs_example(kind: str) -> str:
+    """The docs/embedding.md code block marked `<!-- ci: KIND -->`."""
+    m = re.search(r"<!-- ci: " + kind + r" -->\s*```\w+\n(.*?)```", (REPO_ROOT / "docs" / "embedding.md").read_text(),
+                  re.S)
+    if not m:
+        raise AssertionError(f"docs/embedding.md has no <!-- ci: {kind} --> example")
+    return m.group(1)
+
+
+class AsyncDocsExampleTest(AsyncSessionTestCase):
+    def test_docs_asyncio_example(self):
+        ingest = start_ingest()
+        self.addCleanup(ingest.stop)
+        key = new_key()
+        script = self.tmp / "hello_async.py"
+        script.write_text(docs_example("python-async"))
+        r = self.python([script], key, env={"BROADCAST_URL": ingest.url})
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        self.assertEqual(r.stdout.strip().splitlines()[-1], "90 frames sent", r.stdout)
+        rec = ingest.wait_recording(key)
+        self.track_file(rec)
+        self.assertRecordingOK(rec, expect_frames=90, tolerance=0, expect_width=640, expect_audio_codec="aac")
 
 
 if __name__ == "__main__":
