@@ -6,10 +6,13 @@
   (start, every send, finish and close included); PyAV decodes the recording with the frames sent
   (at least 95% of those produced, never more) and 5 s of audio; the events reached on_event on the
   loop's thread.
-- The same at 30 fps with backpressure="drop" (a live source: sends never block and run on the loop).
+- The same at 640x360 and 30 fps with backpressure="drop" (a live source: sends never block and run
+  on the loop).
 - Sends that are not awaited one by one (asyncio.gather) keep each lane's order: 60 frames, 60
   accepted, no backwards timestamp, 60 in the file.
 - A closed AsyncSession: close() again does nothing, sends raise StateError, stats() is the last snapshot.
+- `import broadcastkit` and a Session do not import asyncio (it loads ssl: ~7 MB of RSS, which a
+  process-wide memory budget counts); `broadcastkit.AsyncSession` imports it on first use.
 - docs/embedding.md's asyncio example (`<!-- ci: python-async -->`), exactly as printed, streams
   its 90 frames to nginx-rtmp.
 """
@@ -52,19 +55,20 @@ class AsyncSessionTestCase(BroadcastTestCase):
         self._captured_texts += [r.stdout, r.stderr]
         return r
 
-    def stream_to_nginx(self, *extra: str) -> dict:
+    def stream_to_nginx(self, *extra: str, width: int = 1280, height: int = 720) -> dict:
         """Runs stream_async.py for 5 s of media against a private ingest; checks the run, the loop
         and the recording; returns the example's report."""
         ingest = start_ingest()
         self.addCleanup(ingest.stop)
         key = new_key()
-        r = self.python([ASYNC_EXAMPLE, ingest.url, "--seconds", "5", *extra], key)
+        r = self.python([ASYNC_EXAMPLE, ingest.url, "--seconds", "5", "--width", width, "--height", height, *extra], key)
         self.assertEqual(r.returncode, 0, r.stderr[-3000:])
         out = json.loads(r.stdout.strip().splitlines()[-1])
         stats = out["stats"]
         print(f"\n--- stream_async.py {' '.join(extra)}: {out['seconds']} s, loop {out['loop']}, sends waited "
               f"{out['send_wait_s']} s, results {out['results']}, sent {stats['video_frames_sent']}", file=sys.stderr)
         self.assertEqual(out["produced"], 150)
+        # (thread_max_gap_ms: a plain thread's largest gap in the same process, the machine's share.)
         self.assertLess(out["loop"]["max_gap_ms"], MAX_LOOP_GAP_MS, out["loop"])
         # Woken all along: at least one tick per 100 ms of the run.
         self.assertGreaterEqual(out["loop"]["ticks"], out["seconds"] / 0.1, out["loop"])
@@ -74,7 +78,7 @@ class AsyncSessionTestCase(BroadcastTestCase):
         rec = ingest.wait_recording(key)
         self.track_file(rec)
         report = self.assertRecordingOK(rec, expect_frames=stats["video_frames_sent"], tolerance=0,
-                                        expect_width=1280, expect_height=720, expect_audio_codec="aac",
+                                        expect_width=width, expect_height=height, expect_audio_codec="aac",
                                         expect_audio_seconds=5.0, audio_tolerance_pct=3.0)
         frames = report.to_dict()["video_frames"]
         self.assertGreaterEqual(frames, 0.95 * out["produced"], f"nginx recorded {frames} of {out['produced']} frames")
@@ -96,7 +100,7 @@ class AsyncStreamTest(AsyncSessionTestCase):
         self.assertGreater(out["send_wait_s"], 0.5, out)
 
     def test_live_source_at_30_fps_with_drop_mode(self):
-        out = self.stream_to_nginx("--realtime")
+        out = self.stream_to_nginx("--realtime", width=640, height=360)
         stats = out["stats"]
         # Drop mode: every frame is accepted or a counted drop; at most 5% dropped.
         self.assertEqual(sum(out["results"].values()), 150, out["results"])
@@ -153,6 +157,21 @@ class AsyncSessionSemanticsTest(AsyncSessionTestCase):
         self.assertEqual(out["closed"], {"state": "closed", "status": "closed", "send_after_close": "StateError",
                                          "start_after_close": "StateError"})
         self.assertRecordingOK(rec, expect_frames=60, tolerance=0, expect_width=320, expect_audio_codec="aac")
+
+    def test_a_session_without_asyncio_does_not_import_it(self):
+        prog = self.tmp / "lazy.py"
+        prog.write_text("import json, sys\n"
+                        "import broadcastkit as bk\n"
+                        "s = bk.Session(record=sys.argv[1], width=320, height=240)\n"
+                        "plan = s.memory_plan()\n"
+                        "before = sorted(m for m in ('asyncio', 'ssl', 'concurrent.futures') if m in sys.modules)\n"
+                        "cls = bk.AsyncSession\n"
+                        "after = sorted(m for m in ('asyncio', 'ssl', 'concurrent.futures') if m in sys.modules)\n"
+                        "print(json.dumps({'before': before, 'after': after, 'cls': cls.__name__}))\n")
+        r = self.python([prog, self.tmp / "lazy.flv"])
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertEqual(out, {"before": [], "after": ["asyncio", "concurrent.futures", "ssl"], "cls": "AsyncSession"})
 
 
 def docs_example(kind: str) -> str:

@@ -183,11 +183,6 @@ class Limits(TypedDict):
     default_preset: str
     default_memory_budget_bytes: int
 
-
-#: The names of the ranges in Limits, in bk_limit_table's order.
-LIMIT_RANGES: Tuple[str, ...] = ("width", "height", "fps", "video_bitrate_kbps", "keyframe_interval_seconds",
-                                 "aac_bitrate_kbps", "opus_bitrate_kbps", "replay_seconds")
-
 # -- the options of a Session, for AsyncSession(**options) -----------------------------------------
 
 class SessionOptions(TypedDict, total=False):
@@ -217,4 +212,4 @@ class SessionOptions(TypedDict, total=False):
 __all__ = ["Preset", "AudioCodec", "Backpressure", "BudgetScope", "PixelFormat", "AudioLane", "MemorySize", "StrPath",
            "DropReason", "SendResult", "EventType", "SessionState", "StreamStatus", "SessionStatus",
            "DestinationKind", "DestinationState", "Plane", "VideoInput", "AudioInput", "DropCounts", "LinkStats",
-           "DestinationStats", "SessionStats", "LimitRange", "Limits", "LIMIT_RANGES", "SessionOptions"]
+           "DestinationStats", "SessionStats", "LimitRange", "Limits", "SessionOptions"]

@@ -10,15 +10,18 @@ import threading
 import traceback
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Optional, Tuple, Type, Union, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Tuple, Type, Union, cast
 
 import numpy as np
-import numpy.typing as npt
 
 from . import _abi
-from ._types import (LIMIT_RANGES, AudioCodec, AudioInput, AudioLane, Backpressure, BudgetScope, EventType, Limits,
-                     MemorySize, PixelFormat, Plane, Preset, SendResult, SessionState, SessionStats, SessionStatus,
-                     StrPath, VideoInput)
+
+if TYPE_CHECKING:  # not imported at run time: see __init__.py (casts name these types as strings)
+    import numpy.typing as npt
+
+    from ._types import (AudioCodec, AudioInput, AudioLane, Backpressure, BudgetScope, EventType, Limits, MemorySize,
+                         PixelFormat, Plane, Preset, SendResult, SessionState, SessionStats, SessionStatus, StrPath,
+                         VideoInput)
 
 _lib: Optional[_abi.Library] = None
 _lib_lock = threading.Lock()
@@ -51,13 +54,13 @@ def limits() -> Limits:
     "presets": [...], "default_preset", "default_memory_budget_bytes"}. Session maps to these."""
     t = library().bk_limits().contents
     out: Dict[str, object] = {}
-    for name in LIMIT_RANGES:
+    for name in _abi.RANGE_NAMES:
         r = getattr(t, name)
         out[name] = {"min": int(r.min), "max": int(r.max), "default": int(r.default)}
     out["presets"] = t.presets.decode().split(",")
     out["default_preset"] = t.default_preset.decode()
     out["default_memory_budget_bytes"] = int(t.default_memory_budget_bytes)
-    return cast(Limits, out)
+    return cast("Limits", out)
 
 
 def apply_process_tuning() -> None:
@@ -193,7 +196,7 @@ class Session:
         width, height, fps = default(width, "width"), default(height, "height"), default(fps, "fps")
         video_bitrate = 0 if video_bitrate is None else video_bitrate  # 0: the library's default for the size
         keyframe_interval = default(keyframe_interval, "keyframe_interval_seconds")
-        preset = cast(Preset, t.default_preset.decode()) if preset is None else preset
+        preset = cast("Preset", t.default_preset.decode()) if preset is None else preset
         if audio_bitrate is None:
             audio_bitrate = int((t.opus_bitrate_kbps if audio_codec == "opus" else t.aac_bitrate_kbps).default)
         if memory_budget is None:
@@ -276,7 +279,7 @@ class Session:
                 kind = _abi.EVENT_TYPES.get(e.type)
                 if kind is None:
                     kind, message = "warning", f"event {e.type}: {message}"
-                on_event(Event(cast(EventType, kind), message, e.attempt, e.delay_seconds, e.reconnects))
+                on_event(Event(cast("EventType", kind), message, e.attempt, e.delay_seconds, e.reconnects))
             except Exception:  # an exception must not unwind into the library's threads
                 traceback.print_exc(file=sys.stderr)
 
@@ -352,7 +355,7 @@ class Session:
         or "closed" after close()."""
         if not self._session:
             return "closed"
-        return cast(SessionState, _abi.STATES.get(self._lib.bk_session_state(self._session), "failed"))
+        return cast("SessionState", _abi.STATES.get(self._lib.bk_session_state(self._session), "failed"))
 
     @property
     def status(self) -> SessionStatus:
@@ -360,7 +363,7 @@ class Session:
         "reconnecting", "failed", "finished", or "closed" after close(). Any thread, any time."""
         if not self._session:
             return "closed"
-        return cast(SessionStatus, self._lib.bk_session_status(self._session).decode())
+        return cast("SessionStatus", self._lib.bk_session_status(self._session).decode())
 
     def __repr__(self) -> str:
         return f"<broadcastkit.Session {self._describe} -> {', '.join(self._destinations)} ({self.status})>"
@@ -376,7 +379,7 @@ class Session:
             raise FrameError("buffer rejected by the library (bad format or lane)")
         if r == _abi.DROPPED_MALFORMED:
             raise FrameError("buffer rejected by the library as malformed (counted as a 'malformed' drop)")
-        return cast(SendResult, self._lib.bk_drop_reason_name(r).decode())
+        return cast("SendResult", self._lib.bk_drop_reason_name(r).decode())
 
     def send_video(self, frame: VideoInput, pts_ns: Optional[int] = None, format: PixelFormat = "BGRx") -> SendResult:
         """Sends one frame; returns "accepted" or the drop reason ("encoder_busy"...).
@@ -471,7 +474,7 @@ class Session:
         text = _abi.take_string(self._lib, self._lib.bk_session_stats_json(self._handle()))
         if text is None:
             raise MemoryError("bk_session_stats_json")
-        return cast(SessionStats, json.loads(text))
+        return cast("SessionStats", json.loads(text))
 
 
 @dataclass
@@ -488,7 +491,7 @@ def _u8(a: object, what: str) -> Plane:
         raise FrameError(f"{what}: dtype {arr.dtype}, expected uint8")
     if any(s <= 0 for s in arr.strides):
         raise FrameError(f"{what}: strides {arr.strides} must be positive (use np.ascontiguousarray)")
-    return cast(Plane, arr)
+    return cast("Plane", arr)
 
 
 def _plane2d(a: object, what: str, rows: int, row_bytes: int) -> Tuple[Tuple[int, int, int], Plane]:
