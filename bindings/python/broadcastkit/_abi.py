@@ -8,7 +8,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
 ABI_VERSION = 1
 LIB_NAME = "libbroadcastkit.so"
@@ -148,33 +148,33 @@ class Library(ctypes.CDLL):
     bk_session_stats_json: Callable[[Handle], Handle]
 
 
-def _candidates() -> list[str]:
-    out: list[str] = []
+def _candidates() -> Iterator[str]:
+    """Where the library is looked for, in order; each place is worked out only when the ones before
+    it did not load (pkg-config is a process of its own, ~0.1 s on a loaded machine)."""
     # The platform wheel (scripts/wheel) carries the library inside the package.
     bundled = Path(__file__).resolve().parent / "lib" / LIB_NAME
     if bundled.exists() and not os.environ.get("BROADCASTKIT_LIBRARY"):
-        out.append(str(bundled))
+        yield str(bundled)
     if os.environ.get("BROADCASTKIT_LIBRARY"):
-        out.append(os.environ["BROADCASTKIT_LIBRARY"])
+        yield os.environ["BROADCASTKIT_LIBRARY"]
     if os.environ.get("BROADCASTKIT_PREFIX"):
-        out.append(str(Path(os.environ["BROADCASTKIT_PREFIX"]) / "lib" / LIB_NAME))
+        yield str(Path(os.environ["BROADCASTKIT_PREFIX"]) / "lib" / LIB_NAME)
     if shutil.which("pkg-config"):
         try:
             r = subprocess.run(["pkg-config", "--variable=libdir", "broadcastkit"], capture_output=True,
                                text=True, timeout=10)
             if r.returncode == 0 and r.stdout.strip():
-                out.append(str(Path(r.stdout.strip()) / LIB_NAME))
+                yield str(Path(r.stdout.strip()) / LIB_NAME)
         except (OSError, subprocess.SubprocessError):
             pass
     # Used from the source tree: bindings/python/broadcastkit -> repository root.
     here = Path(__file__).resolve()
     roots = [here.parents[3]] if len(here.parents) > 3 else []
     for root in (*roots, Path.cwd()):
-        out.append(str(root / ".build" / "release" / LIB_NAME))
+        yield str(root / ".build" / "release" / LIB_NAME)
     found = ctypes.util.find_library("broadcastkit")
     if found:
-        out.append(found)
-    return out
+        yield found
 
 
 def _declare(lib: Library) -> None:
