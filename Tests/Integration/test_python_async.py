@@ -3,7 +3,8 @@
 - bindings/python/examples/stream_async.py streams 5 s of 720p video and AAC audio to a private
   nginx-rtmp with backpressure="block", pushed as fast as the library takes them: every send waits
   for the encoder, off the loop. A 5 ms ticker task in the same loop never waits 100 ms or more
-  (start, every send, finish and close included); PyAV decodes the recording with the frames sent
+  (start, every send, finish and close included; under a load that stalls a plain thread of the same
+  process longer, 50 ms more than that thread waited); PyAV decodes the recording with the frames sent
   (at least 95% of those produced, never more) and 5 s of audio; the events reached on_event on the
   loop's thread.
 - The same at 640x360 and 30 fps with backpressure="drop" (a live source: sends never block and run
@@ -35,8 +36,10 @@ PY_BINDING = REPO_ROOT / "bindings" / "python"
 ASYNC_EXAMPLE = PY_BINDING / "examples" / "stream_async.py"
 PY = str(REPO_ROOT / ".venv" / "bin" / "python") if (REPO_ROOT / ".venv" / "bin" / "python").exists() else sys.executable
 
-# A ticker that waits this long or more means a blocking call ran on the event loop.
+# A ticker that waits this long or more means a blocking call ran on the event loop...
 MAX_LOOP_GAP_MS = 100
+# ...or this much longer than the machine itself stalled the process (measured beside it).
+MACHINE_STALL_MARGIN_MS = 50
 
 
 class AsyncSessionTestCase(BroadcastTestCase):
@@ -68,8 +71,12 @@ class AsyncSessionTestCase(BroadcastTestCase):
         print(f"\n--- stream_async.py {' '.join(extra)}: {out['seconds']} s, loop {out['loop']}, sends waited "
               f"{out['send_wait_s']} s, results {out['results']}, sent {stats['video_frames_sent']}", file=sys.stderr)
         self.assertEqual(out["produced"], 150)
-        # (thread_max_gap_ms: a plain thread's largest gap in the same process, the machine's share.)
-        self.assertLess(out["loop"]["max_gap_ms"], MAX_LOOP_GAP_MS, out["loop"])
+        # 100 ms; on a machine that itself stalled the process longer (a plain thread beside the loop,
+        # which neither the loop's calls nor its Python work can hold up for more than the GIL's 5 ms
+        # switch interval, saw thread_max_gap_ms), that stall plus 50 ms. A call run on the loop
+        # shows as a gap of its whole length (an on-loop _run: 4484 ms).
+        bound = max(MAX_LOOP_GAP_MS, out["loop"]["thread_max_gap_ms"] + MACHINE_STALL_MARGIN_MS)
+        self.assertLess(out["loop"]["max_gap_ms"], bound, out["loop"])
         # Woken all along: at least one tick per 100 ms of the run.
         self.assertGreaterEqual(out["loop"]["ticks"], out["seconds"] / 0.1, out["loop"])
         self.assertEqual(out["events"][0], "started", out["events"])
