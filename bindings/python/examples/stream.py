@@ -45,7 +45,7 @@ def main() -> int:
     noise = rng.integers(0, 255, size=(40, W), dtype=np.uint8)
     spf = RATE // FPS
     t = np.arange(spf)
-    results: dict = {}
+    results: dict[str, int] = {}
 
     try:
         session = broadcastkit.Session(args.url, key, record=args.record, width=W, height=H, fps=FPS,
