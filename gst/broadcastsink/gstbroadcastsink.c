@@ -8,10 +8,16 @@
  * GStreamer's sink semantics: it prerolls (the state change to PAUSED completes on the first video
  * buffer, which is encoded only in PLAYING), consumes nothing in PAUSED, honours `sync`, `qos`,
  * `max-lateness` and posts EOS after the stream is finished. The audio pads "app_audio" and
- * "mic_audio" (always; interleaved S16LE/F32LE, 1-2 channels, 44.1/48 kHz; unlinked pads are
- * unused) are held back the same way: their buffers wait while the element is not PLAYING, and
- * with sync=true for their running time on the pipeline clock; with sync=false and non-live input,
- * for the video to reach their running time (pace_audio).
+ * "mic_audio" (on request, one per audio lane; interleaved S16LE/F32LE, 1-2 channels, 44.1/48 kHz)
+ * are held back the same way: their buffers wait while the element is not PLAYING, and with
+ * sync=true for their running time on the pipeline clock; with sync=false and non-live input, for
+ * the video to reach their running time (pace_audio). No audio pad requested when the session
+ * starts: a video-only stream, with no audio track.
+ *
+ * location is the publish URL without the key: rtmp(s)://host/app (the key appended as the last
+ * path element), srt://host:port[?…] (the key fills streamid) or a WHIP endpoint http(s)://… (the
+ * key is the bearer token). As a GstURIHandler (sink, rank none) the element takes those schemes
+ * with the key inside the URI, and moves it to stream-key (see uri_set_uri).
  *
  * Back-pressure (`backpressure`, default auto): live input (a camera, a screen, is-live=true)
  * drops a frame the encoder has no room for, counted, with a QoS message and a rate-limited
