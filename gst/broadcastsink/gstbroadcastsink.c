@@ -1081,7 +1081,8 @@ static void gst_broadcast_sink_class_init(GstBroadcastSinkClass *klass) {
         "Keyframe interval", "Seconds between keyframes", (guint)L->keyframe_interval_seconds.min,
         (guint)L->keyframe_interval_seconds.max, (guint)L->keyframe_interval_seconds.default_value, rw));
     g_object_class_install_property(oc, PROP_AUDIO_CODEC, g_param_spec_string("audio-codec", "Audio codec",
-        "aac (legacy FLV, every ingest), opus (Enhanced RTMP v2) or none", "aac", rw));
+        "aac (legacy FLV, every ingest), opus (Enhanced RTMP v2, WHIP) or none; none, or no audio pad "
+        "requested when the stream starts, makes a video-only stream (no audio track)", "aac", rw));
     gchar *audio = g_strdup_printf("Audio bitrate in kbps: AAC %d..%d (default %d), Opus %d..%d (default %d); "
                                    "0 = the codec's default", L->aac_bitrate_kbps.min, L->aac_bitrate_kbps.max,
                                    L->aac_bitrate_kbps.default_value, L->opus_bitrate_kbps.min, L->opus_bitrate_kbps.max,
@@ -1109,7 +1110,7 @@ static void gst_broadcast_sink_class_init(GstBroadcastSinkClass *klass) {
     /* request-keyframe () -> FALSE when not running: the next picture is a keyframe. */
     g_signal_new_class_handler("request-keyframe", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
                                G_CALLBACK(request_keyframe), NULL, NULL, NULL, G_TYPE_BOOLEAN, 0);
-    gst_element_class_set_static_metadata(ec, "Live broadcast sink (RTMP/FLV/MP4)", "Sink/Network",
+    gst_element_class_set_static_metadata(ec, "Live broadcast sink (RTMP/SRT/WHIP, FLV/MP4)", "Sink/Network",
         "Encodes video (x264) and app/mic audio (AAC or Opus) and publishes over RTMP(S), SRT or WHIP and/or records "
         "FLV or MP4, within a hard memory budget (libbroadcastkit)", "The broadcast project");
     gst_element_class_add_static_pad_template(ec, &video_template);
