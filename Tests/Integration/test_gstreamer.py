@@ -133,19 +133,19 @@ class GStreamerSinkTest(BroadcastTestCase):
                       "broadcastsink", f"location={ingest.url}", f"stream-key={key}", f"record={record}"],
                      debug="broadcastsink:4")
         self.assertEqual(r.returncode, 0, r.stdout[-2000:] + r.stderr[-2000:])
-        self.assertIn("video-only: no audio track", r.stderr)
-        stats = json.loads(re.search(r"finished: (\{.*\})", r.stderr).group(1))
-        self.assertEqual(stats["audio_frames_sent"], 0, stats)
         rec = ingest.wait_recording(key)
         self.track_file(rec)
-        for path in (rec, record):
-            with self.subTest(path=path.name):
+        for what, path in (("nginx", rec), ("record", record)):   # nginx names its file after the key
+            with self.subTest(recording=what):
                 p = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_type,codec_name",
                                     "-of", "json", str(path)], capture_output=True, text=True, timeout=60)
                 self.assertEqual(p.returncode, 0, p.stderr)
                 streams = [(s["codec_type"], s["codec_name"]) for s in json.loads(p.stdout)["streams"]]
                 self.assertEqual(streams, [("video", "h264")])
                 self.assertEqual(self.decoded_frames(path), 90)
+        stats = json.loads(re.search(r"finished: (\{.*\})", r.stderr).group(1))
+        self.assertEqual(stats["audio_frames_sent"], 0, stats)
+        self.assertIn("video-only: no audio track", r.stderr)
 
     def test_request_pads_released_before_start_make_video_only(self):
         record = self.tmp / "released.flv"
