@@ -8,10 +8,16 @@
  * GStreamer's sink semantics: it prerolls (the state change to PAUSED completes on the first video
  * buffer, which is encoded only in PLAYING), consumes nothing in PAUSED, honours `sync`, `qos`,
  * `max-lateness` and posts EOS after the stream is finished. The audio pads "app_audio" and
- * "mic_audio" (always; interleaved S16LE/F32LE, 1-2 channels, 44.1/48 kHz; unlinked pads are
- * unused) are held back the same way: their buffers wait while the element is not PLAYING, and
- * with sync=true for their running time on the pipeline clock; with sync=false and non-live input,
- * for the video to reach their running time (pace_audio).
+ * "mic_audio" (on request, one per audio lane; interleaved S16LE/F32LE, 1-2 channels, 44.1/48 kHz)
+ * are held back the same way: their buffers wait while the element is not PLAYING, and with
+ * sync=true for their running time on the pipeline clock; with sync=false and non-live input, for
+ * the video to reach their running time (pace_audio). No audio pad requested when the session
+ * starts: a video-only stream, with no audio track.
+ *
+ * location is the publish URL without the key: rtmp(s)://host/app (the key appended as the last
+ * path element), srt://host:port[?…] (the key fills streamid) or a WHIP endpoint http(s)://… (the
+ * key is the bearer token). As a GstURIHandler (sink, rank none) the element takes those schemes
+ * with the key inside the URI, and moves it to stream-key (see uri_set_uri).
  *
  * Back-pressure (`backpressure`, default auto): live input (a camera, a screen, is-live=true)
  * drops a frame the encoder has no room for, counted, with a QoS message and a rate-limited
@@ -110,12 +116,18 @@ enum {
 
 static GstStaticPadTemplate video_template = GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS,
                                                                      GST_STATIC_CAPS(VIDEO_CAPS));
-static GstStaticPadTemplate app_template = GST_STATIC_PAD_TEMPLATE("app_audio", GST_PAD_SINK, GST_PAD_ALWAYS,
+/* One request pad per audio lane of the library (app, mic): named, not app_audio_%u, because each
+ * is one lane of the stream's three (video, app audio, mic audio); a second request for a lane is
+ * refused. No audio pad requested when the session starts: a video-only stream (no audio track). */
+static GstStaticPadTemplate app_template = GST_STATIC_PAD_TEMPLATE("app_audio", GST_PAD_SINK, GST_PAD_REQUEST,
                                                                    GST_STATIC_CAPS(AUDIO_CAPS));
-static GstStaticPadTemplate mic_template = GST_STATIC_PAD_TEMPLATE("mic_audio", GST_PAD_SINK, GST_PAD_ALWAYS,
+static GstStaticPadTemplate mic_template = GST_STATIC_PAD_TEMPLATE("mic_audio", GST_PAD_SINK, GST_PAD_REQUEST,
                                                                    GST_STATIC_CAPS(AUDIO_CAPS));
 
-G_DEFINE_TYPE(GstBroadcastSink, gst_broadcast_sink, GST_TYPE_BASE_SINK)
+static void uri_handler_init(gpointer iface, gpointer data);
+
+G_DEFINE_TYPE_WITH_CODE(GstBroadcastSink, gst_broadcast_sink, GST_TYPE_BASE_SINK,
+                        G_IMPLEMENT_INTERFACE(GST_TYPE_URI_HANDLER, uri_handler_init))
 
 static GType backpressure_get_type(void) {
     static GType type = 0;
@@ -133,10 +145,15 @@ static gboolean block_mode(GstBroadcastSink *self, gboolean live) {
     return self->backpressure == BACKPRESSURE_BLOCK || (self->backpressure == BACKPRESSURE_AUTO && !live);
 }
 
+/* The lane a pad feeds: set on each audio pad when it is requested (a released pad's lane is
+ * still known to a chain call that is finishing). */
 static int lane_of(GstBroadcastSink *self, GstPad *pad) {
-    for (int i = 0; i < LANES; i++)
-        if (self->pads[i] == pad) return i;
-    return LANE_VIDEO;
+    return pad == self->pads[LANE_VIDEO] ? LANE_VIDEO : GPOINTER_TO_INT(gst_pad_get_element_private(pad));
+}
+
+/* Whether the audio pad of `lane` exists and is linked. Called with the lock held. */
+static gboolean audio_linked(GstBroadcastSink *self, int lane) {
+    return self->pads[lane] && gst_pad_is_linked(self->pads[lane]);
 }
 
 /* Whether the stream into `pad` is live (the upstream latency query). */
@@ -247,6 +264,9 @@ static gboolean start_session(GstBroadcastSink *self, int in_width, int in_heigh
     gboolean opus = g_strcmp0(self->audio_codec, "opus") == 0;
     int audio_kbps = self->audio_bitrate ? (int)self->audio_bitrate
                      : (opus ? limits->opus_bitrate_kbps : limits->aac_bitrate_kbps).default_value;
+    /* The track layout is fixed here: no audio pad requested (or audio-codec=none) is a video-only
+     * stream, with no audio track at all (not a silent one). */
+    gboolean no_audio = g_strcmp0(self->audio_codec, "none") == 0 || (!self->pads[LANE_APP] && !self->pads[LANE_MIC]);
     gboolean ok = FALSE;
     const gchar *key_error = NULL;
     gchar *key = self->location ? resolve_key(self, &key_error) : NULL;
@@ -257,8 +277,8 @@ static gboolean start_session(GstBroadcastSink *self, int in_width, int in_heigh
     if (bk_config_set_video(cfg, (w + 1) & ~1, (h + 1) & ~1, fps, (int)self->video_bitrate) != BK_OK) what = "video";
     else if (self->preset && bk_config_set_preset(cfg, self->preset) != BK_OK) what = "preset";
     else if (bk_config_set_keyframe_interval(cfg, (int)self->keyframe_interval) != BK_OK) what = "keyframe-interval";
-    else if (bk_config_set_audio(cfg, opus ? BK_AUDIO_OPUS : g_strcmp0(self->audio_codec, "none") == 0 ? BK_AUDIO_NONE
-                                 : BK_AUDIO_AAC, audio_kbps) != BK_OK) what = "audio";
+    else if (bk_config_set_audio(cfg, no_audio ? BK_AUDIO_NONE : opus ? BK_AUDIO_OPUS : BK_AUDIO_AAC, audio_kbps) != BK_OK)
+        what = "audio";
     else if (!parse_size(self->memory_budget, &budget) || bk_config_set_memory_budget(cfg, budget) != BK_OK) {
         GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("memory-budget '%s' unreadable (e.g. 50M, 512K, auto)",
                                                      self->memory_budget ? self->memory_budget : ""), (NULL));
@@ -304,8 +324,10 @@ static gboolean start_session(GstBroadcastSink *self, int in_width, int in_heigh
     }
     self->session = s;
     self->block = block_mode(self, live);
-    GST_INFO_OBJECT(self, "session started (%s input: back-pressure %s)", live ? "live" : "non-live",
-                    self->block ? "block" : "drop");
+    GST_INFO_OBJECT(self, "session started (%s input: back-pressure %s; %s)", live ? "live" : "non-live",
+                    self->block ? "block" : "drop",
+                    no_audio ? "video-only: no audio track" : self->pads[LANE_APP] && self->pads[LANE_MIC]
+                    ? "audio: app_audio + mic_audio" : self->pads[LANE_APP] ? "audio: app_audio" : "audio: mic_audio");
     ok = TRUE;
 out:
     wipe_copy(key);
@@ -316,11 +338,11 @@ out:
 
 
 /* The session, started if needed; NULL when it cannot run (the error was posted). */
-static bk_session *running_session(GstBroadcastSink *self, int lane) {
+static bk_session *running_session(GstBroadcastSink *self, int lane, GstPad *pad) {
     g_mutex_lock(&self->lock);
     gboolean need = !self->session && !self->finished && !self->failed;
     g_mutex_unlock(&self->lock);
-    gboolean live = need && upstream_is_live(self->pads[lane]);
+    gboolean live = need && upstream_is_live(pad);
     g_mutex_lock(&self->lock);
     bk_session *s = NULL;
     if (!self->finished && !self->failed) {
@@ -372,7 +394,7 @@ static GstClockTime running_time(const GstSegment *seg, GstBuffer *buf) {
 
 static GstFlowReturn render(GstBaseSink *bs, GstBuffer *buf) {
     GstBroadcastSink *self = GST_BROADCAST_SINK(bs);
-    bk_session *s = running_session(self, LANE_VIDEO);
+    bk_session *s = running_session(self, LANE_VIDEO, GST_BASE_SINK_PAD(bs));
     if (!s) return self->failed ? GST_FLOW_ERROR : GST_FLOW_EOS;
     GstClockTime rt = running_time(&bs->segment, buf);
     gint64 pts = GST_CLOCK_TIME_IS_VALID(rt) ? (gint64)(rt + gst_element_get_base_time(GST_ELEMENT_CAST(self)))
@@ -420,7 +442,7 @@ static gboolean set_caps(GstBaseSink *bs, GstCaps *caps) {
     GstBroadcastSink *self = GST_BROADCAST_SINK(bs);
     if (!gst_video_info_from_caps(&self->vinfo, caps)) return FALSE;
     self->vinfo_set = TRUE;
-    running_session(self, LANE_VIDEO); /* connect now, before the first buffer */
+    running_session(self, LANE_VIDEO, GST_BASE_SINK_PAD(bs)); /* connect now, before the first buffer */
     return TRUE;
 }
 
@@ -492,7 +514,7 @@ static GstFlowReturn chain_audio(GstPad *pad, GstObject *parent, GstBuffer *buf)
     GstClockTime rt;
     if (!audio_wait(self, lane, buf, &pts, &rt)) { gst_buffer_unref(buf); return GST_FLOW_FLUSHING; }
     if (!pace_audio(self, lane, rt)) { gst_buffer_unref(buf); return GST_FLOW_FLUSHING; }
-    bk_session *s = running_session(self, lane);
+    bk_session *s = running_session(self, lane, pad);
     if (!s || !self->ainfo_set[lane]) {
         gst_buffer_unref(buf);
         if (self->failed) return GST_FLOW_ERROR;
@@ -602,7 +624,7 @@ static gboolean audio_event(GstPad *pad, GstObject *parent, GstEvent *event) {
         gst_event_parse_caps(event, &caps);
         gboolean ok = self->ainfo_set[lane] = gst_audio_info_from_caps(&self->ainfo[lane], caps);
         gst_event_unref(event);
-        if (ok && !gst_pad_is_linked(self->pads[LANE_VIDEO])) running_session(self, lane); /* connect now */
+        if (ok && !gst_pad_is_linked(self->pads[LANE_VIDEO])) running_session(self, lane, pad); /* connect now */
         return ok;
     }
     case GST_EVENT_SEGMENT: {
@@ -632,7 +654,7 @@ static gboolean audio_event(GstPad *pad, GstObject *parent, GstEvent *event) {
         self->eos[lane] = TRUE;
         gboolean all = TRUE;
         for (int i = LANE_APP; i < LANES; i++)
-            if (gst_pad_is_linked(self->pads[i]) && !self->eos[i]) all = FALSE;
+            if (audio_linked(self, i) && !self->eos[i]) all = FALSE;
         g_mutex_unlock(&self->lock);
         /* Video sets the stream's length; without video, the last audio EOS ends it. */
         if (all && !gst_pad_is_linked(self->pads[LANE_VIDEO])) finish_stream(self, TRUE);
@@ -748,10 +770,70 @@ static gchar *save_replay(GstBroadcastSink *self, const gchar *path, gdouble sec
     return out;
 }
 
+/* app_audio or mic_audio, each at most once, and only before the session starts (it fixes the
+ * stream's tracks then, as a muxer fixes its header). */
+static GstPad *request_new_pad(GstElement *element, GstPadTemplate *templ, const gchar *name, const GstCaps *caps) {
+    GstBroadcastSink *self = GST_BROADCAST_SINK(element);
+    const gchar *tname = GST_PAD_TEMPLATE_NAME_TEMPLATE(templ);
+    int lane = g_strcmp0(tname, app_template.name_template) == 0 ? LANE_APP
+               : g_strcmp0(tname, mic_template.name_template) == 0 ? LANE_MIC : LANE_VIDEO;
+    if (lane == LANE_VIDEO || (name && g_strcmp0(name, tname) != 0)) {
+        GST_WARNING_OBJECT(self, "no request pad '%s' (the audio pads are app_audio and mic_audio)", name ? name : tname);
+        return NULL;
+    }
+    g_mutex_lock(&self->lock);
+    if (self->pads[lane] || self->session) {
+        gboolean started = self->session != NULL;
+        g_mutex_unlock(&self->lock);
+        GST_WARNING_OBJECT(self, "%s cannot be requested: %s", tname,
+                           started ? "the stream has started (its tracks are fixed when it starts)" : "it exists already");
+        return NULL;
+    }
+    GstPad *pad = gst_pad_new_from_template(templ, tname);
+    gst_pad_set_element_private(pad, GINT_TO_POINTER(lane));
+    gst_pad_set_chain_function(pad, chain_audio);
+    gst_pad_set_event_function(pad, audio_event);
+    self->pads[lane] = pad;
+    self->flushing[lane] = self->eos[lane] = self->ainfo_set[lane] = FALSE;
+    self->processed[lane] = self->dropped[lane] = 0;
+    gst_segment_init(&self->segments[lane], GST_FORMAT_TIME);
+    g_mutex_unlock(&self->lock);
+    /* Activated here when the element is already PAUSED or PLAYING. */
+    gst_element_add_pad(element, pad);
+    GST_DEBUG_OBJECT(self, "requested %s", tname);
+    return pad;
+}
+
+/* A released pad's lane goes quiet: a buffer it still holds is let go (flushing), so removing the
+ * pad, which waits for its streaming thread, cannot block. Before the session starts, releasing
+ * every audio pad makes the stream video-only. */
+static void release_pad(GstElement *element, GstPad *pad) {
+    GstBroadcastSink *self = GST_BROADCAST_SINK(element);
+    int lane = lane_of(self, pad);
+    if (lane == LANE_VIDEO) return;
+    g_mutex_lock(&self->lock);
+    if (self->pads[lane] != pad) { g_mutex_unlock(&self->lock); return; }
+    self->flushing[lane] = TRUE;
+    if (self->clock_ids[lane]) gst_clock_id_unschedule(self->clock_ids[lane]);
+    g_cond_broadcast(&self->cond);
+    g_mutex_unlock(&self->lock);
+    gst_element_remove_pad(element, pad);
+    g_mutex_lock(&self->lock);
+    self->pads[lane] = NULL;
+    self->ainfo_set[lane] = FALSE;
+    g_mutex_unlock(&self->lock);
+    GST_DEBUG_OBJECT(self, "released %s", lane == LANE_APP ? "app_audio" : "mic_audio");
+}
+
 static void set_property(GObject *object, guint id, const GValue *value, GParamSpec *pspec) {
     GstBroadcastSink *self = GST_BROADCAST_SINK(object);
     switch (id) {
-    case PROP_LOCATION: g_free(self->location); self->location = g_value_dup_string(value); break;
+    case PROP_LOCATION:
+        GST_OBJECT_LOCK(self);
+        g_free(self->location);
+        self->location = g_value_dup_string(value);
+        GST_OBJECT_UNLOCK(self);
+        break;
     case PROP_STREAM_KEY: wipe_key(self); self->stream_key = g_value_dup_string(value); break;
     case PROP_STREAM_KEY_FILE: g_free(self->stream_key_file); self->stream_key_file = g_value_dup_string(value); break;
     case PROP_RECORD: g_free(self->record); self->record = g_value_dup_string(value); break;
@@ -783,7 +865,11 @@ static void set_property(GObject *object, guint id, const GValue *value, GParamS
 static void get_property(GObject *object, guint id, GValue *value, GParamSpec *pspec) {
     GstBroadcastSink *self = GST_BROADCAST_SINK(object);
     switch (id) {
-    case PROP_LOCATION: g_value_set_string(value, self->location); break;
+    case PROP_LOCATION:
+        GST_OBJECT_LOCK(self);
+        g_value_set_string(value, self->location);
+        GST_OBJECT_UNLOCK(self);
+        break;
     case PROP_STREAM_KEY_FILE: g_value_set_string(value, self->stream_key_file); break;
     case PROP_RECORD: g_value_set_string(value, self->record); break;
     case PROP_MEMORY_BUDGET: g_value_set_string(value, self->memory_budget); break;
@@ -801,6 +887,122 @@ static void get_property(GObject *object, guint id, GValue *value, GParamSpec *p
     case PROP_STATS: g_value_take_boxed(value, stats_structure(self)); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); break; /* stream-key is write-only */
     }
+}
+
+/* GstURIHandler (sink): rtmp, rtmps, srt, and http/https for WHIP endpoints. The URI is the
+ * publish URL as a service hands it out, so it may carry the key: set_uri moves it to stream-key
+ * (write-only) and keeps the rest as location, so get_uri and location never return the key.
+ *   rtmp(s)://host[:port]/app/KEY   the last of two or more path elements is the key (the library
+ *                                   appends the key as the last path element: the same split);
+ *                                   rtmp://host/app alone is a location, the key from elsewhere.
+ *   srt://host:port?streamid=KEY&…  the stream id (percent-decoded) is the key (the library fills
+ *                                   the stream id from the key when the URL has none).
+ *   http(s)://host/path             a WHIP endpoint; its bearer token is never part of the URL.
+ * The rest is validated by the library (bk_config_add_rtmp with no key), whose message never holds
+ * the key. */
+static const gchar *const uri_protocols[] = { "rtmp", "rtmps", "srt", "http", "https", NULL };
+
+static GstURIType uri_get_type(GType type) { return GST_URI_SINK; }
+
+static const gchar *const *uri_get_protocols(GType type) { return uri_protocols; }
+
+static gchar *uri_get_uri(GstURIHandler *handler) {
+    GstBroadcastSink *self = GST_BROADCAST_SINK(handler);
+    GST_OBJECT_LOCK(self);
+    gchar *uri = g_strdup(self->location);
+    GST_OBJECT_UNLOCK(self);
+    return uri;
+}
+
+/* Splits `uri` into the location and the key it carries (NULL when none); see above. */
+static void split_key(const gchar *scheme, const gchar *uri, gchar **location, gchar **key) {
+    *location = NULL;
+    *key = NULL;
+    const gchar *authority = strstr(uri, "://");
+    authority = authority ? authority + 3 : uri;
+    if (g_str_has_prefix(scheme, "rtmp")) {
+        const gchar *path = strchr(authority, '/');
+        gsize len = strlen(uri);
+        if (!path) { *location = g_strdup(uri); return; }
+        while (uri + len - 1 > path && uri[len - 1] == '/') len--; /* "…/live/" is "…/live" */
+        const gchar *last = g_strrstr_len(path + 1, (gssize)(uri + len - path - 1), "/");
+        if (last && last + 1 < uri + len) {
+            *location = g_strndup(uri, (gsize)(last - uri));
+            *key = g_strndup(last + 1, (gsize)(uri + len - last - 1));
+            return;
+        }
+        *location = g_strndup(uri, len);
+        return;
+    }
+    const gchar *query = g_str_equal(scheme, "srt") ? strchr(authority, '?') : NULL;
+    if (!query) { *location = g_strdup(uri); return; }
+    GString *out = g_string_new_len(uri, query - uri);
+    gchar **params = g_strsplit(query + 1, "&", -1);
+    gboolean first = TRUE;
+    for (gchar **p = params; *p; p++) {
+        if (g_ascii_strncasecmp(*p, "streamid=", 9) == 0 && !*key) {
+            *key = g_uri_unescape_string(*p + 9, NULL);
+            if (!*key) *key = g_strdup(*p + 9); /* not valid escapes: the library's check refuses it */
+            continue;
+        }
+        if (!**p) continue;
+        g_string_append_c(out, first ? '?' : '&');
+        g_string_append(out, *p);
+        first = FALSE;
+    }
+    for (gchar **p = params; *p; p++) explicit_bzero(*p, strlen(*p));
+    g_strfreev(params);
+    *location = g_string_free(out, FALSE);
+}
+
+static gboolean uri_set_uri(GstURIHandler *handler, const gchar *uri, GError **error) {
+    GstBroadcastSink *self = GST_BROADCAST_SINK(handler);
+    if (GST_STATE(self) > GST_STATE_READY) {
+        g_set_error(error, GST_URI_ERROR, GST_URI_ERROR_BAD_STATE,
+                    "broadcastsink: the URI can only be set in the NULL or READY state");
+        return FALSE;
+    }
+    gchar *scheme = uri ? gst_uri_get_protocol(uri) : NULL;
+    if (!scheme || !g_strv_contains(uri_protocols, scheme)) {
+        g_set_error(error, GST_URI_ERROR, GST_URI_ERROR_UNSUPPORTED_PROTOCOL,
+                    "broadcastsink: unsupported URI scheme (rtmp, rtmps, srt, http or https)");
+        g_free(scheme);
+        return FALSE;
+    }
+    gchar *location = NULL, *key = NULL;
+    split_key(scheme, uri, &location, &key);
+    g_free(scheme);
+    bk_config *cfg = bk_config_new();
+    gboolean ok = bk_config_add_rtmp(cfg, location, "") == BK_OK;
+    if (!ok) g_set_error(error, GST_URI_ERROR, GST_URI_ERROR_BAD_URI, "broadcastsink: %s", bk_config_last_error(cfg));
+    bk_config_free(cfg);
+    if (ok && key && !*key) ok = FALSE;
+    if (!ok) {
+        if (error && !*error) g_set_error(error, GST_URI_ERROR, GST_URI_ERROR_BAD_URI, "broadcastsink: the key in the URI is empty");
+        g_free(location);
+        wipe_copy(key);
+        return FALSE;
+    }
+    GST_OBJECT_LOCK(self);
+    g_free(self->location);
+    self->location = location;
+    if (key) {
+        wipe_key(self);
+        self->stream_key = key;
+    }
+    GST_OBJECT_UNLOCK(self);
+    /* Not the location itself: an SRT query may hold a passphrase. */
+    GST_DEBUG_OBJECT(self, "URI set (the key %s)", key ? "taken from the URI" : "not in the URI");
+    g_object_notify(G_OBJECT(self), "location");
+    return TRUE;
+}
+
+static void uri_handler_init(gpointer iface, gpointer data) {
+    GstURIHandlerInterface *i = iface;
+    i->get_type = uri_get_type;
+    i->get_protocols = uri_get_protocols;
+    i->get_uri = uri_get_uri;
+    i->set_uri = uri_set_uri;
 }
 
 static void finalize(GObject *object) {
@@ -840,7 +1042,12 @@ static void gst_broadcast_sink_class_init(GstBroadcastSinkClass *klass) {
     const bk_limit_table *L = bk_limits();
     const GParamFlags rw_dyn = G_PARAM_READWRITE | G_PARAM_STATIC_NAME | G_PARAM_STATIC_NICK | GST_PARAM_MUTABLE_READY;
     g_object_class_install_property(oc, PROP_LOCATION, g_param_spec_string("location", "Location",
-        "RTMP(S) ingest base URL without the key, e.g. rtmp://host/live", NULL, rw));
+        "Where to publish, without the key. rtmp://host[:port]/app or rtmps://… (FLV over RTMP; the key is appended "
+        "as the last path element); srt://host:port[?latency=MS&passphrase=…&pbkeylen=N] (MPEG-TS over SRT to a "
+        "listener; the key fills ?streamid= when the URL has none); http(s)://host/path (a WHIP endpoint, WebRTC; the "
+        "key is the bearer token; audio needs audio-codec=opus). As a URI (gst_element_make_from_uri, the uri "
+        "handler) the full publish URL may carry the key (rtmp://host/app/KEY, srt://…?streamid=KEY): it is moved to "
+        "stream-key, and location and the URI read back never hold it", NULL, rw));
     g_object_class_install_property(oc, PROP_STREAM_KEY, g_param_spec_string("stream-key", "Stream key",
         "The stream key, appended to location (write-only: never shown, logged or readable back by the "
         "element; but gst-launch logs and ps show its own command line: prefer stream-key-file or $STREAM_KEY)", NULL,
@@ -874,7 +1081,8 @@ static void gst_broadcast_sink_class_init(GstBroadcastSinkClass *klass) {
         "Keyframe interval", "Seconds between keyframes", (guint)L->keyframe_interval_seconds.min,
         (guint)L->keyframe_interval_seconds.max, (guint)L->keyframe_interval_seconds.default_value, rw));
     g_object_class_install_property(oc, PROP_AUDIO_CODEC, g_param_spec_string("audio-codec", "Audio codec",
-        "aac (legacy FLV, every ingest), opus (Enhanced RTMP v2) or none", "aac", rw));
+        "aac (legacy FLV, every ingest), opus (Enhanced RTMP v2, WHIP) or none; none, or no audio pad "
+        "requested when the stream starts, makes a video-only stream (no audio track)", "aac", rw));
     gchar *audio = g_strdup_printf("Audio bitrate in kbps: AAC %d..%d (default %d), Opus %d..%d (default %d); "
                                    "0 = the codec's default", L->aac_bitrate_kbps.min, L->aac_bitrate_kbps.max,
                                    L->aac_bitrate_kbps.default_value, L->opus_bitrate_kbps.min, L->opus_bitrate_kbps.max,
@@ -902,23 +1110,18 @@ static void gst_broadcast_sink_class_init(GstBroadcastSinkClass *klass) {
     /* request-keyframe () -> FALSE when not running: the next picture is a keyframe. */
     g_signal_new_class_handler("request-keyframe", G_TYPE_FROM_CLASS(klass), G_SIGNAL_RUN_LAST | G_SIGNAL_ACTION,
                                G_CALLBACK(request_keyframe), NULL, NULL, NULL, G_TYPE_BOOLEAN, 0);
-    gst_element_class_set_static_metadata(ec, "Live broadcast sink (RTMP/FLV/MP4)", "Sink/Network",
+    gst_element_class_set_static_metadata(ec, "Live broadcast sink (RTMP/SRT/WHIP, FLV/MP4)", "Sink/Network",
         "Encodes video (x264) and app/mic audio (AAC or Opus) and publishes over RTMP(S), SRT or WHIP and/or records "
         "FLV or MP4, within a hard memory budget (libbroadcastkit)", "The broadcast project");
     gst_element_class_add_static_pad_template(ec, &video_template);
     gst_element_class_add_static_pad_template(ec, &app_template);
     gst_element_class_add_static_pad_template(ec, &mic_template);
+    ec->request_new_pad = request_new_pad;
+    ec->release_pad = release_pad;
 }
 
 static void gst_broadcast_sink_init(GstBroadcastSink *self) {
-    self->pads[LANE_VIDEO] = GST_BASE_SINK_PAD(self);
-    GstStaticPadTemplate *t[LANES] = { NULL, &app_template, &mic_template };
-    for (int i = LANE_APP; i < LANES; i++) {
-        self->pads[i] = gst_pad_new_from_static_template(t[i], t[i]->name_template);
-        gst_pad_set_chain_function(self->pads[i], chain_audio);
-        gst_pad_set_event_function(self->pads[i], audio_event);
-        gst_element_add_pad(GST_ELEMENT(self), self->pads[i]);
-    }
+    self->pads[LANE_VIDEO] = GST_BASE_SINK_PAD(self); /* the audio pads are requested */
     for (int i = 0; i < LANES; i++) gst_segment_init(&self->segments[i], GST_FORMAT_TIME);
     g_mutex_init(&self->lock);
     g_cond_init(&self->cond);
