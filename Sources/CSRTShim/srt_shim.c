@@ -169,7 +169,8 @@ int bk_srt_connect(const void *address, int address_len, const bk_srt_options *o
         }
         int wait_ms = ms_until(deadline_ns, 250);
         if (wait_ms <= 0) {
-            snprintf(error, error_size, "not connected within the connect deadline");
+            /* The same line as libsrt's own timeout (SRTO_CONNTIMEO, set to the same bound). */
+            snprintf(error, error_size, "Connection setup failure: connection timed out");
             return fail(s, eid, -3);
         }
         SRTSOCKET rd[2], wr[2];
