@@ -26,6 +26,13 @@ Modes:
                     --upstream: bytes both ways, unchanged
   tee               a plain TCP relay to --upstream that appends every byte the client sends to
                     --record (the test counts the key in it)
+  udp-silent        a UDP socket that reads every datagram and never answers: a black-holed SRT
+                    listener, or (on port 53 in a private network namespace) a DNS server that
+                    never answers
+  whip-dtls-silent  a WHIP endpoint whose ICE works and whose DTLS never answers: the POST gets a
+                    201 with an SDP answer (Opus and H.264, --setup passive|active, a candidate on
+                    its UDP socket), STUN binding requests get signed success responses, DTLS
+                    datagrams are read and dropped; a DELETE gets 200
 
 The stream key and the bearer token are never printed or logged.
 """
@@ -34,10 +41,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import hmac
 import json
 import random
 import re
 import ssl
+import struct
 import sys
 import time
 
@@ -180,9 +190,79 @@ async def relay(a, reader, writer, record_path=None):
             record.close()
 
 
+class SilentUDP(asyncio.DatagramProtocol):
+    """udp-silent: reads every datagram, answers none."""
+
+    def __init__(self, a):
+        self.a = a
+        self.seen = 0
+
+    def datagram_received(self, data, addr):
+        self.seen += 1
+        if self.seen <= 3 or self.seen % 50 == 0:
+            log(self.a, event="datagram", n=self.seen, size=len(data))
+
+
+STUN_COOKIE = 0x2112A442
+
+
+class DTLSSilentUDP(asyncio.DatagramProtocol):
+    """whip-dtls-silent's UDP side: STUN answered (RFC 5389, MESSAGE-INTEGRITY keyed with our
+    ice-pwd), DTLS (first byte 20..63, RFC 7983) dropped."""
+
+    def __init__(self, a, pwd: str):
+        self.a = a
+        self.pwd = pwd.encode()
+        self.transport = None
+        self.dtls = 0
+
+    def connection_made(self, transport):
+        self.transport = transport
+
+    def datagram_received(self, data, addr):
+        if len(data) >= 20 and data[0] < 2 and struct.unpack("!I", data[4:8])[0] == STUN_COOKIE:
+            if struct.unpack("!H", data[0:2])[0] != 0x0001:
+                return
+            tx = data[8:20]
+            ip = bytes(int(x) for x in addr[0].split("."))
+            xport = addr[1] ^ (STUN_COOKIE >> 16)
+            xip = bytes(b ^ c for b, c in zip(ip, struct.pack("!I", STUN_COOKIE)))
+            attrs = struct.pack("!HHBBH", 0x0020, 8, 0, 1, xport) + xip
+            # MESSAGE-INTEGRITY over the header (its length counting up to MI's end) and attrs.
+            head = struct.pack("!HHI", 0x0101, len(attrs) + 24, STUN_COOKIE) + tx
+            mac = hmac.new(self.pwd, head + attrs, hashlib.sha1).digest()
+            attrs += struct.pack("!HH", 0x0008, 20) + mac
+            self.transport.sendto(struct.pack("!HHI", 0x0101, len(attrs), STUN_COOKIE) + tx + attrs, addr)
+        elif data and 20 <= data[0] <= 63:
+            self.dtls += 1
+            if self.dtls <= 3 or self.dtls % 10 == 0:
+                log(self.a, event="dtls-dropped", n=self.dtls)
+
+
+async def whip_dtls_silent(a, reader, writer, udp_port: int, pwd: str):
+    head, _ = await read_request(reader)
+    method = head.split(b" ", 1)[0].decode()
+    log(a, event="request", method=method)
+    if method == "DELETE":
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")
+        await writer.drain()
+        return
+    fp = ":".join(f"{random.randrange(256):02X}" for _ in range(32))
+    media = (f"c=IN IP4 127.0.0.1\r\na=ice-ufrag:slowpeer\r\na=ice-pwd:{pwd}\r\n"
+             f"a=fingerprint:sha-256 {fp}\r\na=setup:{a.setup}\r\na=rtcp-mux\r\n"
+             f"a=candidate:1 1 udp 2130706431 127.0.0.1 {udp_port} typ host\r\n")
+    sdp = ("v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nt=0 0\r\na=ice-lite\r\n"
+           "m=audio 9 UDP/TLS/RTP/SAVPF 111\r\n" + media + "a=mid:0\r\na=rtpmap:111 opus/48000/2\r\n"
+           "m=video 9 UDP/TLS/RTP/SAVPF 96\r\n" + media + "a=mid:1\r\na=rtpmap:96 H264/90000\r\n").encode()
+    writer.write(b"HTTP/1.1 201 Created\r\nContent-Type: application/sdp\r\nLocation: /whip/resource/1\r\n"
+                 + f"Content-Length: {len(sdp)}\r\n\r\n".encode() + sdp)
+    await writer.drain()
+
+
 async def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("mode", choices=["rtmp-s1-trickle", "tls-trickle", "http-trickle", "http-front", "tls-front", "tee"])
+    p.add_argument("mode", choices=["rtmp-s1-trickle", "tls-trickle", "http-trickle", "http-front", "tls-front", "tee",
+                                      "udp-silent", "whip-dtls-silent"])
     p.add_argument("--port", type=int, default=0)
     p.add_argument("--interval", type=float, default=1.0, help="seconds between trickled bytes")
     p.add_argument("--upstream", type=int, help="http-front, tls-front, tee: the port behind")
@@ -194,8 +274,21 @@ async def main() -> None:
     p.add_argument("--cert")
     p.add_argument("--key")
     p.add_argument("--record", help="tee: append what the client sends here")
+    p.add_argument("--setup", choices=["passive", "active"], default="passive",
+                   help="whip-dtls-silent: the answer's a=setup (passive: we wait for the ClientHello)")
     p.add_argument("--log", help="append one JSON line per event here")
     a = p.parse_args()
+
+    loop = asyncio.get_running_loop()
+    if a.mode == "udp-silent":
+        transport, _ = await loop.create_datagram_endpoint(lambda: SilentUDP(a), local_addr=("127.0.0.1", a.port))
+        print(json.dumps({"port": transport.get_extra_info("sockname")[1]}), flush=True)
+        await asyncio.Event().wait()
+    pwd = "".join(random.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(24))
+    udp_port = 0
+    if a.mode == "whip-dtls-silent":
+        transport, _ = await loop.create_datagram_endpoint(lambda: DTLSSilentUDP(a, pwd), local_addr=("127.0.0.1", 0))
+        udp_port = transport.get_extra_info("sockname")[1]
 
     front = Front(a)
     ctx = None
@@ -217,6 +310,8 @@ async def main() -> None:
                 await relay(a, reader, writer)
             elif a.mode == "tee":
                 await relay(a, reader, writer, a.record)
+            elif a.mode == "whip-dtls-silent":
+                await whip_dtls_silent(a, reader, writer, udp_port, pwd)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ssl.SSLError):
             log(a, event="peer-gone")
         finally:

@@ -81,6 +81,12 @@ struct bk_dtls {
     int pending_len;
     /* After the handshake: the pull functions only hand over what bk_dtls_feed was given. */
     int feeding;
+    /* While handshaking: the stop's self-pipe (-1: none), polled beside `fd`, and the operation's
+       deadline (CLOCK_MONOTONIC ns; INT64_MAX: none). Either ends the handshake at once. */
+    int stop_fd;
+    int64_t deadline_ns;
+    int stopped;
+    int expired;
 };
 
 static void fingerprint_text(const uint8_t *digest, size_t n, char out[BK_DTLS_FINGERPRINT_LEN]) {
@@ -113,6 +119,8 @@ bk_dtls *bk_dtls_create(char fingerprint[BK_DTLS_FINGERPRINT_LEN], char *error, 
         return NULL;
     }
     d->fd = -1;
+    d->stop_fd = -1;
+    d->deadline_ns = INT64_MAX;
     int rc;
     const char *step = "key";
     if ((rc = p_gnutls_x509_privkey_init(&d->key)) < 0) goto fail;
@@ -155,25 +163,51 @@ static ssize_t push(gnutls_transport_ptr_t ptr, const void *data, size_t size) {
     return n;
 }
 
-static int monotonic_ms(void) {
+static int64_t monotonic_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    return (int)(t.tv_sec * 1000 + t.tv_nsec / 1000000);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* Waits up to `ms` for a DTLS datagram, handing anything else (STUN, RTCP) to the caller. */
+/* Milliseconds until `deadline_ns`, rounded up, clamped to [0, cap]. */
+static int ms_until(int64_t deadline_ns, int cap) {
+    if (deadline_ns == INT64_MAX) return cap;
+    int64_t left = deadline_ns - monotonic_ns();
+    if (left <= 0) return 0;
+    int64_t ms = (left + 999999) / 1000000;
+    return ms < cap ? (int)ms : cap;
+}
+
+/* Waits up to `ms` for a DTLS datagram, handing anything else (STUN, RTCP) to the caller. While
+   handshaking, the stop and the operation's deadline end the wait at once: -1, which GnuTLS
+   takes as a fatal pull error (the caller tells the two apart by `stopped` / `expired`). */
 static int pull_timeout(gnutls_transport_ptr_t ptr, unsigned int ms) {
     bk_dtls *d = ptr;
     if (d->pending_len > 0) return 1;
     if (d->feeding) return 0;
-    int deadline = monotonic_ms() + (int)ms;
+    int cap = ms > 60000 ? 60000 : (int)ms; /* GnuTLS may ask for an indefinite wait */
+    int64_t until = monotonic_ns() + (int64_t)cap * 1000000;
     for (;;) {
-        int left = deadline - monotonic_ms();
-        if (left < 0) left = 0;
-        struct pollfd p = {.fd = d->fd, .events = POLLIN};
-        int r = poll(&p, 1, left);
+        int left = ms_until(until, cap);
+        int op_left = ms_until(d->deadline_ns, left);
+        struct pollfd p[2] = {{.fd = d->fd, .events = POLLIN}, {.fd = d->stop_fd, .events = POLLIN}};
+        int r = poll(p, d->stop_fd >= 0 ? 2 : 1, op_left);
         if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) return r;
+        if (r < 0) return r;
+        if (d->stop_fd >= 0 && (p[1].revents & POLLIN)) {
+            d->stopped = 1;
+            errno = EINTR;
+            return -1;
+        }
+        if (r == 0 || !(p[0].revents & (POLLIN | POLLERR | POLLHUP))) {
+            if (d->deadline_ns != INT64_MAX && monotonic_ns() >= d->deadline_ns) {
+                d->expired = 1;
+                errno = ETIMEDOUT;
+                return -1;
+            }
+            if (r == 0 && left == 0) return 0;
+            continue;
+        }
         struct sockaddr_storage from;
         socklen_t from_len = sizeof from;
         ssize_t n = recvfrom(d->fd, d->pending, sizeof d->pending, MSG_DONTWAIT, (struct sockaddr *)&from, &from_len);
@@ -207,8 +241,8 @@ static ssize_t pull(gnutls_transport_ptr_t ptr, void *data, size_t size) {
     return (ssize_t)n;
 }
 
-int bk_dtls_handshake(bk_dtls *d, int client, int fd, const struct sockaddr *peer, socklen_t peer_len, int timeout_ms,
-                      bk_dtls_other_fn other, void *ctx, char *error, size_t error_cap) {
+int bk_dtls_handshake(bk_dtls *d, int client, int fd, const struct sockaddr *peer, socklen_t peer_len, int stop_fd,
+                      int64_t deadline_ns, bk_dtls_other_fn other, void *ctx, char *error, size_t error_cap) {
     if (d->session) {
         p_gnutls_deinit(d->session);
         d->session = NULL;
@@ -220,6 +254,10 @@ int bk_dtls_handshake(bk_dtls *d, int client, int fd, const struct sockaddr *pee
     d->ctx = ctx;
     d->pending_len = 0;
     d->feeding = 0;
+    d->stop_fd = stop_fd;
+    d->deadline_ns = deadline_ns;
+    d->stopped = 0;
+    d->expired = 0;
     int rc;
     const char *step = "init";
     if ((rc = p_gnutls_init(&d->session, (client ? GNUTLS_CLIENT : GNUTLS_SERVER) | GNUTLS_DATAGRAM | GNUTLS_NO_SIGNAL)) < 0)
@@ -235,11 +273,29 @@ int bk_dtls_handshake(bk_dtls *d, int client, int fd, const struct sockaddr *pee
     p_gnutls_transport_set_pull_function(d->session, pull);
     p_gnutls_transport_set_pull_timeout_function(d->session, pull_timeout);
     p_gnutls_dtls_set_mtu(d->session, 1200);
-    p_gnutls_dtls_set_timeouts(d->session, 500, (unsigned)timeout_ms);
+    /* GnuTLS's own total bound: what is left of the operation (its deadline is also checked
+       at every wait, so this only backs it up). */
+    int total_ms = ms_until(deadline_ns, 60000);
+    p_gnutls_dtls_set_timeouts(d->session, 500, (unsigned)(total_ms > 0 ? total_ms : 1));
     step = "handshake";
     do {
+        if (d->stop_fd >= 0) {
+            struct pollfd p = {.fd = d->stop_fd, .events = POLLIN};
+            if (poll(&p, 1, 0) > 0) d->stopped = 1;
+        }
+        if (d->stopped) break;
         rc = p_gnutls_handshake(d->session);
-    } while (rc < 0 && !p_gnutls_error_is_fatal(rc));
+    } while (rc < 0 && !p_gnutls_error_is_fatal(rc) && !d->stopped && !d->expired);
+    d->stop_fd = -1;
+    d->deadline_ns = INT64_MAX;
+    if (d->stopped) {
+        snprintf(error, error_cap, "DTLS handshake: stopped");
+        return -2;
+    }
+    if (d->expired || rc == GNUTLS_E_TIMEDOUT) {
+        snprintf(error, error_cap, "DTLS handshake not done within the connect deadline");
+        return -3;
+    }
     if (rc < 0) goto fail;
     return 0;
 fail:

@@ -2,11 +2,13 @@
 #include "CSRTShim.h"
 #include "bk_dynamic_library.h"
 
-#include <netdb.h>
+#include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <srt/srt.h>
 
 #define BK_SRT_FUNCTIONS(X) \
@@ -21,6 +23,12 @@
     X(srt_getrejectreason)  \
     X(srt_rejectreason_str) \
     X(srt_bstats)           \
+    X(srt_getsockstate)     \
+    X(srt_epoll_create)     \
+    X(srt_epoll_add_usock)  \
+    X(srt_epoll_add_ssock)  \
+    X(srt_epoll_wait)       \
+    X(srt_epoll_release)    \
     X(srt_setloglevel)
 
 /* __typeof__ only reads the declarations: no reference to the symbols reaches the linker. */
@@ -55,30 +63,57 @@ static int set_bool(SRTSOCKET s, SRT_SOCKOPT opt, int value) {
     return p_srt_setsockflag(s, opt, &b, sizeof b);
 }
 
-int bk_srt_connect(const char *host, int port, const bk_srt_options *o, char *error, size_t error_size,
-                   int *refused) {
+static int64_t monotonic_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* Milliseconds until `deadline_ns` (INT64_MAX: none), rounded up, clamped to [0, cap]. */
+static int ms_until(int64_t deadline_ns, int cap) {
+    if (deadline_ns == INT64_MAX) return cap;
+    int64_t left = deadline_ns - monotonic_ns();
+    if (left <= 0) return 0;
+    int64_t ms = (left + 999999) / 1000000;
+    return ms < cap ? (int)ms : cap;
+}
+
+static int stop_is_set(int stop_fd) {
+    if (stop_fd < 0) return 0;
+    struct pollfd p = {.fd = stop_fd, .events = POLLIN};
+    return poll(&p, 1, 0) > 0 && (p.revents & POLLIN);
+}
+
+static int fail(SRTSOCKET s, int eid, int rc) {
+    if (eid >= 0) p_srt_epoll_release(eid);
+    p_srt_close(s);
+    return rc;
+}
+
+int bk_srt_connect(const void *address, int address_len, const bk_srt_options *o, int stop_fd, int64_t deadline_ns,
+                   char *error, size_t error_size, int *refused) {
     *refused = 0;
     if (!bk_srt_load()) {
         snprintf(error, error_size, "%s", bk_srt_load_error());
         return -1;
     }
-    char service[16];
-    snprintf(service, sizeof service, "%d", port);
-    struct addrinfo hints = {0}, *list = NULL;
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_DGRAM;
-    int rc = getaddrinfo(host, service, &hints, &list);
-    if (rc != 0 || list == NULL) {
-        snprintf(error, error_size, "cannot resolve %s: %s", host, gai_strerror(rc));
-        return -1;
+    if (stop_is_set(stop_fd)) {
+        snprintf(error, error_size, "the run stopped before connecting");
+        return -2;
+    }
+    int left = ms_until(deadline_ns, o->connect_timeout_ms);
+    if (left <= 0) {
+        snprintf(error, error_size, "not connected within the connect deadline");
+        return -3;
     }
     SRTSOCKET s = p_srt_create_socket();
     if (s == SRT_INVALID_SOCK) {
-        freeaddrinfo(list);
         snprintf(error, error_size, "cannot create an SRT socket: %s", p_srt_getlasterror_str());
         return -1;
     }
     SRT_TRANSTYPE live = SRTT_LIVE;
+    /* The connect is non-blocking (SRTO_RCVSYN off: the caller only sends, so nothing else
+       receives) and waited for below beside the stop; sends stay blocking (SRTO_SNDSYN). */
     int ok = p_srt_setsockflag(s, SRTO_TRANSTYPE, &live, sizeof live) == 0
           && set_int(s, SRTO_PAYLOADSIZE, 1316) == 0
           && set_bool(s, SRTO_SENDER, 1) == 0
@@ -87,9 +122,10 @@ int bk_srt_connect(const char *host, int port, const bk_srt_options *o, char *er
           && set_int(s, SRTO_RCVBUF, o->receive_buffer_bytes) == 0
           && set_int(s, SRTO_UDP_SNDBUF, o->send_buffer_bytes) == 0
           && set_int(s, SRTO_UDP_RCVBUF, o->receive_buffer_bytes) == 0
-          && set_int(s, SRTO_CONNTIMEO, o->connect_timeout_ms) == 0
+          && set_int(s, SRTO_CONNTIMEO, left) == 0
           && set_int(s, SRTO_SNDTIMEO, o->send_timeout_ms) == 0
-          && set_bool(s, SRTO_SNDSYN, 1) == 0;
+          && set_bool(s, SRTO_SNDSYN, 1) == 0
+          && set_bool(s, SRTO_RCVSYN, 0) == 0;
     if (ok && o->stream_id != NULL)
         ok = p_srt_setsockflag(s, SRTO_STREAMID, o->stream_id, (int)strlen(o->stream_id)) == 0;
     if (ok && o->passphrase != NULL)
@@ -97,24 +133,55 @@ int bk_srt_connect(const char *host, int port, const bk_srt_options *o, char *er
     if (!ok) {
         /* libsrt's message names the option, never its value. */
         snprintf(error, error_size, "an SRT option was refused: %s", p_srt_getlasterror_str());
-        freeaddrinfo(list);
-        p_srt_close(s);
-        return -1;
+        return fail(s, -1, -1);
     }
-    rc = p_srt_connect(s, list->ai_addr, (int)list->ai_addrlen);
-    freeaddrinfo(list);
-    if (rc == SRT_ERROR) {
-        int reason = p_srt_getrejectreason(s);
-        /* A listener that answered and said no (bad passphrase, stream id refused by its access
-           control) is a refusal; a timeout or an unreachable port is a network fault. */
-        if (reason == SRT_REJ_BADSECRET || reason == SRT_REJ_UNSECURE || reason >= SRT_REJC_PREDEFINED
-            || reason == SRT_REJ_PEER) {
-            *refused = 1;
+    int eid = p_srt_epoll_create();
+    int out_events = SRT_EPOLL_OUT | SRT_EPOLL_ERR, in_events = SRT_EPOLL_IN;
+    if (eid < 0 || p_srt_epoll_add_usock(eid, s, &out_events) != 0
+        || (stop_fd >= 0 && p_srt_epoll_add_ssock(eid, stop_fd, &in_events) != 0)) {
+        snprintf(error, error_size, "cannot wait for the SRT connection: %s", p_srt_getlasterror_str());
+        return fail(s, eid, -1);
+    }
+    if (p_srt_connect(s, (const struct sockaddr *)address, address_len) == SRT_ERROR) {
+        snprintf(error, error_size, "%s", p_srt_getlasterror_str());
+        return fail(s, eid, -1);
+    }
+    for (;;) {
+        SRT_SOCKSTATUS state = p_srt_getsockstate(s);
+        if (state == SRTS_CONNECTED) break;
+        if (state != SRTS_CONNECTING && state != SRTS_OPENED && state != SRTS_INIT) {
+            int reason = p_srt_getrejectreason(s);
+            /* A listener that answered and said no (bad passphrase, stream id refused by its
+               access control) is a refusal; a timeout or an unreachable port is a network fault. */
+            if (reason == SRT_REJ_BADSECRET || reason == SRT_REJ_UNSECURE || reason >= SRT_REJC_PREDEFINED
+                || reason == SRT_REJ_PEER) {
+                *refused = 1;
+            }
+            if (reason == SRT_REJ_TIMEOUT)
+                snprintf(error, error_size, "Connection setup failure: connection timed out");
+            else
+                snprintf(error, error_size, "Connection setup failure: %s", p_srt_rejectreason_str(reason));
+            return fail(s, eid, -1);
         }
-        snprintf(error, error_size, "%s (%s)", p_srt_getlasterror_str(), p_srt_rejectreason_str(reason));
-        p_srt_close(s);
-        return -1;
+        if (stop_is_set(stop_fd)) {
+            snprintf(error, error_size, "the run stopped while connecting");
+            return fail(s, eid, -2);
+        }
+        int wait_ms = ms_until(deadline_ns, 250);
+        if (wait_ms <= 0) {
+            /* The same line as libsrt's own timeout (SRTO_CONNTIMEO, set to the same bound). */
+            snprintf(error, error_size, "Connection setup failure: connection timed out");
+            return fail(s, eid, -3);
+        }
+        SRTSOCKET rd[2], wr[2];
+        int rn = 2, wn = 2;
+        SYSSOCKET lr[2];
+        int lrn = 2;
+        /* Wakes when the socket connects or fails, or the stop's pipe turns readable; a timeout
+           (an error return) only loops back to the checks above. */
+        (void)p_srt_epoll_wait(eid, rd, &rn, wr, &wn, wait_ms, lr, &lrn, NULL, NULL);
     }
+    p_srt_epoll_release(eid);
     return s;
 }
 

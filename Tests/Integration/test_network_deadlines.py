@@ -43,8 +43,9 @@ STOP_S = 2.0
 class Timed:
     """A broadcast run whose stderr lines are timestamped as they arrive (monotonic, from start)."""
 
-    def __init__(self, args, env):
-        self.argv = [str(BROADCAST_BIN), *map(str, args)]
+    def __init__(self, args, env, prefix=()):
+        # `prefix`: a command that execs the rest (nsenter into a test's network namespace).
+        self.argv = [*map(str, prefix), str(BROADCAST_BIN), *map(str, args)]
         self.start = time.monotonic()
         self.proc = subprocess.Popen(self.argv, env=clean_env(env), cwd=REPO_ROOT, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)

@@ -26,9 +26,12 @@ typedef void (*bk_dtls_other_fn)(void *ctx, const uint8_t *data, int len, const 
 bk_dtls *bk_dtls_create(char fingerprint[BK_DTLS_FINGERPRINT_LEN], char *error, size_t error_cap);
 
 /* Runs the handshake as client (`client` 1) or server over `fd`, datagrams to and from `peer`.
-   Bounded by `timeout_ms`. 0 on success; -1 with `error`. */
-int bk_dtls_handshake(bk_dtls *d, int client, int fd, const struct sockaddr *peer, socklen_t peer_len, int timeout_ms,
-                      bk_dtls_other_fn other, void *ctx, char *error, size_t error_cap);
+   Every wait polls `stop_fd` (a stop's self-pipe, readable once stopped; -1 for none) beside
+   `fd`, and is bounded by `deadline_ns` (CLOCK_MONOTONIC nanoseconds; INT64_MAX for none).
+   0 on success; -1 with `error` (a failed handshake); -2 when the stop came; -3 when the
+   deadline passed. */
+int bk_dtls_handshake(bk_dtls *d, int client, int fd, const struct sockaddr *peer, socklen_t peer_len, int stop_fd,
+                      int64_t deadline_ns, bk_dtls_other_fn other, void *ctx, char *error, size_t error_cap);
 
 /* The peer certificate's SHA-256 fingerprint ("AB:CD:..."); -1 if it sent none. */
 int bk_dtls_peer_fingerprint(bk_dtls *d, char fingerprint[BK_DTLS_FINGERPRINT_LEN]);

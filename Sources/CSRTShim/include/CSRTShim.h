@@ -28,12 +28,16 @@ typedef struct {
     const char *passphrase;  /* SRTO_PASSPHRASE (10..79 characters), or NULL */
 } bk_srt_options;
 
-/* Resolves host, connects in caller mode (live transmission type, 1316-byte payloads). Returns the
-   socket (>= 0) or -1 with a one-line reason in `error` (which never holds the passphrase or the
-   stream id). `refused` is set to 1 when the listener rejected the connection (a wrong passphrase
-   or stream id), 0 when it could not be reached. */
-int bk_srt_connect(const char *host, int port, const bk_srt_options *options, char *error, size_t error_size,
-                   int *refused);
+/* Connects in caller mode (live transmission type, 1316-byte payloads) to `address` (a
+   struct sockaddr of `address_len` bytes, resolved by the caller). The connect is non-blocking
+   and waited for beside `stop_fd` (a stop's self-pipe, readable once stopped; -1 for none),
+   within `connect_timeout_ms` and `deadline_ns` (CLOCK_MONOTONIC ns; INT64_MAX for none).
+   Returns the socket (>= 0); -1 with a one-line reason in `error` (which never holds the
+   passphrase or the stream id); -2 when the stop came; -3 when the deadline passed. `refused`
+   is set to 1 when the listener rejected the connection (a wrong passphrase or stream id), 0
+   otherwise. */
+int bk_srt_connect(const void *address, int address_len, const bk_srt_options *options, int stop_fd,
+                   int64_t deadline_ns, char *error, size_t error_size, int *refused);
 /* Sends one message of at most 1316 bytes, blocking up to the send timeout. Returns the bytes sent
    or -1 with the reason in `error`. */
 int bk_srt_send(int sock, const void *data, int length, char *error, size_t error_size);

@@ -75,24 +75,23 @@ package final class RTMPSocket {
     package static func connect(host: String, port: Int, timeoutSeconds: Int, operation: Operation = .unbounded,
                                 displayName: String) throws(TransportError) -> RTMPSocket {
         if let stop = operation.stop, stop.isSet { throw .connectFailed("\(displayName): the run stopped before connecting") }
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        var list: UnsafeMutablePointer<addrinfo>? = nil
-        let rc = getaddrinfo(host, String(port), &hints, &list)
-        if rc != 0 {
-            throw .connectFailed("\(displayName): cannot resolve host: \(String(cString: gai_strerror(rc)))")
+        // Resolved within the connect's own bound and woken by the stop (a DNS server that never
+        // answers holds only an abandoned lookup, not the caller).
+        let limit = operation.deadline.earliest(.after(seconds: timeoutSeconds))
+        let addresses: [HostResolver.Address]
+        do {
+            addresses = try HostResolver.resolve(host: host, port: port, socketType: Int32(SOCK_STREAM.rawValue),
+                                                 deadline: limit, stop: operation.stop)
+        } catch {
+            throw .connectFailed("\(displayName): \(Self.resolveFailure(error, timeoutSeconds: timeoutSeconds))")
         }
-        defer { freeaddrinfo(list) }
         var lastReason = "no address"
-        var entry = list
-        while let ai = entry {
-            entry = ai.pointee.ai_next
-            let fd = socket(ai.pointee.ai_family,
+        for address in addresses {
+            let fd = socket(address.family,
                             Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
             if fd < 0 { lastReason = SystemError.describe(); continue }
             let limit = operation.deadline.earliest(.after(seconds: timeoutSeconds))
-            if let reason = finishConnect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen, timeoutSeconds, limit, operation.stop) {
+            if let reason = address.withSockaddr({ finishConnect(fd, $0, $1, timeoutSeconds, limit, operation.stop) }) {
                 lastReason = reason
                 _ = Glibc.close(fd)
                 if let stop = operation.stop, stop.isSet { break }
@@ -105,6 +104,16 @@ package final class RTMPSocket {
             return socket
         }
         throw .connectFailed("\(displayName): \(lastReason)")
+    }
+
+    /// The line for a resolution that gave no address.
+    package static func resolveFailure(_ failure: HostResolver.Failure, timeoutSeconds: Int) -> String {
+        switch failure {
+        case .failed(let why): return "cannot resolve host: \(why)"
+        case .stopped: return "the run stopped while resolving the host"
+        case .deadlinePassed: return "cannot resolve host: no answer within \(timeoutSeconds) s"
+        case .busy: return "cannot resolve host: \(HostResolver.maxOutstanding) lookups are still in progress"
+        }
     }
 
     /// Wraps a connected stream descriptor (tests: one end of a socketpair), made non-blocking.
@@ -269,7 +278,7 @@ package final class RTMPSocket {
     }
 
     /// Returns nil on success, else the reason. Waits until `limit`, woken by `stop`.
-    private static func finishConnect(_ fd: Int32, _ addr: UnsafeMutablePointer<sockaddr>?, _ len: socklen_t,
+    private static func finishConnect(_ fd: Int32, _ addr: UnsafePointer<sockaddr>, _ len: socklen_t,
                                       _ timeoutSeconds: Int, _ limit: Deadline, _ stop: StopFlag?) -> String? {
         if Glibc.connect(fd, addr, len) == 0 { return nil }
         guard errno == EINPROGRESS else { return SystemError.describe() }

@@ -54,6 +54,8 @@ package final class SRTPublisher: TagSink, TSChunkOutput, @unchecked Sendable {
     }
 
     private let urlWithSecret: SRTURL
+    /// Wakes the connect (the lookup and the handshake) at once: the process's stop by default.
+    package var stop: StopFlag? = .process
 
     deinit {
         close()
@@ -72,12 +74,24 @@ package final class SRTPublisher: TagSink, TSChunkOutput, @unchecked Sendable {
         options.receive_buffer_bytes = Int32(buffers.receiveBufferBytes)
         options.connect_timeout_ms = Int32(max(1, connectTimeoutSeconds) * 1000)
         options.send_timeout_ms = Int32(SRTBuffers.sendTimeoutMs)
-        let s: Int32 = url.host.withCString { host in
+        // One deadline for the lookup and the connect; both wake on the stop.
+        let deadline = Deadline.after(seconds: max(1, connectTimeoutSeconds))
+        let address: HostResolver.Address
+        do {
+            let all = try HostResolver.resolve(host: url.host, port: url.port, socketType: Int32(SOCK_DGRAM.rawValue),
+                                               deadline: deadline, stop: stop)
+            address = all[0]
+        } catch {
+            throw TransportError.connectFailed(
+                "\(displayName): \(RTMPSocket.resolveFailure(error, timeoutSeconds: max(1, connectTimeoutSeconds)))")
+        }
+        let stopFD = stop?.wakeFD ?? -1
+        let s: Int32 = address.withSockaddr { sa, length in
             Self.withOptionalCString(streamID) { sid in
                 Self.withOptionalCString(urlWithSecret.passphrase) { pass in
                     options.stream_id = sid
                     options.passphrase = pass
-                    return bk_srt_connect(host, Int32(url.port), &options, error, Self.errorCapacity, &refused)
+                    return bk_srt_connect(sa, Int32(length), &options, stopFD, deadline.ns, error, Self.errorCapacity, &refused)
                 }
             }
         }

@@ -35,15 +35,17 @@ package final class DTLSSRTPTransport {
     }
 
     /// Runs the handshake over `ice`'s socket (STUN that arrives meanwhile goes to `ice`), checks the
-    /// fingerprint and makes the SRTP contexts.
-    package func handshake(ice: ICEAgent, asClient: Bool, expectedFingerprint: String, timeoutMs: Int,
+    /// fingerprint and makes the SRTP contexts. Every wait is bounded by `deadline` (the connect
+    /// operation's) and wakes at once when `stop` is set (its self-pipe is polled beside the socket).
+    package func handshake(ice: ICEAgent, asClient: Bool, expectedFingerprint: String, deadline: Deadline, stop: StopFlag?,
                            displayName: String) throws(TransportError) {
         var error = [CChar](repeating: 0, count: 256)
         var peer = ice.peer
         let context = Unmanaged.passUnretained(ice).toOpaque()
+        let stopFD = stop?.wakeFD ?? -1
         let rc = withUnsafePointer(to: &peer) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p in
-                bk_dtls_handshake(dtls, asClient ? 1 : 0, ice.fd, p, socklen_t(MemoryLayout<sockaddr_in>.size), Int32(timeoutMs),
+                bk_dtls_handshake(dtls, asClient ? 1 : 0, ice.fd, p, socklen_t(MemoryLayout<sockaddr_in>.size), stopFD, deadline.ns,
                                   { ctx, data, len, from, _ in
                                       guard let ctx, let data, let from, len > 0 else { return }
                                       let agent = Unmanaged<ICEAgent>.fromOpaque(ctx).takeUnretainedValue()
@@ -52,7 +54,12 @@ package final class DTLSSRTPTransport {
                                   }, context, &error, error.count)
             }
         }
-        guard rc == 0 else { throw .connectFailed("\(displayName): \(Self.text(error))") }
+        switch rc {
+        case 0: break
+        case -2: throw .connectFailed("\(displayName): the run stopped during the DTLS handshake")
+        case -3: throw .connectFailed("\(displayName): DTLS handshake not done within the connect deadline")
+        default: throw .connectFailed("\(displayName): \(Self.text(error))")
+        }
         var got = [CChar](repeating: 0, count: Int(BK_DTLS_FINGERPRINT_LEN))
         guard bk_dtls_peer_fingerprint(dtls, &got) == 0 else {
             throw .publishRejected("\(displayName): the endpoint sent no DTLS certificate")

@@ -191,12 +191,13 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
                 audio.payloadType = UInt8(pt & 0x7F)
             }
             absSendTimeID = answer.absSendTimeID
-            let timeoutMs = connectTimeoutSeconds * 1000
-            try agent.connect(answer: answer, timeoutMs: timeoutMs) {
+            // ICE and DTLS are one operation with one deadline from the answer, woken by the stop.
+            let deadline = Deadline.after(seconds: connectTimeoutSeconds)
+            try agent.connect(answer: answer, timeoutMs: Int(deadline.remainingMs())) {
                 aborted.load(ordering: .acquiring) || http.stop?.isSet == true
             }
             try keys.handshake(ice: agent, asClient: !answer.endpointIsDTLSClient, expectedFingerprint: answer.fingerprint,
-                               timeoutMs: timeoutMs, displayName: displayName)
+                               deadline: deadline, stop: http.stop, displayName: displayName)
         } catch {
             deleteResource()
             throw error
