@@ -107,6 +107,10 @@ public func _bkSessionFree(_ p: OpaquePointer?) {
     // sends nothing more, and releasing the box releases the callback with it.
     if s.state == .idle { s.onEvent = nil }
     box.release()
+    // The session's pools and encoders went back to malloc, which keeps freed pages resident: a
+    // host that opens and closes sessions would see its RSS climb by each one's peak (a Python host:
+    // 45 -> 64 MB over five sessions; with the trim 45 -> 52 MB after the first, then flat).
+    bk_abi_trim_heap()
 }
 
 @_cdecl("bk_session_last_error")

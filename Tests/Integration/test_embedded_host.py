@@ -5,7 +5,8 @@
   5 s to nginx-rtmp: the plan's budget is the session's own memory (`budget scope  session`), the
   start succeeds, and PyAV counts at least 95% of the produced frames in nginx's recording.
 - In one such process, five sessions started, streamed and finished, then a sixth plans the same
-  total as the first (within 1 MB): opening and closing sessions does not ratchet the plan.
+  total as the first (within 1 MB): opening and closing sessions does not ratchet the plan, nor
+  the host's RSS after the first session (within 3 MB).
 - The key `a/b` is refused in the CLI's words by the CLI, Python, a C program and gst-launch-1.0.
 - A C program built with nothing but `pkg-config --cflags --libs broadcastkit` adds an rtmp:// and
   an srt:// destination with bk_config_add_destination and streams to nginx-rtmp and
@@ -99,6 +100,10 @@ class EmbeddedBudgetTest(PythonHostMixin, BroadcastTestCase):
         self.assertLessEqual(abs(totals[5] - totals[0]), 1.0, (totals, out["host_rss_mb"], out["last_plan"]))
         self.assertLessEqual(max(totals) - min(totals), 1.0, totals)
         self.assertIn("session: ", out["last_plan"])
+        # The host's own RSS does not climb by each session's peak either (bk_session_free hands
+        # malloc's free pages back): from the second session on it stays within 3 MB.
+        hosts = out["host_rss_mb"]
+        self.assertLessEqual(max(hosts[1:]) - hosts[1], 3.0, hosts)
 
 
 class KeyRuleEveryFrontEndTest(PythonHostMixin, BroadcastTestCase):
