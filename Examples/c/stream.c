@@ -63,7 +63,7 @@ int main(int argc, char **argv) {
     bk_config *cfg = bk_config_new();
     bk_config_set_video(cfg, W, H, FPS, 2500);
     bk_config_set_audio(cfg, BK_AUDIO_AAC, 128);
-    if (bk_config_add_rtmp(cfg, url, key) != BK_OK) {
+    if (bk_config_add_destination(cfg, url, key) != BK_OK) {
         fprintf(stderr, "stream: %s\n", bk_config_last_error(cfg));
         return 2;
     }

@@ -67,6 +67,9 @@ package struct ConfigurationBuilder {
         let budget = MemoryBudget.resolve(explicit: o.memoryBudget, cgroup: cgroupLimit, recordings: recordings)
         config.memoryBudgetBytes = budget.bytes
         config.memoryBudgetSource = budget.source
+        // The CLI is the whole process: its budget counts everything resident, runtime included.
+        config.memoryBudgetScope = .process
+        config.memoryBudgetScopeSource = "the CLI's default: the process is the broadcast"
         config.tlsCAFile = o.caFile
         config.captureReserveBytes = made.captureBytes
         config.audioMayNeedResampling = made.audioMayNeedResampling
@@ -94,33 +97,13 @@ package struct ConfigurationBuilder {
         return key
     }
 
-    /// Longest stream key accepted, in bytes (real keys are tens of bytes; RTMP's publish
-    /// command must still fit its 4 KB buffer with the URL).
-    static let maxKeyBytes = 1024
+    /// Longest stream key accepted, in bytes: the library's (`StreamKeyRule.maxBytes`).
+    static let maxKeyBytes = StreamKeyRule.maxBytes
 
-    /// A key is the last path element of the ingest URL: it must be non-empty and hold no `/`
-    /// (it would move the split between application and stream), no `#` (a URL fragment), no
-    /// whitespace or control characters. `?`, `&` and `=` are allowed: some services' keys carry
-    /// query parameters. The message names the origin and the character class, never the key.
+    /// The library's key rule (`StreamKeyRule`: the words every front end reports), with the
+    /// origin of the key in front. The message never holds the key.
     static func checkKey(_ key: String, origin: String) throws(ConfigurationError) {
-        if key.isEmpty { throw ConfigurationError(.usage, "\(origin): the stream key is empty") }
-        if key.utf8.count > maxKeyBytes {
-            throw ConfigurationError(.usage, "\(origin): the stream key is longer than \(maxKeyBytes) bytes")
-        }
-        for u in key.unicodeScalars {
-            let what: String?
-            switch u {
-            case "/": what = "'/'"
-            case "#": what = "'#'"
-            case " ", "\t": what = "whitespace"
-            case _ where u.value < 0x20 || u.value == 0x7F: what = "a control character"
-            default: what = nil
-            }
-            if let what {
-                throw ConfigurationError(.usage, "\(origin): the stream key contains \(what); "
-                                         + "a key has no '/', '#', whitespace or control characters")
-            }
-        }
+        if let why = StreamKeyRule.refusal(key) { throw ConfigurationError(.usage, "\(origin): \(why)") }
     }
 
     /// `--pcm` feeds the app-audio lane next to a Y4M video source, in `--pcm-format`.

@@ -7,7 +7,8 @@ import CBroadcastKitABI
 /// A destination as the C side configured it. The stream key stays in C memory we own, so it can
 /// be wiped: it becomes a Swift String only when a session is built from the config.
 enum CDestination {
-    case rtmp(url: String, key: UnsafeMutablePointer<CChar>)
+    /// rtmp(s)://, srt:// or a WHIP http(s):// endpoint (`DestinationSettings.network`).
+    case network(url: String, key: UnsafeMutablePointer<CChar>)
     case file(String)
 }
 
@@ -22,6 +23,9 @@ final class ConfigBox {
     init() {
         configuration.encoderName = "BroadcastKit C ABI \(BuildVersion.number)"
         configuration.memoryBudgetSource = "default"
+        // An embedder's host holds what it holds; the session budgets what it adds.
+        configuration.memoryBudgetScope = .session
+        configuration.memoryBudgetScopeSource = "the C ABI's default for embedders"
     }
 
     deinit {
@@ -31,7 +35,7 @@ final class ConfigBox {
 
     func clearDestinations() {
         for d in destinations {
-            if case .rtmp(_, let key) = d { wipeAndFree(key) }
+            if case .network(_, let key) = d { wipeAndFree(key) }
         }
         destinations.removeAll()
     }
@@ -61,7 +65,7 @@ final class ConfigBox {
         var c = configuration
         c.destinations = destinations.map {
             switch $0 {
-            case .rtmp(let url, let key): return .network(url: url, streamKey: String(cString: key))
+            case .network(let url, let key): return .network(url: url, streamKey: String(cString: key))
             case .file(let path): return .file(path: path)
             }
         }
@@ -157,23 +161,30 @@ public func _bkConfigSetAudio(_ p: OpaquePointer?, _ codec: bk_audio_codec, _ kb
     }
 }
 
-@_cdecl("bk_config_add_rtmp")
-public func _bkConfigAddRTMP(_ p: OpaquePointer?, _ url: UnsafePointer<CChar>?, _ key: UnsafePointer<CChar>?) -> bk_status {
+@_cdecl("bk_config_add_destination")
+public func _bkConfigAddDestination(_ p: OpaquePointer?, _ url: UnsafePointer<CChar>?,
+                                    _ key: UnsafePointer<CChar>?) -> bk_status {
     guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
-    guard let url, let key else { return c.fail(BK_ERR_INVALID_ARGUMENT, "RTMP URL or stream key is NULL") }
+    guard let url, let key else { return c.fail(BK_ERR_INVALID_ARGUMENT, "destination URL or stream key is NULL") }
     let u = String(cString: url)
-    // Validate the base URL alone, so no message can hold the key; a key inside `url` stays allowed.
-    // srt:// URLs send MPEG-TS over SRT (the key fills the stream id when the URL has none);
-    // https:// (http://) URLs are WHIP endpoints, the key their bearer token (Opus audio needed).
+    // The library's check (`DestinationValidator`: the CLI's words), on the key where it lies, so
+    // the key never becomes a Swift String before a session is built. The scheme picks the
+    // transport: rtmp(s):// RTMP, srt:// MPEG-TS over SRT (the key fills the stream id when the
+    // URL has none), http(s):// a WHIP endpoint (the key its bearer token; Opus audio needed).
     do {
-        if WHIPURL.isWHIP(u) { _ = try WHIPURL(parsing: u) }
-        else if SRTURL.isSRT(u) { _ = try SRTURL(parsing: u) } else { _ = try RTMPURL(url: u, streamKey: "") }
+        try DestinationValidator.check(url: u, keyUTF8: UnsafeRawBufferPointer(start: key, count: strlen(key)))
     } catch {
-        return c.fail(BK_ERR_CONFIGURATION, "\(error)")
+        return c.fail(BK_ERR_CONFIGURATION, error.description)
     }
     guard let copy = strdup(key) else { return c.fail(BK_ERR_CONFIGURATION, "out of memory") }
-    c.destinations.append(.rtmp(url: u, key: copy))
+    c.destinations.append(.network(url: u, key: copy))
     return BK_OK
+}
+
+/// The name this call had when RTMP was the only network destination; kept for existing callers.
+@_cdecl("bk_config_add_rtmp")
+public func _bkConfigAddRTMP(_ p: OpaquePointer?, _ url: UnsafePointer<CChar>?, _ key: UnsafePointer<CChar>?) -> bk_status {
+    _bkConfigAddDestination(p, url, key)
 }
 
 @_cdecl("bk_config_add_file")
@@ -196,6 +207,17 @@ public func _bkConfigSetMemoryBudget(_ p: OpaquePointer?, _ bytes: Int64) -> bk_
         return c.fail(BK_ERR_INVALID_ARGUMENT, "memory budget \(bytes) is negative (0 disables, -1 is automatic)")
     }
     c.memoryBudget = bytes
+    return BK_OK
+}
+
+@_cdecl("bk_config_set_memory_budget_scope")
+public func _bkConfigSetMemoryBudgetScope(_ p: OpaquePointer?, _ scope: Int32) -> bk_status {
+    guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
+    guard let s = MemoryBudgetScope(rawValue: Int(scope)) else {
+        return c.fail(BK_ERR_INVALID_ARGUMENT, "memory budget scope \(scope): expected BK_BUDGET_SESSION (0) or BK_BUDGET_PROCESS (1)")
+    }
+    c.configuration.memoryBudgetScope = s
+    c.configuration.memoryBudgetScopeSource = "bk_config_set_memory_budget_scope"
     return BK_OK
 }
 

@@ -97,6 +97,17 @@ public func _bkSessionNew(_ cfg: OpaquePointer?) -> OpaquePointer? {
 @_cdecl("bk_session_free")
 public func _bkSessionFree(_ p: OpaquePointer?) {
     guard let p else { return }
+    release(p)
+    // The session's pools and encoders went back to malloc, which keeps freed pages resident: a
+    // host that opens and closes sessions would see its RSS climb by each one's peak (a Python host:
+    // 45 -> 63 MB over six sessions; with the trim 45 -> 52 MB after the first, then flat).
+    bk_abi_trim_heap()
+}
+
+/// Finishes and releases the session. A function of its own, so every reference it takes ends
+/// with it: the session is deallocated when this returns, before the trim.
+@inline(never)
+private func release(_ p: OpaquePointer) {
     let box = Unmanaged<SessionBox>.fromOpaque(UnsafeRawPointer(p))
     let b = box.takeUnretainedValue()
     let s = b.session

@@ -62,5 +62,22 @@ public struct MemoryBudget: Sendable, Equatable, CustomStringConvertible {
         return MemoryBudget(bytes: defaultBytes, source: "default")
     }
 
+    /// The budget a session-scoped plan applies: `budget`, lowered when the memory cgroup leaves
+    /// less room than that beside what the host holds (`hostBytes`, its RSS at prepare) and what
+    /// the cgroup charges besides our pages. The kernel enforces the limit on the whole process,
+    /// so it caps a session's budget as it caps a process's. A disabled budget (0) stays disabled.
+    public static func sessionScoped(_ budget: MemoryBudget, hostBytes: Int,
+                                     cgroup: CgroupMemoryLimit? = CgroupMemoryLimit.current(),
+                                     recordings: Int = 0) -> MemoryBudget {
+        guard budget.bytes > 0, let c = cgroup else { return budget }
+        let reserve = headroom(recordings: recordings)
+        let room = max(0, c.limitBytes - reserve - max(0, hostBytes))
+        guard room < budget.bytes else { return budget }
+        let mb = MemoryPlan.megabytes
+        return MemoryBudget(bytes: room, source: "cgroup v\(c.version) limit \(mb(c.limitBytes)) (\(c.file)) less the host's "
+                                + "\(mb(hostBytes)) at prepare and \(mb(reserve)) the cgroup charges besides our pages"
+                                + " (below \(budget.source) \(mb(budget.bytes)))")
+    }
+
     public var description: String { "\(MemoryPlan.megabytes(bytes)) (\(source))" }
 }

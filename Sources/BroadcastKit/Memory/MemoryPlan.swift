@@ -1,8 +1,16 @@
 /// The session's memory plan: what each part holds, measured or reserved, against the budget.
 public struct MemoryPlan: Sendable, CustomStringConvertible {
     public var budgetBytes: Int
-    /// RSS before any encoder opened: runtime, libraries, CLI.
+    /// RSS before any encoder opened: runtime, libraries, CLI. Charged with a process-scoped
+    /// budget; 0 with a session-scoped one (`hostBytesAtPrepare` holds the figure then).
     public var baselineBytes: Int
+    /// What the budget counts (`MemoryBudgetScope`).
+    public var budgetScope: MemoryBudgetScope = .process
+    /// Why that scope applies ("the CLI's default", "bk_config_set_memory_budget_scope", ...).
+    public var budgetScopeSource: String = "configuration"
+    /// The host process's RSS when the session was prepared: shown, and charged only through
+    /// `baselineBytes` with a process-scoped budget.
+    public var hostBytesAtPrepare: Int = 0
     /// The file-backed part of `baselineBytes` (RssFile: code and read-only data then resident).
     public var baselineFileBytes: Int = 0
     /// RssFile when the plan was made (encoders open): `scripts/bench`'s memory matrix measures
@@ -96,8 +104,10 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     /// The plan's lines in order, each part that `totalBytes` adds up (headroom and total are not
     /// lines: they are derived). The text and the JSON form are both rendered from these.
     public var lines: [Line] {
-        var out = [
-            Line(key: "runtime_baseline", label: "runtime baseline (measured)", bytes: baselineBytes),
+        // A session-scoped budget charges no baseline: the host's memory is not the session's.
+        var out = budgetScope == .process
+            ? [Line(key: "runtime_baseline", label: "runtime baseline (measured)", bytes: baselineBytes)] : []
+        out += [
             Line(key: "x264_at_open", label: "x264 at open (measured)", bytes: videoEncoderBytes),
             Line(key: "x264_working", label: "x264 working frames (planned)", bytes: encoderWorkingBytes),
             Line(key: "audio_encoder_at_open", label: "audio encoder at open (measured)", bytes: audioEncoderBytes),
@@ -143,6 +153,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         }
         text.append(total)
         text.append(row("budget from", budgetSource))
+        text.append(row("budget scope", scopeText))
         if let n = replayLongestFit, !fits {
             text.append(n > 0 ? "  replay: at most --replay-seconds \(n) fits this budget"
                               : "  replay: no replay buffer fits this budget")
@@ -150,10 +161,20 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         return text.joined(separator: "\n")
     }
 
+    /// The `budget scope` row: which kind of budget, why, and with a session scope the host's
+    /// resident memory it leaves out.
+    public var scopeText: String {
+        var t = "\(budgetScope.name): \(budgetScope.meaning) (\(budgetScopeSource))"
+        if budgetScope == .session { t += "; the host held \(MemoryPlan.megabytes(hostBytesAtPrepare)) at prepare, not charged" }
+        return t
+    }
+
     /// The plan as one JSON object (the data `description` renders): `lines` in order with their
     /// keys, labels and bytes, then the derived figures. Byte counts are exact, not rounded.
     public var json: String {
         var out = "{\"budget_bytes\":\(budgetBytes),\"budget_source\":\(jsonString(budgetSource)),"
+            + "\"budget_scope\":\"\(budgetScope.name)\",\"budget_scope_source\":\(jsonString(budgetScopeSource)),"
+            + "\"host_bytes_at_prepare\":\(hostBytesAtPrepare),"
             + "\"x264_configuration\":\(jsonString(encoderChoice)),\"lines\":["
         for (i, line) in lines.enumerated() {
             out += (i == 0 ? "" : ",") + "{\"key\":\"\(line.key)\",\"label\":\(jsonString(line.label)),\"bytes\":\(line.bytes)}"

@@ -43,6 +43,11 @@ public struct BroadcastConfiguration: Sendable {
     public var memoryBudgetBytes: Int
     /// Where the budget came from, shown on the plan's budget line (see `MemoryBudget.resolve`).
     public var memoryBudgetSource: String = "configuration"
+    /// What the budget counts: the whole process (the CLI's, and this type's, default) or the
+    /// session's own memory (the C ABI's default for embedders). See `MemoryBudgetScope`.
+    public var memoryBudgetScope: MemoryBudgetScope = .process
+    /// Why that scope applies, shown on the plan's `budget scope` row.
+    public var memoryBudgetScopeSource: String = "configuration"
     /// Adapt the x264 bitrate to measured throughput when the send queue backs up.
     public var adaptiveBitrate: Bool
     /// Seconds to wait for a TCP connect.
@@ -95,8 +100,9 @@ public struct BroadcastConfiguration: Sendable {
 
     public static let `default` = BroadcastConfiguration()
 
-    /// Checks every value against `BroadcastLimits`; `prepare()` and `start()` call it. The message
-    /// names the value and its range.
+    /// Checks every value against `BroadcastLimits`, and each network destination's URL and key
+    /// (`StreamKeyRule`); `prepare()` and `start()` call it. The message names the value and its
+    /// range, or what is wrong with the URL or key (never the key itself).
     public func validate() throws(BroadcastError) {
         typealias L = BroadcastLimits
         func require(_ ok: Bool, _ message: @autoclosure () -> String) throws(BroadcastError) {
@@ -120,6 +126,8 @@ public struct BroadcastConfiguration: Sendable {
         }
         try require(L.replaySeconds.contains(replay.seconds),
                     "replay seconds \(replay.seconds) outside \(L.text(L.replaySeconds)) (0 = off)")
+        // URLs and keys: the same check and words as the CLI and the C ABI.
+        try DestinationValidator.check(self)
     }
 
     /// The send queue's hard byte cap for this configuration: `congestion.maxBytes`, or when that

@@ -79,8 +79,8 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         guard !cfg.destinations.isEmpty else { throw .configuration("no destination: give a stream URL/key or a record path") }
         let plan = try prepare()
         guard let p = pipeline else { return }
-        if cfg.memoryBudgetBytes > 0 && !plan.fits {
-            throw .memoryBudget("memory plan exceeds the \(cfg.memoryBudgetBytes >> 20) MB budget:\n\(plan.description)")
+        if plan.budgetBytes > 0 && !plan.fits {
+            throw .memoryBudget("memory plan exceeds the \(plan.budgetBytes >> 20) MB budget:\n\(plan.description)")
         }
         let headers = StreamHeaders(configuration: cfg, videoEncoder: p.videoEncoder, audioEncoder: p.audioEncoder)
         for d in p.destinations.all {

@@ -18,9 +18,16 @@ package enum PipelineAssembler {
         }
         let baselineSample = ProcessMemory.sample()
         let baseline = baselineSample.residentBytes
+        // A session-scoped budget charges growth from here, not what the host holds; each open's
+        // growth is the largest seen in the process (`MeasuredOpenCost`), so sessions opened and
+        // closed one after another plan alike.
+        let sessionScope = cfg.memoryBudgetScope == .session
         let audioEncoder = cfg.hasAudio ? try makeAudioEncoder(cfg.audio) : nil
         let afterAudio = ProcessMemory.sample()
-        let audioEncoderBytes = max(0, afterAudio.residentBytes - baseline)
+        var audioEncoderBytes = max(0, afterAudio.residentBytes - baseline)
+        if sessionScope && cfg.hasAudio {
+            audioEncoderBytes = MeasuredOpenCost.charge("audio encoder \(cfg.audio.codec)", measured: audioEncoderBytes)
+        }
 
         let destinations = DestinationSet(makeDestinations(cfg, stats: stats, audioDelaySamples: audioEncoder?.delaySamples ?? 0),
                                           requireAll: cfg.requireAllDestinations)
@@ -48,7 +55,7 @@ package enum PipelineAssembler {
             mixer = m
         }
 
-        let fixed = MemoryPlan(budgetBytes: cfg.memoryBudgetBytes, baselineBytes: baseline, videoEncoderBytes: 0,
+        let fixed = MemoryPlan(budgetBytes: cfg.memoryBudgetBytes, baselineBytes: sessionScope ? 0 : baseline, videoEncoderBytes: 0,
                                audioEncoderBytes: audioEncoderBytes, framePoolBytes: 0,
                                audioBytes: (mixer?.reservedBytes ?? 0) + audioLanes.reduce(0) { $0 + $1.reservedBytes },
                                stagingBytes: interleaver.reservedBytes,
@@ -58,12 +65,23 @@ package enum PipelineAssembler {
         // The code the session's parts first ran while being built (after a start-up release it
         // was not resident at the baseline), measured: it stays resident for the whole run.
         plan.sessionCodeBytes = max(0, ProcessMemory.fileBytes() - afterAudio.fileBytes)
+        if sessionScope { plan.sessionCodeBytes = MeasuredOpenCost.charge(sessionCodeKind(cfg), measured: plan.sessionCodeBytes) }
         plan.baselineFileBytes = baselineSample.fileBytes
         plan.transportBytes = SRTPublisher.plannedBytes(cfg)
         plan.whipBytes = WHIPPublisher.plannedBytes(cfg)
         plan.captureBytes = cfg.captureReserveBytes
         plan.networkReaderBytes = destinations.all.filter { $0.sink is RTMPPublisher }.count * RTMPChunkReader.plannedBytes
         plan.budgetSource = cfg.memoryBudgetSource
+        plan.budgetScope = cfg.memoryBudgetScope
+        plan.budgetScopeSource = cfg.memoryBudgetScopeSource
+        plan.hostBytesAtPrepare = baseline
+        if sessionScope {
+            let recordings = cfg.destinations.filter { if case .file = $0 { return true } else { return false } }.count
+            let budget = MemoryBudget.sessionScoped(MemoryBudget(bytes: cfg.memoryBudgetBytes, source: cfg.memoryBudgetSource),
+                                                    hostBytes: baseline, recordings: recordings)
+            plan.budgetBytes = budget.bytes
+            plan.budgetSource = budget.source
+        }
         ReplayAssembly.plan(&plan, ring: replayRing)
         var videoEncoder: VideoEncoder?
         var videoLane: VideoLane?
@@ -92,23 +110,28 @@ package enum PipelineAssembler {
         return pipeline
     }
 
-    /// A bad SRT URL or passphrase is a configuration error before anything opens (RTMP URLs are
-    /// checked by their publisher's open, which reports them the same way).
+    /// A bad URL, key or SRT passphrase is a configuration error before anything opens:
+    /// `DestinationValidator`, the check every front end shares (`validate()` ran it already;
+    /// a caller of `assemble` alone gets it too).
     static func validateNetworkDestinations(_ cfg: BroadcastConfiguration) throws(BroadcastError) {
-        for d in cfg.destinations {
-            if case .whip(let url, _) = d {
-                do { _ = try WHIPURL(parsing: url) } catch { throw .configuration("\(error)") }
-                if cfg.hasAudio && cfg.audio.codec != .opus {
-                    throw .configuration("a WHIP destination needs Opus audio: AAC cannot be sent over WebRTC")
-                }
-                continue
-            }
-            guard case .srt(let url, _, let passphrase) = d else { continue }
-            do { _ = try SRTURL(parsing: url) } catch { throw .configuration("\(error)") }
-            if let p = passphrase, !SRTURL.passphraseLengths.contains(p.count) {
-                throw .configuration("SRT passphrase must be 10 to 79 characters")
+        try DestinationValidator.check(cfg)
+    }
+
+    /// The kind of the code a session's parts fault in while built (`MeasuredOpenCost`): which
+    /// destinations, lanes and replay ring it has.
+    static func sessionCodeKind(_ cfg: BroadcastConfiguration) -> String {
+        let kinds = cfg.destinations.map { d -> String in
+            switch d {
+            case .rtmp: return "rtmp"
+            case .srt: return "srt"
+            case .whip: return "whip"
+            case .file(let path): return MP4FileSink.isMP4(path) ? "mp4" : "flv"
+            case .discard: return "discard"
+            case .custom: return "custom"
             }
         }
+        return "session code \(Set(kinds).sorted()) video \(cfg.hasVideo) audio \(cfg.hasAudio)"
+            + " resampler \(cfg.audioMayNeedResampling) replay \(cfg.replay.seconds > 0)"
     }
 
     static func makeAudioEncoder(_ settings: AudioEncoderSettings) throws(BroadcastError) -> AudioEncoder {
@@ -181,7 +204,9 @@ package enum PipelineAssembler {
                     openFailure = .configuration("video encoder: \(error)")
                     return true   // ends the walk; thrown below
                 }
-                atOpen = max(atOpen, ProcessMemory.residentBytes() - before)
+                let growth = ProcessMemory.residentBytes() - before
+                atOpen = max(atOpen, cfg.memoryBudgetScope == .session
+                    ? MeasuredOpenCost.charge(MeasuredOpenCost.x264Kind(step.settings), measured: growth) : growth)
             }
             plan = fixedPlan
             plan.videoEncoderBytes = atOpen
@@ -200,7 +225,7 @@ package enum PipelineAssembler {
         if let index = chosen, index > 0 {
             note = "memory budget: x264 \(step.label) instead of \(steps[0].label)"
                 + " (planned \(MemoryPlan.megabytes(plan.totalBytes)) + \(MemoryPlan.megabytes(plan.headroomBytes)) headroom"
-                + " of \(MemoryPlan.megabytes(cfg.memoryBudgetBytes)))"
+                + " of \(MemoryPlan.megabytes(plan.budgetBytes)))"
         }
         return (enc, plan, step.pendingFrames, note)
     }

@@ -8,7 +8,7 @@
  *
  *     bk_config *cfg = bk_config_new();
  *     bk_config_set_video(cfg, 1280, 720, 30, 2500);
- *     bk_config_add_rtmp(cfg, "rtmp://127.0.0.1:1935/live", key);   // key copied; wipe yours
+ *     bk_config_add_destination(cfg, "rtmp://127.0.0.1:1935/live", key);   // key copied; wipe yours
  *     bk_session *s = bk_session_new(cfg);
  *     bk_config_free(cfg);                                           // the session has its copy
  *     if (bk_session_start(s) != BK_OK) { fprintf(stderr, "%s\n", bk_session_last_error(s)); ... }
@@ -47,9 +47,9 @@
  * process call: video is converted straight into a pooled encoder frame, audio copied into the
  * lane's ring. In steady state the process calls make no heap allocation.
  *
- * SECRETS. bk_config_add_rtmp() copies the key; the config's copy is wiped (zeroed) when the
+ * SECRETS. bk_config_add_destination() copies the key; the config's copy is wiped (zeroed) when the
  * destinations are cleared or the config freed, so free the config right after bk_session_new().
- * The caller should wipe its own copy after bk_config_add_rtmp(). A session keeps the key while it
+ * The caller should wipe its own copy after bk_config_add_destination(). A session keeps the key while it
  * lives (it reconnects with it; the buffers that carried it to the socket are zeroed after each send) and
  * releases it in bk_session_free(). No message, event, stats field or log line contains it.
  */
@@ -199,7 +199,7 @@ const bk_limit_table *bk_limits(void);
 typedef struct bk_config bk_config;
 
 /** A configuration with the defaults: 1280x720, 30 fps, 2500 kbps, veryfast, AAC 128 kbps, a 50 MB
- *  budget, 20 reconnect attempts from 2 s, no destination. NULL only when out of memory. */
+ *  budget of the session's own memory (BK_BUDGET_SESSION), 20 reconnect attempts from 2 s, no destination. NULL only when out of memory. */
 bk_config *bk_config_new(void);
 
 /** Frees the config and wipes the stream keys it holds. NULL is ignored. */
@@ -226,11 +226,23 @@ bk_status bk_config_set_keyframe_interval(bk_config *cfg, int seconds);
  *  no audio track (bitrate ignored). */
 bk_status bk_config_set_audio(bk_config *cfg, bk_audio_codec codec, int bitrate_kbps);
 
-/** Adds a network destination. RTMP(S): url is the ingest base, rtmp://host[:port]/app; stream_key is
- *  the secret, appended as the last path element. SRT: url is srt://host:port[?streamid=...&latency=MS
- *  &passphrase=...] (MPEG-TS over SRT to a listener); stream_key fills the stream id when the URL has
- *  none ("" for none). The key is copied; the copy is wiped when the config is freed. The first
+/** Adds a network destination; the URL's scheme picks the transport:
+ *   - rtmp://host[:port]/app, rtmps://...: RTMP(S). stream_key is the secret, appended as the last
+ *     path element ("" when the key is already the URL's last path element);
+ *   - srt://host:port[?streamid=...&latency=MS&passphrase=...]: MPEG-TS over SRT to a listener;
+ *     stream_key fills the stream id when the URL has none ("" for none);
+ *   - https://... (http:// for loopback and tests): a WHIP endpoint (WebRTC); stream_key is the
+ *     bearer token ("" for none). Needs Opus audio (bk_config_set_audio).
+ *  The URL and the key are checked at once by the library's one rule, the CLI's: a key holds no '/',
+ *  '#', whitespace or control characters and at most 1024 bytes (a WHIP token: no control
+ *  characters). A refusal is BK_ERR_CONFIGURATION with the CLI's words in bk_config_last_error(),
+ *  e.g. "the stream key contains '/'; a key has no '/', '#', whitespace or control characters";
+ *  never the key itself. The key is copied; the copy is wiped when the config is freed. The first
  *  network destination is the primary one (its failure fails the session). */
+bk_status bk_config_add_destination(bk_config *cfg, const char *url, const char *stream_key);
+
+/** The same call under its first name (from when RTMP was the only network destination): an
+ *  alias of bk_config_add_destination(), every scheme included. Kept for existing callers. */
 bk_status bk_config_add_rtmp(bk_config *cfg, const char *url, const char *stream_key);
 
 /** Adds a file destination (created or truncated at start): fragmented MP4 when the path ends in
@@ -246,6 +258,26 @@ void bk_config_clear_destinations(bk_config *cfg);
  *  with BK_ERR_MEMORY_BUDGET and the plan. */
 #define BK_MEMORY_BUDGET_AUTO (-1)
 bk_status bk_config_set_memory_budget(bk_config *cfg, int64_t bytes);
+
+/** What the memory budget counts. */
+typedef enum bk_budget_scope {
+    /** The session's own memory: its pools, encoders, queues and rings, the code and libraries it
+     *  loads and the threads it starts, measured as growth from the moment it is prepared. What
+     *  the host process held before (an interpreter, numpy, a GUI toolkit) is shown in the plan
+     *  and not charged; sessions opened and closed one after another plan alike. The default of
+     *  bk_config_new(): an embedded session can only promise what it adds. */
+    BK_BUDGET_SESSION = 0,
+    /** The whole process's resident memory (the plan's "runtime baseline (measured)" line is the
+     *  process's RSS at prepare): what the broadcast CLI budgets. For a process that runs the
+     *  session and little else and wants its whole footprint bounded. */
+    BK_BUDGET_PROCESS = 1
+} bk_budget_scope;
+
+/** Sets the budget's scope (a bk_budget_scope value); BK_ERR_INVALID_ARGUMENT for any other value.
+ *  With either scope a memory cgroup limit (memory.max, memory.limit_in_bytes) still caps the
+ *  session: with BK_BUDGET_SESSION the budget is lowered to what the limit leaves beside the host's
+ *  memory at prepare. The plan's "budget scope" line says which scope applies and why. */
+bk_status bk_config_set_memory_budget_scope(bk_config *cfg, int scope);
 
 /** Reconnect policy after a lost connection: attempts (0 = forever, -1 = never) and the first
  *  delay in seconds (x1.5 per attempt with jitter, capped at 30 s). */

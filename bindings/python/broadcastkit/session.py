@@ -199,8 +199,6 @@ class Session:
         preset = cast("Preset", t.default_preset.decode()) if preset is None else preset
         if audio_bitrate is None:
             audio_bitrate = int((t.opus_bitrate_kbps if audio_codec == "opus" else t.aac_bitrate_kbps).default)
-        if memory_budget is None:
-            memory_budget = int(t.default_memory_budget_bytes)
         self._describe = f"{width}x{height}@{fps}"
         self._destinations: List[str] = []
         cfg = lib.bk_config_new()
@@ -226,8 +224,9 @@ class Session:
                 raise InvalidValueError(f"audio codec {audio_codec!r}: expected 'aac', 'opus' or None",
                                         _abi.ERR_INVALID_ARGUMENT)
             check(lib.bk_config_set_audio(cfg, _abi.AUDIO_CODECS[audio_codec], audio_bitrate))
-            budget = _abi.MEMORY_BUDGET_AUTO if memory_budget == "auto" else _bytes(memory_budget)
-            check(lib.bk_config_set_memory_budget(cfg, budget))
+            if memory_budget is not None:  # else the library's default, and its plan says so
+                budget = _abi.MEMORY_BUDGET_AUTO if memory_budget == "auto" else _bytes(memory_budget)
+                check(lib.bk_config_set_memory_budget(cfg, budget))
             if budget_scope not in _abi.BUDGET_SCOPES:
                 raise InvalidValueError(f"budget scope {budget_scope!r}: expected 'session' (the session's own "
                                         "memory) or 'process' (the whole process)", _abi.ERR_INVALID_ARGUMENT)

@@ -24,8 +24,8 @@ def main() -> int:
     p.add_argument("url")
     p.add_argument("--seconds", type=int, default=10)
     p.add_argument("--record")
-    p.add_argument("--memory-budget", default="80M",
-                   help="the budget covers the whole process, Python and numpy included (default 80M)")
+    p.add_argument("--memory-budget", default=None,
+                   help="the session's own memory budget, e.g. 40M (default: the library's, 50 MB)")
     args = p.parse_args()
     key = os.environ.get("STREAM_KEY")
     if not key:

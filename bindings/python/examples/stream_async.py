@@ -141,8 +141,8 @@ def main() -> int:
     p.add_argument("--width", type=int, default=1280)
     p.add_argument("--height", type=int, default=720)
     p.add_argument("--realtime", action="store_true", help="push at 30 fps (default: as fast as the library takes)")
-    p.add_argument("--memory-budget", default="80M",
-                   help="the budget covers the whole process, Python and numpy included (default 80M)")
+    p.add_argument("--memory-budget", default=None,
+                   help="the session's own memory budget, e.g. 40M (default: the library's, 50 MB)")
     args = p.parse_args()
     key = os.environ.get("STREAM_KEY")
     if not key:
