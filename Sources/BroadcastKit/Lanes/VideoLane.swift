@@ -15,6 +15,13 @@ import Synchronization
 /// copied), on the timestamp smoother's next grid slot. x264 codes it as skipped blocks; the
 /// keyframe interval counts it like any frame. Repeats are counted apart
 /// (`videoFramesRepeated`); `videoFramesIn` counts captured pictures only.
+///
+/// A live source that really runs faster than the output rate (a 60 Hz desktop under `--fps 30`)
+/// is thinned by a `FrameRateGate` before conversion: a picture whose output tick an earlier one
+/// took is skipped, neither converted nor encoded, counted in `videoFramesSkipped` (not a drop),
+/// and reported `.accepted` to the caller (it was handled; nothing the declared rate carries is
+/// lost). A source at or below the output rate passes whole, on its own timestamps. A producer
+/// in block mode (`repeatsLastPicture` false) is never gated: every frame it gives is encoded.
 package final class VideoLane: @unchecked Sendable {
     private let pool: FramePool
     private let converter: FrameConverter
@@ -36,6 +43,8 @@ package final class VideoLane: @unchecked Sendable {
     private var lastTimestampMs: Int64 = Int64.min
     /// Takes the capture jitter out of video PTS (guarded by `convertLock`).
     private var smoother: VideoTimestampSmoother
+    /// Thins a source faster than the output rate (guarded by `convertLock`; live producers only).
+    private var gate: FrameRateGate
     /// Nominal frame period.
     private let frameNs: Int64
     /// Arrival of the last captured picture and repeats made since (guarded by `cond`).
@@ -70,6 +79,7 @@ package final class VideoLane: @unchecked Sendable {
         self.deliver = deliver
         pending = FixedRing(capacity: pendingFrames)
         smoother = VideoTimestampSmoother(fps: s.fps)
+        gate = FrameRateGate(fps: s.fps)
         frameNs = 1_000_000_000 / Int64(max(1, s.fps))
     }
 
@@ -96,18 +106,38 @@ package final class VideoLane: @unchecked Sendable {
             stats.countDrop(.backwardsTimestamp)
             return .dropped(.backwardsTimestamp)
         }
+        // Before the pool and the conversion: a picture whose output tick is taken costs nothing.
+        var pts = frame.pts
+        var gated = gate
+        if repeatsLastPicture {
+            guard case .admit(let t) = gated.decide(frame.pts) else {
+                // finish() has begun: say so, as for any picture (never "accepted" after it).
+                guard !cond.withLock({ stopping }) else {
+                    convertLock.unlock()
+                    return .notRunning
+                }
+                gate = gated
+                lastPts = frame.pts
+                convertLock.unlock()
+                stats.countSkippedFrame()
+                return .accepted
+            }
+            pts = t
+        }
         guard let slot = pool.acquire() else {
+            // Dropped as busy: the gate is left as it was, so the picture takes no tick.
             convertLock.unlock()
             stats.countDrop(.encoderBusy)
             return .dropped(.encoderBusy)
         }
+        gate = gated
         lastPts = frame.pts
         let dst = pool.frame(slot)
         let geo = LetterboxGeometry.fit(srcW: frame.width, srcH: frame.height, dstW: dst.width, dstH: dst.height)
         if pool.needsBorderRepaint(slot: slot, geometry: geo) { FrameConverter.fillBlack(dst) }
         converter.convert(frame, into: dst)
         let corrected = smoother.corrections
-        let ts = nextTimestamp(timelineMs(smoother.smooth(frame.pts)))
+        let ts = nextTimestamp(timelineMs(smoother.smooth(pts)))
         let corrections = smoother.corrections
         // Queued under the convert lock too: a repeat is stamped under it, so a repeat never
         // gets a later time than a picture queued before it.
@@ -198,6 +228,7 @@ package final class VideoLane: @unchecked Sendable {
         repeatsSinceCapture += slots
         cond.unlock()
         let pts = smoother.repeatSlot(slots: slots)
+        if let pts { gate.noteRepeat(at: pts) }
         let ts = pts.map { nextTimestamp(clock.timelineMs($0)) }
         convertLock.unlock()
         if let ts {

@@ -7,6 +7,9 @@ public struct StatsSnapshot: Sendable {
     public var videoFramesIn = 0
     /// Pictures encoded again because the source sent nothing new within a frame (a still screen).
     public var videoFramesRepeated = 0
+    /// Captured pictures skipped before conversion because the source runs faster than the output
+    /// frame rate (a 60 Hz desktop under `--fps 30`): not drops, and not in `videoFramesIn`.
+    public var videoFramesSkipped = 0
     public var videoFramesEncoded = 0
     public var videoFramesSent = 0
     public var audioFramesSent = 0
@@ -78,6 +81,7 @@ extension DropReason {
 public final class BroadcastStats: Sendable {
     private let state = Mutex(StatsSnapshot())
     private let repeatedFrames = Atomic<Int>(0)
+    private let skippedFrames = Atomic<Int>(0)
 
     public init() {}
 
@@ -90,6 +94,11 @@ public final class BroadcastStats: Sendable {
         repeatedFrames.add(1, ordering: .relaxed)
     }
 
+    /// One picture skipped by the video lane's frame-rate gate (the capture thread).
+    func countSkippedFrame() {
+        skippedFrames.add(1, ordering: .relaxed)
+    }
+
     func update(_ body: (inout StatsSnapshot) -> Void) {
         state.withLock { body(&$0) }
     }
@@ -97,6 +106,7 @@ public final class BroadcastStats: Sendable {
     public func snapshot() -> StatsSnapshot {
         var s = state.withLock { $0 }
         s.videoFramesRepeated = repeatedFrames.load(ordering: .relaxed)
+        s.videoFramesSkipped = skippedFrames.load(ordering: .relaxed)
         s.monotonicNs = MediaTime.now()
         return s
     }

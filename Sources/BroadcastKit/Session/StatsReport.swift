@@ -84,6 +84,7 @@ package struct StatsReport {
         b.append(",\"audio_kbps\":"); b.append(audioKbps, decimals: 1)
         b.append(",\"video_frames_in\":"); b.append(s.videoFramesIn)
         b.append(",\"video_frames_repeated\":"); b.append(s.videoFramesRepeated)
+        b.append(",\"video_frames_skipped\":"); b.append(s.videoFramesSkipped)
         b.append(",\"video_frames_encoded\":"); b.append(s.videoFramesEncoded)
         b.append(",\"video_frames_sent\":"); b.append(s.videoFramesSent)
         b.append(",\"audio_frames_sent\":"); b.append(s.audioFramesSent)

@@ -89,7 +89,7 @@ typedef enum bk_status {
 
 /** What happened to a buffer handed to a process call. Drops (>0) are also counted in bk_stats. */
 typedef enum bk_process_result {
-    BK_ACCEPTED = 0,
+    BK_ACCEPTED = 0,                    /**< queued; or, from a live (drop-mode) source faster than the output frame rate, skipped between two output ticks (video_frames_skipped in the stats JSON), not a drop */
     BK_DROPPED_ENCODER_BUSY = 1,        /**< the video lane had 2 frames pending */
     BK_DROPPED_AUDIO_LANE_FULL = 2,     /**< an audio lane's ~1 s ring was full */
     BK_DROPPED_MALFORMED = 3,           /**< bad size, stride, plane size, format, channel count... */

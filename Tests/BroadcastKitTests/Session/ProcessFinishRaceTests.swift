@@ -50,7 +50,9 @@ private final class TallyBox: Sendable {
                 var notRunningSeen = 0
                 var i = 0
                 while notRunningSeen < 20 {
-                    pts += 10_000_000
+                    // On the 30 fps grid: a live source faster than that is thinned by the
+                    // frame-rate gate (its extra pictures skipped, not in videoFramesIn).
+                    pts += 33_333_333
                     let v = session.process(.video(frames.frame(i, pts: pts)), type: .video)
                     let a = session.process(.audio(AudioBuffer(format: .f32, channels: 2, sampleRate: 48_000, frameCount: 480,
                                                                data: audioBytes, pts: pts)), type: i % 2 == 0 ? .appAudio : .micAudio)
