@@ -27,6 +27,7 @@ import json
 import os
 import re
 import secrets
+import signal
 import statistics
 import subprocess
 import sys
@@ -282,6 +283,8 @@ def main() -> int:
     ap.add_argument("--bin", type=Path, default=DEFAULT_BIN)
     ap.add_argument("--plot", action="store_true")
     a = ap.parse_args()
+    # A SIGTERM ends the run through run_episode's cleanup (broadcast, nginx, the namespace).
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     if os.geteuid() != 0:
         print("needs root (network namespace, tc)", file=sys.stderr)
         return 2

@@ -138,6 +138,25 @@ package final class BitrateController: @unchecked Sendable {
     private var calm = 0
     /// Calm seconds since the last change of the target.
     private var calmSinceChange = 0
+    /// Queueing (RTT over the lowest RTT) from which the path's own queue shows (`PathSample`).
+    let pathQueueMs = 20
+    /// A probe fails once the path's queue adds this much to the RTT: a probe 20% over a
+    /// 1200 kbit/s link adds ~90 ms a second, so it fails at the next tick (under a second above it).
+    let pathProbeFailMs = 40
+    /// With the bottleneck in the path: calm seconds at rest between probes, the probe's step
+    /// over the ceiling (20%: from a rest at 94% of the link a probe stays under 115% of it),
+    /// and the step once a probe held (50%: a link that returned is climbed back in seconds).
+    let pathProbeIntervalSeconds = 4
+    let pathProbeStep = 0.2
+    let pathClimbStep = 0.5
+    /// The last congestion showed as a queue in the path (RTT growth): the bottleneck is before
+    /// the TCP peer, so the RTT shows at once whether a probe fits, and the kernel's delivery
+    /// rate measures the bottleneck. (A slow-reading peer or a relay behind it never shows so:
+    /// its seconds keep the byte counts and the slow probes.)
+    private(set) var bottleneckInPath = false
+    /// The followed destination's TCP_INFO at the previous tick, and which destination it was.
+    private var lastLink: TCPLinkInfo?
+    private var lastLinkIndex = -1
 
     init(encoder: VideoEncoder, destinations: [Destination], follows: BitrateFollows, targetKbps: Int, audioKbps: Int,
          stats: BroadcastStats) {
@@ -213,10 +232,19 @@ package final class BitrateController: @unchecked Sendable {
         let handedKbps = Int(Double(max(0, sent - before)) * 8 / 1000 / seconds)
         // The backlog includes what waits in the transport (SRT's unacknowledged data) and in
         // the kernel's send buffer (~128 KB: most of a second at 1 Mbit/s), so a link that is slightly over-driven shows at once, not once it is full.
-        let unsent = (destinations[i].sink as? RTMPPublisher)?.unsentBytes ?? 0
+        let rtmp = destinations[i].sink as? RTMPPublisher
+        let unsent = rtmp?.unsentBytes ?? 0
         let kernelMs = unsent * 8 / max(1, currentKbps + audioKbps)
+        // The kernel's view of the path (one getsockopt a second): what the peer acknowledged,
+        // the share of the second data was in flight, RTT growth, its delivery-rate sample.
+        let link = rtmp?.linkInfo
+        var path: PathSample?
+        if let a = lastLink, let b = link, lastLinkIndex == i { path = PathSample(from: a, to: b, seconds: seconds) }
+        lastLink = link
+        lastLinkIndex = i
         adapt(sentKbps: sentKbps, backlogMs: destinations[i].backlogMs + kernelMs, handedKbps: handedKbps,
-              peerEstimatedKbps: destinations[i].sink.peerEstimatedKbps, reportedKbps: destinations[i].sink.deliveredKbps)
+              peerEstimatedKbps: destinations[i].sink.peerEstimatedKbps, reportedKbps: destinations[i].sink.deliveredKbps,
+              path: path)
     }
 
     /// One second's decision from what the followed destination delivered (`sentKbps`, audio
@@ -225,8 +253,9 @@ package final class BitrateController: @unchecked Sendable {
     /// path (`peerEstimatedKbps`, audio included; nil: none) and what the receiver reports it
     /// received (`reportedKbps`, audio included, over the span of its latest report; nil: the
     /// transport does not learn it).
+    /// `path`: the kernel's view of the path over the second (TCP transports; nil: none).
     func adapt(sentKbps: Int, backlogMs backlog: Int, handedKbps: Int? = nil, peerEstimatedKbps: Int? = nil,
-               reportedKbps: Int? = nil) {
+               reportedKbps: Int? = nil, path: PathSample? = nil) {
         if failedKbps != nil {
             secondsSinceFailure += 1
             if secondsSinceFailure >= failureMemorySeconds { failedKbps = nil }
@@ -251,7 +280,20 @@ package final class BitrateController: @unchecked Sendable {
             episodeSeconds = episodeContinues ? episodeSeconds + 1 : 1
             // What the receiver says arrived, when it says: a loss fraction counted against this
             // second's bytes describes an earlier, higher rate (WHIP's cuts compounded to the floor).
-            let sample = reportedKbps ?? sentKbps
+            var sample = reportedKbps ?? sentKbps
+            if reportedKbps == nil, let p = path {
+                bottleneckInPath = p.queueingMs >= pathQueueMs
+                if bottleneckInPath {
+                    // The path's own queue is full: the kernel's delivery-rate sample is what the
+                    // bottleneck carries (one second's acknowledged bytes swing 0.3-1.7x of it
+                    // while TCP repairs the losses of a tail-drop queue).
+                    if let d = p.deliveryKbps { sample = d }
+                    // The first second of an episode measures the loss repair that began it (a
+                    // 1200 kbit/s link gave 540 and 564): no lower than half of what was sent
+                    // (TCP's own cut); the next seconds measure the link.
+                    if !episodeContinues { sample = max(sample, p.ackedKbps, (currentKbps + audioKbps) / 2) }
+                }
+            }
             if episodeSeconds <= 2 {
                 congestedSent = (sample, sample, sample)
                 congestedSeconds = 1
@@ -317,6 +359,10 @@ package final class BitrateController: @unchecked Sendable {
         }
         calm += 1
         calmSinceChange += 1
+        if bottleneckInPath, let p = path {
+            probeThroughPath(p)
+            return
+        }
         guard calm >= calmSeconds else { return }
         if probing {
             guard calmSinceChange >= holdSeconds else { return }
@@ -363,6 +409,39 @@ package final class BitrateController: @unchecked Sendable {
             // straight to one small step above it, or the failed level.
             let above = failedKbps == nil ? ceilingKbps : Int(Double(ceilingKbps) * (1 + ceilingStep))
             let next = min(probeLimit, max(above, currentKbps + 1))
+            if next > currentKbps { startProbe(next) }
+        }
+    }
+
+    /// A calm second when the bottleneck is in the path: the RTT tells within a second whether a
+    /// level fits (a queue building in the path shows as RTT growth before any loss), so probes
+    /// need no long holds and no memory of failed levels. Every `pathProbeIntervalSeconds` at
+    /// rest one probe `pathProbeStep` over the ceiling; it fails when the path's queue adds
+    /// `pathProbeFailMs` (back to rest, the ceiling kept), and held `calmSeconds` it becomes the
+    /// ceiling and the next step is `pathClimbStep`.
+    private func probeThroughPath(_ p: PathSample) {
+        if probing && p.queueingMs >= pathProbeFailMs {
+            endProbe(failed: true)
+            calm = 0
+            apply(restLevel)
+            return
+        }
+        guard calm >= calmSeconds else { return }
+        let limit = min(targetKbps, peerCapKbps ?? targetKbps)
+        if probing {
+            guard calmSinceChange >= calmSeconds else { return }
+            ceilingKbps = max(ceilingKbps, currentKbps)
+            failedKbps = nil
+            endProbe(failed: false)
+            let next = min(limit, Int(Double(currentKbps) * (1 + pathClimbStep)))
+            if next > currentKbps { startProbe(next) }
+            return
+        }
+        guard currentKbps < limit else { return }
+        if currentKbps < restLevel {
+            apply(min(restLevel, currentKbps * 125 / 100 + 50))
+        } else if calmSinceChange >= pathProbeIntervalSeconds {
+            let next = min(limit, Int(Double(max(ceilingKbps, currentKbps)) * (1 + pathProbeStep)))
             if next > currentKbps { startProbe(next) }
         }
     }
