@@ -138,16 +138,24 @@ package final class BitrateController: @unchecked Sendable {
     private var calm = 0
     /// Calm seconds since the last change of the target.
     private var calmSinceChange = 0
-    /// Queueing (RTT over the lowest RTT) from which the path's own queue shows (`PathSample`).
-    let pathQueueMs = 20
-    /// A probe fails once the path's queue adds this much to the RTT: a probe 20% over a
-    /// 1200 kbit/s link adds ~90 ms a second, so it fails at the next tick (under a second above it).
-    let pathProbeFailMs = 40
+    /// Queueing (RTT over the lowest RTT) of a congested second from which the bottleneck is in
+    /// the path (`PathSample`): above what delayed ACKs add to a loopback's RTT (40-200 ms).
+    let pathQueueMs = 250
+    /// A congested second with less queueing than this shows no queue in the path.
+    let noPathQueueMs = 20
+    /// A probe fails once the path's queue adds this much to the RTT (a probe 20% over a
+    /// 1200 kbit/s link adds ~90 ms a second).
+    let pathProbeFailMs = 60
     /// With the bottleneck in the path: calm seconds at rest between probes, the probe's step
-    /// over the ceiling (20%: from a rest at 94% of the link a probe stays under 115% of it),
+    /// over the ceiling (5%: with the audio on top that is already over the link, which the
+    /// kernel sees at once as a full path, while the video target stays under 95% of the link),
     /// and the step once a probe held (50%: a link that returned is climbed back in seconds).
-    let pathProbeIntervalSeconds = 4
-    let pathProbeStep = 0.2
+    let pathProbeIntervalSeconds = 3
+    /// A probe fails when the kernel measured the full path at under this much over its rate.
+    let pathFullMarginPercent = 5
+    /// A probe through the path holds only when at least this share of its rate was sent.
+    let probeFilledPercent = 85
+    let pathProbeStep = 0.05
     let pathClimbStep = 0.5
     /// The last congestion showed as a queue in the path (RTT growth): the bottleneck is before
     /// the TCP peer, so the RTT shows at once whether a probe fits, and the kernel's delivery
@@ -282,7 +290,10 @@ package final class BitrateController: @unchecked Sendable {
             // second's bytes describes an earlier, higher rate (WHIP's cuts compounded to the floor).
             var sample = reportedKbps ?? sentKbps
             if reportedKbps == nil, let p = path {
-                bottleneckInPath = p.queueingMs >= pathQueueMs
+                // Once seen, the path's queue stays the explanation until a congested second
+                // shows none at all (a peer reading slowly: the queue is at its end).
+                if p.queueingMs >= pathQueueMs { bottleneckInPath = true }
+                if p.queueingMs < noPathQueueMs { bottleneckInPath = false }
                 if bottleneckInPath {
                     // The path's own queue is full: the kernel's delivery-rate sample is what the
                     // bottleneck carries (one second's acknowledged bytes swing 0.3-1.7x of it
@@ -418,9 +429,14 @@ package final class BitrateController: @unchecked Sendable {
     /// need no long holds and no memory of failed levels. Every `pathProbeIntervalSeconds` at
     /// rest one probe `pathProbeStep` over the ceiling; it fails when the path's queue adds
     /// `pathProbeFailMs` (back to rest, the ceiling kept), and held `calmSeconds` it becomes the
-    /// ceiling and the next step is `pathClimbStep`.
+    /// ceiling and the next step is `pathClimbStep`. It fails too when the kernel measured the
+    /// path full at no more than the probe's rate (a probe just over the link queues too slowly
+    /// for the RTT to show it in two seconds; the 50% step after it did not).
     private func probeThroughPath(_ p: PathSample) {
-        if probing && p.queueingMs >= pathProbeFailMs {
+        // The kernel measured the path full (not app-limited) at no more than the probe sends:
+        // the probe is at or over the link, before its queue shows in the RTT.
+        let full = p.deliveryKbps.map { $0 * 100 < (currentKbps + audioKbps) * (100 + pathFullMarginPercent) } ?? false
+        if probing && (p.queueingMs >= pathProbeFailMs || full) {
             endProbe(failed: true)
             calm = 0
             apply(restLevel)
@@ -430,6 +446,9 @@ package final class BitrateController: @unchecked Sendable {
         let limit = min(targetKbps, peerCapKbps ?? targetKbps)
         if probing {
             guard calmSinceChange >= calmSeconds else { return }
+            // Held only once the encoder did send at the probe's rate: a starved encoder (a busy
+            // machine) leaves the path idle under any target, which shows nothing of the link.
+            guard probeHanded * 100 >= (currentKbps + audioKbps) * probeSeconds * probeFilledPercent else { return }
             ceilingKbps = max(ceilingKbps, currentKbps)
             failedKbps = nil
             endProbe(failed: false)
