@@ -157,6 +157,12 @@ package final class BitrateController: @unchecked Sendable {
     let probeFilledPercent = 85
     let pathProbeStep = 0.05
     let pathClimbStep = 0.5
+    /// The steps after one and two held probes: a held 5% probe may only show a ceiling measured
+    /// low (10% over it stays under 95% of a link that carries it), a held 10% step may too; a
+    /// 25% step held is a link that returned, and 50% steps follow.
+    let pathClimbSteps = (0.10, 0.25)
+    /// Probes held in a row through the path (a failure or a congestion resets it).
+    private var pathHeld = 0
     /// The last congestion showed as a queue in the path (RTT growth): the bottleneck is before
     /// the TCP peer, so the RTT shows at once whether a probe fits, and the kernel's delivery
     /// rate measures the bottleneck. (A slow-reading peer or a relay behind it never shows so:
@@ -313,6 +319,7 @@ package final class BitrateController: @unchecked Sendable {
                 congestedSeconds += 1
             }
             if !episodeContinues { episodeBaseKbps = ceilingKbps }
+            pathHeld = 0
             // The median of the window: one second's count is high or low by what crossed a tick
             // boundary or filled a buffer, not by the link. The running lowest put the 45-minute
             // soak's ceiling at 816 under a link that carried ~1050; the best second put
@@ -429,7 +436,7 @@ package final class BitrateController: @unchecked Sendable {
     /// need no long holds and no memory of failed levels. Every `pathProbeIntervalSeconds` at
     /// rest one probe `pathProbeStep` over the ceiling; it fails when the path's queue adds
     /// `pathProbeFailMs` (back to rest, the ceiling kept), and held `calmSeconds` it becomes the
-    /// ceiling and the next step is `pathClimbStep`. It fails too when the kernel measured the
+    /// ceiling and the next steps are `pathClimbSteps`, then `pathClimbStep`. It fails too when the kernel measured the
     /// path full at no more than the probe's rate (a probe just over the link queues too slowly
     /// for the RTT to show it in two seconds; the 50% step after it did not).
     private func probeThroughPath(_ p: PathSample) {
@@ -437,6 +444,7 @@ package final class BitrateController: @unchecked Sendable {
         // the probe is at or over the link, before its queue shows in the RTT.
         let full = p.deliveryKbps.map { $0 * 100 < (currentKbps + audioKbps) * (100 + pathFullMarginPercent) } ?? false
         if probing && (p.queueingMs >= pathProbeFailMs || full) {
+            pathHeld = 0
             endProbe(failed: true)
             calm = 0
             apply(restLevel)
@@ -452,7 +460,9 @@ package final class BitrateController: @unchecked Sendable {
             ceilingKbps = max(ceilingKbps, currentKbps)
             failedKbps = nil
             endProbe(failed: false)
-            let next = min(limit, Int(Double(currentKbps) * (1 + pathClimbStep)))
+            pathHeld += 1
+            let step = pathHeld >= 3 ? pathClimbStep : pathHeld == 2 ? pathClimbSteps.1 : pathClimbSteps.0
+            let next = min(limit, Int(Double(currentKbps) * (1 + step)))
             if next > currentKbps { startProbe(next) }
             return
         }
