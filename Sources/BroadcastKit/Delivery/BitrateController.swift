@@ -158,9 +158,9 @@ package final class BitrateController: @unchecked Sendable {
     let pathProbeStep = 0.05
     let pathClimbStep = 0.5
     /// The steps after one and two held probes: a held 5% probe may only show a ceiling measured
-    /// low (10% over it stays under 95% of a link that carries it), a held 10% step may too; a
-    /// 25% step held is a link that returned, and 50% steps follow.
-    let pathClimbSteps = (0.10, 0.25)
+    /// low (25% over it fails within a second under a throttle); a 25% step held is a link that
+    /// returned, and 50% steps follow. (10% first cost the 500 ms tbf run 11 s to recover.)
+    let pathClimbSteps = (0.25, 0.5)
     /// Probes held in a row through the path (a failure or a congestion resets it).
     private var pathHeld = 0
     /// The last congestion showed as a queue in the path (RTT growth): the bottleneck is before
