@@ -138,6 +138,39 @@ package final class BitrateController: @unchecked Sendable {
     private var calm = 0
     /// Calm seconds since the last change of the target.
     private var calmSinceChange = 0
+    /// Queueing (RTT over the lowest RTT) of a congested second from which the bottleneck is in
+    /// the path (`PathSample`): above what delayed ACKs add to a loopback's RTT (40-200 ms).
+    let pathQueueMs = 250
+    /// A congested second with less queueing than this shows no queue in the path.
+    let noPathQueueMs = 20
+    /// A probe fails once the path's queue adds this much to the RTT (a probe 20% over a
+    /// 1200 kbit/s link adds ~90 ms a second).
+    let pathProbeFailMs = 60
+    /// With the bottleneck in the path: calm seconds at rest between probes, the probe's step
+    /// over the ceiling (5%: with the audio on top that is already over the link, which the
+    /// kernel sees at once as a full path, while the video target stays under 95% of the link),
+    /// and the step once a probe held (50%: a link that returned is climbed back in seconds).
+    let pathProbeIntervalSeconds = 3
+    /// A probe fails when the kernel measured the full path at under this much over its rate.
+    let pathFullMarginPercent = 5
+    /// A probe through the path holds only when at least this share of its rate was sent.
+    let probeFilledPercent = 85
+    let pathProbeStep = 0.05
+    let pathClimbStep = 0.5
+    /// The steps after one and two held probes: a held 5% probe may only show a ceiling measured
+    /// low (25% over it fails within a second under a throttle); a 25% step held is a link that
+    /// returned, and 50% steps follow. (10% first cost the 500 ms tbf run 11 s to recover.)
+    let pathClimbSteps = (0.25, 0.5)
+    /// Probes held in a row through the path (a failure or a congestion resets it).
+    private var pathHeld = 0
+    /// The last congestion showed as a queue in the path (RTT growth): the bottleneck is before
+    /// the TCP peer, so the RTT shows at once whether a probe fits, and the kernel's delivery
+    /// rate measures the bottleneck. (A slow-reading peer or a relay behind it never shows so:
+    /// its seconds keep the byte counts and the slow probes.)
+    private(set) var bottleneckInPath = false
+    /// The followed destination's TCP_INFO at the previous tick, and which destination it was.
+    private var lastLink: TCPLinkInfo?
+    private var lastLinkIndex = -1
 
     init(encoder: VideoEncoder, destinations: [Destination], follows: BitrateFollows, targetKbps: Int, audioKbps: Int,
          stats: BroadcastStats) {
@@ -213,10 +246,19 @@ package final class BitrateController: @unchecked Sendable {
         let handedKbps = Int(Double(max(0, sent - before)) * 8 / 1000 / seconds)
         // The backlog includes what waits in the transport (SRT's unacknowledged data) and in
         // the kernel's send buffer (~128 KB: most of a second at 1 Mbit/s), so a link that is slightly over-driven shows at once, not once it is full.
-        let unsent = (destinations[i].sink as? RTMPPublisher)?.unsentBytes ?? 0
+        let rtmp = destinations[i].sink as? RTMPPublisher
+        let unsent = rtmp?.unsentBytes ?? 0
         let kernelMs = unsent * 8 / max(1, currentKbps + audioKbps)
+        // The kernel's view of the path (one getsockopt a second): what the peer acknowledged,
+        // the share of the second data was in flight, RTT growth, its delivery-rate sample.
+        let link = rtmp?.linkInfo
+        var path: PathSample?
+        if let a = lastLink, let b = link, lastLinkIndex == i { path = PathSample(from: a, to: b, seconds: seconds) }
+        lastLink = link
+        lastLinkIndex = i
         adapt(sentKbps: sentKbps, backlogMs: destinations[i].backlogMs + kernelMs, handedKbps: handedKbps,
-              peerEstimatedKbps: destinations[i].sink.peerEstimatedKbps, reportedKbps: destinations[i].sink.deliveredKbps)
+              peerEstimatedKbps: destinations[i].sink.peerEstimatedKbps, reportedKbps: destinations[i].sink.deliveredKbps,
+              path: path)
     }
 
     /// One second's decision from what the followed destination delivered (`sentKbps`, audio
@@ -225,8 +267,9 @@ package final class BitrateController: @unchecked Sendable {
     /// path (`peerEstimatedKbps`, audio included; nil: none) and what the receiver reports it
     /// received (`reportedKbps`, audio included, over the span of its latest report; nil: the
     /// transport does not learn it).
+    /// `path`: the kernel's view of the path over the second (TCP transports; nil: none).
     func adapt(sentKbps: Int, backlogMs backlog: Int, handedKbps: Int? = nil, peerEstimatedKbps: Int? = nil,
-               reportedKbps: Int? = nil) {
+               reportedKbps: Int? = nil, path: PathSample? = nil) {
         if failedKbps != nil {
             secondsSinceFailure += 1
             if secondsSinceFailure >= failureMemorySeconds { failedKbps = nil }
@@ -251,7 +294,23 @@ package final class BitrateController: @unchecked Sendable {
             episodeSeconds = episodeContinues ? episodeSeconds + 1 : 1
             // What the receiver says arrived, when it says: a loss fraction counted against this
             // second's bytes describes an earlier, higher rate (WHIP's cuts compounded to the floor).
-            let sample = reportedKbps ?? sentKbps
+            var sample = reportedKbps ?? sentKbps
+            if reportedKbps == nil, let p = path {
+                // Once seen, the path's queue stays the explanation until a congested second
+                // shows none at all (a peer reading slowly: the queue is at its end).
+                if p.queueingMs >= pathQueueMs { bottleneckInPath = true }
+                if p.queueingMs < noPathQueueMs { bottleneckInPath = false }
+                if bottleneckInPath {
+                    // The path's own queue is full: the kernel's delivery-rate sample is what the
+                    // bottleneck carries (one second's acknowledged bytes swing 0.3-1.7x of it
+                    // while TCP repairs the losses of a tail-drop queue).
+                    if let d = p.deliveryKbps { sample = d }
+                    // The first second of an episode measures the loss repair that began it (a
+                    // 1200 kbit/s link gave 540 and 564): no lower than half of what was sent
+                    // (TCP's own cut); the next seconds measure the link.
+                    if !episodeContinues { sample = max(sample, p.ackedKbps, (currentKbps + audioKbps) / 2) }
+                }
+            }
             if episodeSeconds <= 2 {
                 congestedSent = (sample, sample, sample)
                 congestedSeconds = 1
@@ -260,6 +319,7 @@ package final class BitrateController: @unchecked Sendable {
                 congestedSeconds += 1
             }
             if !episodeContinues { episodeBaseKbps = ceilingKbps }
+            pathHeld = 0
             // The median of the window: one second's count is high or low by what crossed a tick
             // boundary or filled a buffer, not by the link. The running lowest put the 45-minute
             // soak's ceiling at 816 under a link that carried ~1050; the best second put
@@ -317,6 +377,10 @@ package final class BitrateController: @unchecked Sendable {
         }
         calm += 1
         calmSinceChange += 1
+        if bottleneckInPath, let p = path {
+            probeThroughPath(p)
+            return
+        }
         guard calm >= calmSeconds else { return }
         if probing {
             guard calmSinceChange >= holdSeconds else { return }
@@ -363,6 +427,50 @@ package final class BitrateController: @unchecked Sendable {
             // straight to one small step above it, or the failed level.
             let above = failedKbps == nil ? ceilingKbps : Int(Double(ceilingKbps) * (1 + ceilingStep))
             let next = min(probeLimit, max(above, currentKbps + 1))
+            if next > currentKbps { startProbe(next) }
+        }
+    }
+
+    /// A calm second when the bottleneck is in the path: the RTT tells within a second whether a
+    /// level fits (a queue building in the path shows as RTT growth before any loss), so probes
+    /// need no long holds and no memory of failed levels. Every `pathProbeIntervalSeconds` at
+    /// rest one probe `pathProbeStep` over the ceiling; it fails when the path's queue adds
+    /// `pathProbeFailMs` (back to rest, the ceiling kept), and held `calmSeconds` it becomes the
+    /// ceiling and the next steps are `pathClimbSteps`, then `pathClimbStep`. It fails too when the kernel measured the
+    /// path full at no more than the probe's rate (a probe just over the link queues too slowly
+    /// for the RTT to show it in two seconds; the 50% step after it did not).
+    private func probeThroughPath(_ p: PathSample) {
+        // The kernel measured the path full (not app-limited) at no more than the probe sends:
+        // the probe is at or over the link, before its queue shows in the RTT.
+        let full = p.deliveryKbps.map { $0 * 100 < (currentKbps + audioKbps) * (100 + pathFullMarginPercent) } ?? false
+        if probing && (p.queueingMs >= pathProbeFailMs || full) {
+            pathHeld = 0
+            endProbe(failed: true)
+            calm = 0
+            apply(restLevel)
+            return
+        }
+        guard calm >= calmSeconds else { return }
+        let limit = min(targetKbps, peerCapKbps ?? targetKbps)
+        if probing {
+            guard calmSinceChange >= calmSeconds else { return }
+            // Held only once the encoder did send at the probe's rate: a starved encoder (a busy
+            // machine) leaves the path idle under any target, which shows nothing of the link.
+            guard probeHanded * 100 >= (currentKbps + audioKbps) * probeSeconds * probeFilledPercent else { return }
+            ceilingKbps = max(ceilingKbps, currentKbps)
+            failedKbps = nil
+            endProbe(failed: false)
+            pathHeld += 1
+            let step = pathHeld >= 3 ? pathClimbStep : pathHeld == 2 ? pathClimbSteps.1 : pathClimbSteps.0
+            let next = min(limit, Int(Double(currentKbps) * (1 + step)))
+            if next > currentKbps { startProbe(next) }
+            return
+        }
+        guard currentKbps < limit else { return }
+        if currentKbps < restLevel {
+            apply(min(restLevel, currentKbps * 125 / 100 + 50))
+        } else if calmSinceChange >= pathProbeIntervalSeconds {
+            let next = min(limit, Int(Double(max(ceilingKbps, currentKbps)) * (1 + pathProbeStep)))
             if next > currentKbps { startProbe(next) }
         }
     }

@@ -30,6 +30,8 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
     /// sits in the kernel, invisible in the send queue (the bitrate controller adds it). Any thread.
     package var unsentBytes: Int { connection.unsentBytes }
     package var undeliveredBytes: Int { connection.unsentBytes }
+    /// The kernel's view of the path (TCP_INFO), for the bitrate controller. Any thread.
+    package var linkInfo: TCPLinkInfo? { connection.linkInfo }
     /// CLOCK_MONOTONIC nanoseconds when the last byte of the last tag was written (0 before any).
     package var lastWriteMonotonicNs: UInt64 { lastWrite.load(ordering: .relaxed) }
 

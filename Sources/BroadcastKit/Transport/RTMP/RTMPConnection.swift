@@ -342,6 +342,9 @@ package final class RTMPConnection {
     /// Bytes sent into the kernel and not yet acknowledged by the server. Any thread.
     package var unsentBytes: Int { RTMPSocket.unsentBytes(socketForAbort.load(ordering: .acquiring)) }
 
+    /// The kernel's TCP_INFO for this connection (nil when not connected). Any thread.
+    package var linkInfo: TCPLinkInfo? { TCPLinkInfo.read(socketForAbort.load(ordering: .acquiring)) }
+
     /// True once `abort()` cut this connection.
     package var wasAborted: Bool { aborted.load(ordering: .acquiring) }
 

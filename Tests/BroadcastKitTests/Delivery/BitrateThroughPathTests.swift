@@ -1,0 +1,133 @@
+import Glibc
+import Testing
+@testable import BroadcastKit
+
+/// The controller with the kernel's view of a TCP path (`PathSample`, issue 38): a congestion
+/// that shows as RTT growth puts the bottleneck in the path; its ceiling is then the kernel's
+/// delivery-rate sample, probes are judged by the RTT within a second, and a probe that holds
+/// climbs in large steps. A congestion without RTT growth (a slow reader: the queue is at the
+/// peer) keeps the byte counts.
+@Suite(.timeLimit(.minutes(1))) struct BitrateThroughPathTests {
+    let target = 2500, audio = 128
+
+    func controller() -> (BitrateController, BitrateRecordingEncoder) {
+        let enc = BitrateRecordingEncoder(kbps: target)
+        let c = BitrateController(encoder: enc, destinations: [], follows: .primary, targetKbps: target,
+                                  audioKbps: audio, stats: BroadcastStats())
+        return (c, enc)
+    }
+
+    /// A shaped 1200 kbit/s link: the first second's counts are loss repair (540-600), the next
+    /// seconds' delivery-rate samples the link (~1100).
+    func congest(_ c: BitrateController) {
+        c.adapt(sentKbps: 600, backlogMs: 900, path: PathSample(ackedKbps: 600, queueingMs: 600, deliveryKbps: 540))
+        c.adapt(sentKbps: 700, backlogMs: 1200, path: PathSample(ackedKbps: 700, queueingMs: 600, deliveryKbps: 1100))
+    }
+
+    @Test func aQueueInThePathMakesTheDeliveryRateTheCeiling() {
+        let (c, enc) = controller()
+        c.adapt(sentKbps: 600, backlogMs: 900, path: PathSample(ackedKbps: 600, queueingMs: 600, deliveryKbps: 540))
+        #expect(c.bottleneckInPath)
+        // The first second: no lower than half of what was sent (540 would be 44% of the link).
+        #expect(c.ceilingKbps == (target + audio) / 2 - audio, "\(c.ceilingKbps)")
+        c.adapt(sentKbps: 700, backlogMs: 1200, path: PathSample(ackedKbps: 700, queueingMs: 600, deliveryKbps: 1100))
+        #expect(c.ceilingKbps == 1100 - audio, "the second second: the delivery-rate sample, not the 700 counted")
+        #expect(c.currentKbps >= Int(c.lowestFitFraction * Double(1100 - audio)) && c.currentKbps < 1100 - audio,
+                "\(enc.requested)")
+    }
+
+    @Test func withoutRTTGrowthTheByteCountsStay() {
+        let (c, _) = controller()
+        // A peer that reads slowly: the queue is in our socket, the RTT stays at the path's.
+        c.adapt(sentKbps: 1200, backlogMs: 800, path: PathSample(ackedKbps: 1200, queueingMs: 0, deliveryKbps: 9000))
+        #expect(!c.bottleneckInPath)
+        #expect(c.ceilingKbps == 1200 - audio, "what was delivered, not the kernel's burst sample")
+    }
+
+    /// Settled under the shaped link: rest at 94% of the ceiling, a 5% probe every few calm
+    /// seconds that fails at the first second of RTT growth; once the link returns, the probe
+    /// holds and 50% steps climb back to the configured rate within seconds.
+    @Test func probesAreJudgedByTheRTTAndClimbFastOnceTheLinkReturns() {
+        let (c, _) = controller()
+        congest(c)
+        let ceiling = c.ceilingKbps
+        let rest = Int(Double(ceiling) * c.returnFraction)
+        let link = 1100 - audio
+        var levels: [Int] = []
+        var aboveLink = 0
+        for _ in 0..<40 {
+            // The shaped path: RTT grows by ~90 ms for each second the target is over the link.
+            let over = c.currentKbps > link
+            if over { aboveLink += 1 }
+            c.adapt(sentKbps: min(c.currentKbps, link) + audio, backlogMs: 0,
+                    path: PathSample(ackedKbps: min(c.currentKbps, link) + audio, queueingMs: over ? 90 : 30, deliveryKbps: nil))
+            levels.append(c.currentKbps)
+        }
+        let settled = levels.dropFirst(10)
+        #expect(settled.min()! >= rest && settled.max()! <= Int(Double(ceiling) * (1 + c.pathProbeStep)), "\(levels)")
+        #expect(settled.filter { $0 > link }.count <= 10 && settled.contains { $0 > link }, "probes, each one second: \(levels)")
+        var run = 0, longest = 0
+        for l in levels { run = l > link ? run + 1 : 0; longest = max(longest, run) }
+        #expect(longest == 1, "a failed probe costs one second above the link: \(levels)")
+        // The link returns: nothing queues any more.
+        var seconds = 0
+        while c.currentKbps < target * 8 / 10 && seconds < 30 {
+            c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0,
+                    path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: 0, deliveryKbps: nil))
+            seconds += 1
+        }
+        #expect(seconds <= 10, "back at 80% of the configured rate after \(seconds) s")
+    }
+
+    /// A busy machine: the encoder sends half of any target, the path stays idle. That shows
+    /// nothing of the link, so a probe does not hold and the target does not climb.
+    @Test func aProbeTheEncoderDidNotFillDoesNotHold() {
+        let (c, _) = controller()
+        congest(c)
+        let ceiling = c.ceilingKbps
+        for _ in 0..<30 {
+            let sent = c.currentKbps / 2 + audio
+            c.adapt(sentKbps: sent, backlogMs: 0, path: PathSample(ackedKbps: sent, queueingMs: 0, deliveryKbps: nil))
+        }
+        #expect(c.ceilingKbps == ceiling, "\(c.ceilingKbps)")
+        #expect(c.currentKbps <= Int(Double(ceiling) * (1 + c.pathProbeStep)), "\(c.currentKbps)")
+    }
+
+    /// TCP_INFO of a real loopback connection: what was acknowledged, RTTs, a sane queueing.
+    @Test func tcpInfoOfALoopbackConnection() throws {
+        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(server); close(client) }
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p in
+                bind(server, p, len) == 0 && listen(server, 1) == 0 && getsockname(server, p, &len) == 0
+                    && connect(client, p, len) == 0
+            }
+        }
+        try #require(bound)
+        let peer = accept(server, nil, nil)
+        defer { close(peer) }
+        #expect(TCPLinkInfo.read(-1) == nil)
+        let bytes = [UInt8](repeating: 7, count: 10_000)
+        #expect(bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, 0) } == 10_000)
+        var sink = [UInt8](repeating: 0, count: 20_000)
+        var got = 0
+        while got < 10_000 {
+            let n = sink.withUnsafeMutableBytes { recv(peer, $0.baseAddress, $0.count, 0) }
+            try #require(n > 0)
+            got += n
+        }
+        var info = try #require(TCPLinkInfo.read(client))
+        for _ in 0..<100 where info.bytesAcked < 10_000 {
+            usleep(10_000)
+            info = try #require(TCPLinkInfo.read(client))
+        }
+        #expect(info.bytesAcked >= 10_000, "\(info)")
+        #expect(info.minRttMicros <= info.rttMicros || info.rttMicros == 0, "\(info)")
+        #expect(info.queueingMs < 1000, "\(info)")
+    }
+}
