@@ -28,6 +28,8 @@ package struct CommandLineOptions: Sendable {
     package var enhancedRTMPConnect = true
     /// `--bitrate-follows`: the destination the adaptive bitrate follows.
     package var bitrateFollows = BitrateFollows.primary
+    /// False with `--no-adaptive-bitrate`: the encoder keeps `--video-bitrate` (docs/bitrate-control.md).
+    package var adaptiveBitrate = true
     /// `--service`: ingest URL and limits of a streaming service.
     package var service: ServicePreset?
     /// `--res`: output size.
@@ -168,6 +170,7 @@ package struct CommandLineOptions: Sendable {
             case "--url": o.urls.append(try DestinationSpec.parse(try s.repeatableValue()))
             case "--require-all": try s.flag(); o.requireAll = true
             case "--no-enhanced-rtmp-connect": try s.flag(); o.enhancedRTMPConnect = false
+            case "--no-adaptive-bitrate": try s.flag(); o.adaptiveBitrate = false
             case "--bitrate-follows":
                 let v = try s.value()
                 guard let f = BitrateFollows(rawValue: v) else {

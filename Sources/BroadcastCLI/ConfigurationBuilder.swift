@@ -76,6 +76,7 @@ package struct ConfigurationBuilder {
         config.replay = ReplayOptionsCheck.settings(o)
         config.requireAllDestinations = o.requireAll
         config.bitrateFollows = o.bitrateFollows
+        config.adaptiveBitrate = o.adaptiveBitrate
         config.enhancedRTMPConnect = o.enhancedRTMPConnect
         config.reconnect = ReconnectPolicy(maxAttempts: o.reconnectAttempts, initialDelaySeconds: o.reconnectDelay)
         return BuiltConfiguration(configuration: config, sources: made.sources, notices: notices)

@@ -33,6 +33,9 @@ package enum OptionTable {
             OptionSpec("--bitrate-follows", .required("WHICH"), [
                 "primary | slowest: what the adaptive bitrate follows (default primary)",
             ], completion: .choices(["primary", "slowest"]), config: true),
+            OptionSpec("--no-adaptive-bitrate", [
+                "keep --video-bitrate whatever the link does (the send queue still drops what it cannot carry)",
+            ], config: true),
             OptionSpec("--no-enhanced-rtmp-connect", [
                 "plain RTMP connect: no E-RTMP capsEx, server reconnect requests ignored",
             ], config: true),

@@ -168,7 +168,7 @@ private final class VideoLane: @unchecked Sendable {
         var index: Int64 = 0
         while true {
             let capture = timeline.t0 + MediaTime.nanoseconds(ticks: index, num: Int64(fps), den: 1)
-            if capture >= timeline.end { return }
+            if capture >= timeline.end { sink.endOfInput(.video); return }
             let deliver = !timeline.inGap(capture, capture)
             let pattern = schedule.isRotated(frame: index) ? rotated ?? upright : upright
             if deliver { pattern.render(frame: index, flash: TestPattern.isFlash(frame: index, fps: fps)) }

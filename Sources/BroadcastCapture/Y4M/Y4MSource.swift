@@ -150,7 +150,7 @@ private final class Y4MLane: @unchecked Sendable {
         var index: Int64 = 0
         do throws(CaptureError) {
             while !group.isStopping {
-                guard try readFrameLine(index: index) else { return }
+                guard try readFrameLine(index: index) else { sink.endOfInput(.video); return }
                 let got = try reader.read(into: frame.baseAddress!, count: frame.count)
                 if group.isStopping { return }
                 guard got == frame.count else {

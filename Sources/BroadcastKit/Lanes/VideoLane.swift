@@ -38,6 +38,8 @@ package final class VideoLane: @unchecked Sendable {
     }
     private var pending: FixedRing<Pending>
     private var stopping = false
+    /// Set by `endOfInput()` (guarded by `cond`): the producer ended, so no more repeats.
+    private var inputEnded = false
     private var lastPts: Int64 = Int64.min
     /// The last timeline time handed out (guarded by `convertLock`): each picture gets a later one.
     private var lastTimestampMs: Int64 = Int64.min
@@ -171,7 +173,7 @@ package final class VideoLane: @unchecked Sendable {
 
     /// When the next repeat is due (guarded by `cond`), or nil when none can be made.
     private var repeatDeadlineNs: Int64? {
-        guard repeatsLastPicture, lastArrivalNs != Int64.min else { return nil }
+        guard repeatsLastPicture, !inputEnded, lastArrivalNs != Int64.min else { return nil }
         return lastArrivalNs + (Int64(repeatsSinceCapture) + 1 + Self.repeatGraceFrames) * frameNs
     }
 
@@ -251,6 +253,16 @@ package final class VideoLane: @unchecked Sendable {
                 cond.wait(untilNs: deadlineNs)
             }
             return pool.inUse < pool.capacity
+        }
+    }
+
+    /// The producer ended by itself: no repeat is made from now on (a picture still given is
+    /// encoded as usual). Without it, the time between the last picture and the finish would be
+    /// filled with repeats past the end of the input.
+    func endOfInput() {
+        cond.withLock {
+            inputEnded = true
+            cond.broadcast()
         }
     }
 

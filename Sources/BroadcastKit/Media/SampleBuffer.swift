@@ -40,4 +40,13 @@ public enum DropReason: String, Sendable, CaseIterable {
 public protocol SampleBufferSink: AnyObject, Sendable {
     @discardableResult
     func process(_ buffer: SampleBuffer, type: SampleBufferType) -> ProcessResult
+    /// The producer of `type` ended by itself (the end of a file, a source's duration): no more
+    /// buffers come on that lane. A session stops repeating the last picture at once, so the
+    /// stream is never padded between the last picture and the finish.
+    func endOfInput(_ type: SampleBufferType)
+}
+
+extension SampleBufferSink {
+    /// Sinks with nothing to stop take the end of input as a no-op.
+    public func endOfInput(_ type: SampleBufferType) {}
 }

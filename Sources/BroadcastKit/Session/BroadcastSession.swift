@@ -142,6 +142,12 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         return .dropped(.wrongLane)
     }
 
+    /// The producer of `type` ended by itself: the video lane makes no more repeats of its last
+    /// picture (the stream ends where its input ended). Buffers that still arrive are encoded.
+    public func endOfInput(_ type: SampleBufferType) {
+        if type == .video { pipeline?.videoLane?.endOfInput() }
+    }
+
     private func reportFailures() {
         pipeline?.destinations.reportNewFailures(
             onEvent: { onEvent?($0) },

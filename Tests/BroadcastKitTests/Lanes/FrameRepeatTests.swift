@@ -86,6 +86,27 @@ final class VideoTagLog: TagSink, @unchecked Sendable {
         #expect(gaps.filter { $0 <= 67 }.count >= gaps.count - 2, "gaps \(gaps)")
     }
 
+    /// The end of the input is the end of the stream: after `endOfInput(.video)` the last picture
+    /// is not repeated, however long the finish takes (the CLI notices an ended source up to
+    /// 100 ms later; before, repeats filled that time past the input's last picture).
+    @Test func noRepeatAfterTheEndOfInput() throws {
+        let (s, log) = try session(fps: 30)
+        let frames = NoiseFrames()
+        let t0 = MediaTime.now()
+        for i in 0..<10 {
+            let due = t0 + Int64(i) * 33_333_333
+            while MediaTime.now() < due { usleep(1_000) }
+            _ = s.process(.video(frames.frame(i, pts: due)), type: .video)
+        }
+        s.endOfInput(.video)
+        usleep(400_000)      // 12 frame periods: a still source would have had about 10 repeats
+        s.finish()
+        let stats = s.stats.snapshot()
+        #expect(stats.videoFramesRepeated == 0)
+        #expect(stats.videoFramesIn == 10)
+        #expect(log.snapshot.times.count == stats.videoFramesEncoded)
+    }
+
     /// A steady source is never repeated.
     @Test func steadySourceIsNotRepeated() throws {
         let (s, log) = try session(fps: 30)

@@ -131,6 +131,7 @@ class SessionStats(TypedDict):
     audio_kbps: float
     video_frames_in: int
     video_frames_repeated: int
+    video_frames_skipped: int
     video_frames_encoded: int
     video_frames_sent: int
     audio_frames_sent: int
