@@ -34,7 +34,8 @@ package enum OptionTable {
                 "primary | slowest: what the adaptive bitrate follows (default primary)",
             ], completion: .choices(["primary", "slowest"]), config: true),
             OptionSpec("--no-adaptive-bitrate", [
-                "keep --video-bitrate whatever the link does (the send queue still drops what it cannot carry)",
+                "keep --video-bitrate whatever the link does (the send queue",
+                "still drops what the link cannot carry)",
             ], config: true),
             OptionSpec("--no-enhanced-rtmp-connect", [
                 "plain RTMP connect: no E-RTMP capsEx, server reconnect requests ignored",
