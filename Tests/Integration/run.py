@@ -202,6 +202,13 @@ def is_exclusive(test) -> str:
     return getattr(method, "_bk_exclusive", "") or getattr(type(test), "_bk_exclusive", "")
 
 
+def declared_cores(test) -> float | None:
+    """The load a test declares with support.exclusive(..., cores=N), or None."""
+    method = getattr(test, getattr(test, "_testMethodName", ""), None)
+    v = getattr(method, "_bk_cores", None)
+    return v if v is not None else getattr(type(test), "_bk_cores", None)
+
+
 def is_alone(test) -> str:
     """The reason a test must run with no other test at all ('' when it need not): support.alone."""
     method = getattr(test, getattr(test, "_testMethodName", ""), None)
@@ -580,7 +587,7 @@ class Unit:
     their expected seconds and load (cores: their CPU seconds over their seconds, from the recorded times)."""
 
     def __init__(self, ids: list[str], exclusive: str, alone: str,
-                 known: dict[str, tuple[float, float | None]]):
+                 known: dict[str, tuple[float, float | None]], cores: float | None = None):
         self.ids = ids
         self.exclusive = exclusive
         self.alone = alone
@@ -594,6 +601,8 @@ class Unit:
             cpu += sec * (load if load is not None else UNKNOWN_LOAD)
             seconds += sec
         self.load = cpu / seconds
+        if cores is not None:          # declared: the average hides bursts that matter
+            self.load = max(self.load, cores)
         self.started = 0.0
 
     def __repr__(self) -> str:
@@ -674,6 +683,7 @@ def main() -> int:
         known[tid] = (sec, load if load is not None else known.get(tid, (0.0, None))[1])
     groups: dict[tuple[str, str], list[str]] = {}
     marks: dict[tuple[str, str], tuple[str, str]] = {}
+    declared: dict[tuple[str, str], float] = {}
     for t in runnable:
         why, alone_why = is_exclusive(t), is_alone(t)
         if why and args.parallel_only or not why and args.exclusive_only:
@@ -682,7 +692,10 @@ def main() -> int:
         groups.setdefault(k, []).append(t.id())
         if k not in marks or (why and not marks[k][0]):
             marks[k] = (why, alone_why)
-    units = [Unit(ids, marks[k][0], marks[k][1], known) for k, ids in groups.items()]
+        c = declared_cores(t)
+        if c is not None:
+            declared[k] = max(declared.get(k, 0.0), c)
+    units = [Unit(ids, marks[k][0], marks[k][1], known, declared.get(k)) for k, ids in groups.items()]
     n = args.workers if args.workers is not None else default_workers()
     n = max(1, n)
     parent = Parent(args, out)

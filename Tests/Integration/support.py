@@ -146,14 +146,17 @@ def run_broadcast(args, env: dict | None = None, timeout: float = 60,
                      time.monotonic() - start, timed_out)
 
 
-def exclusive(reason: str):
+def exclusive(reason: str, cores: float | None = None):
     """Marks a TestCase class or test method as exclusive: it measures time, CPU or a memory peak,
     so the integration runner (run.py) runs it on a quiet machine: it and whatever runs beside it
     never use more than half the cores by their recorded loads, so a whole core always stays idle
-    (docs/TESTING.md). `reason` says what it measures. Usable as @exclusive("VmHWM bound") on a
-    class or a method."""
+    (docs/TESTING.md). `reason` says what it measures. `cores` plans the test at that load when its
+    recorded average hides bursts that matter (a 4K desktop scaled to 1080p: 2 gives it the
+    machine). Usable as @exclusive("VmHWM bound") on a class or a method."""
     def mark(obj):
         obj._bk_exclusive = reason
+        if cores is not None:
+            obj._bk_cores = cores
         return obj
     return mark
 

@@ -177,7 +177,10 @@ class ContainerBudgetTests(unittest.TestCase):
         self.assertLessEqual(peak, 46 << 20, f"VmHWM {peak / 1048576:.1f} MiB")
         self.assertTrue(ingest.wait_recording(key).stat().st_size > 1 << 20)
 
-    @exclusive("VmHWM inside a 50 MiB cgroup")
+    # The 4K capture scaled to 1080p saturates both cores in bursts its average (0.3) hides: in this
+    # session's CI rehearsal beside other tests it dropped 10 frames as encoder_busy and one capture
+    # picture as backwards_timestamp (TEST-DEBTS). Planned at 2 cores, it has the machine to itself.
+    @exclusive("VmHWM inside a 50 MiB cgroup", cores=2.0)
     def test_4K_desktop_to_1080p_streams_inside_a_50MiB_cgroup(self):
         state = Path(tempfile.mkdtemp(prefix="bcast-pw4k-"))
         up = subprocess.run([str(REPO_ROOT / "scripts" / "pipewire-up"), "--state", str(state),

@@ -645,6 +645,9 @@ class RunnerScheduleTests(unittest.TestCase):
         self.assertTrue(run.needs_machine(self.unit(1.4, exclusive="A/V sync"), 2))
         self.assertFalse(run.needs_machine(self.unit(0.6, exclusive="A/V sync"), 2))
         self.assertFalse(run.needs_machine(self.unit(1.4), 2))
+        declared = run.Unit(["t.4k"], "VmHWM", "", {"t.4k": (40.0, 0.3)}, cores=2.0)
+        self.assertEqual(declared.load, 2.0)                       # a declared load wins over the average
+        self.assertTrue(run.needs_machine(declared, 2))
 
     def test_times_file_round_trip_and_unknown_tests(self):
         import run
