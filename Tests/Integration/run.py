@@ -427,9 +427,10 @@ class Parent:
         """Runs every unit on up to `n` worker processes (see admissible): an alone unit with nothing
         else; while any exclusive unit runs, or to start one, the recorded loads of everything running
         and the new unit add up to at most QUIET_SHARE of the cores, so a whole core (of two) stays idle
-        beside a measurement; otherwise up to BUSY_SHARE. Longest first; a unit that does not fit lets
-        a later one that does go ahead, but a unit that needs the machine to itself (alone, or exclusive
-        and heavier than the quiet share) holds every later start until it has it, so it never starves.
+        beside a measurement; otherwise up to BUSY_SHARE. The units that need the machine to themselves
+        (alone, or exclusive and heavier than the quiet share) go first, then longest first; a unit that
+        does not fit lets a later one that does go ahead, but a unit that needs the machine holds every
+        later start until it has it, so it never starves.
         scripts/test's fuzz step runs beside the suite under SCHED_IDLE: it only gets CPU time no test
         wants, so it counts for nothing here."""
         if not units:
@@ -628,9 +629,12 @@ def needs_machine(u: Unit, cores: int) -> bool:
     return bool(u.alone) or bool(u.exclusive and u.load > cores * QUIET_SHARE + 1e-6)
 
 
-def order_units(units: list[Unit]) -> list[Unit]:
-    """Longest first (last known times; a test never timed counts UNKNOWN_TEST_SECONDS)."""
-    return sorted(units, key=lambda u: u.cost, reverse=True)
+def order_units(units: list[Unit], cores: int | None = None) -> list[Unit]:
+    """The units that need the machine to themselves first (they run at the start, one after the
+    other, instead of holding every start until the long units beside them end), then longest
+    first (last known times; a test never timed counts UNKNOWN_TEST_SECONDS)."""
+    c = cores if cores is not None else machine_cores()
+    return sorted(units, key=lambda u: (not needs_machine(u, c), -u.cost))
 
 
 def main() -> int:

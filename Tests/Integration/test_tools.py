@@ -648,6 +648,11 @@ class RunnerScheduleTests(unittest.TestCase):
         declared = run.Unit(["t.4k"], "VmHWM", "", {"t.4k": (40.0, 0.3)}, cores=2.0)
         self.assertEqual(declared.load, 2.0)                       # a declared load wins over the average
         self.assertTrue(run.needs_machine(declared, 2))
+        # Those go first: held behind a 300 s soak, they would keep every other start waiting.
+        soak = self.unit(0.45, exclusive="VmHWM", seconds=300.0)
+        order = run.order_units([self.unit(0.2, seconds=5.0), soak, declared, rebuild], cores=2)
+        self.assertEqual(order[2:], [soak, order[3]])
+        self.assertEqual({id(order[0]), id(order[1])}, {id(declared), id(rebuild)})
 
     def test_times_file_round_trip_and_unknown_tests(self):
         import run
