@@ -10,18 +10,21 @@ import Synchronization
 /// The output frame rate is constant whatever the source does. A damage-driven screen (mutter's
 /// ScreenCast: `framerate=0/1`) sends a picture only when something changes, so a still screen
 /// would send one frame and nothing more: no keyframe for a viewer who joins later. When no
-/// new picture has come a frame period after the one its slot was due (`repeatGraceFrames`),
+/// new picture has come two frame periods after the one its slot was due (`repeatGraceFrames`),
 /// the lane thread encodes the last picture again, still in its pool slot (pinned, not
 /// copied), on the timestamp smoother's next grid slot. x264 codes it as skipped blocks; the
 /// keyframe interval counts it like any frame. Repeats are counted apart
 /// (`videoFramesRepeated`); `videoFramesIn` counts captured pictures only.
 ///
-/// A live source that really runs faster than the output rate (a 60 Hz desktop under `--fps 30`)
-/// is thinned by a `FrameRateGate` before conversion: a picture whose output tick an earlier one
-/// took is skipped, neither converted nor encoded, counted in `videoFramesSkipped` (not a drop),
-/// and reported `.accepted` to the caller (it was handled; nothing the declared rate carries is
-/// lost). A source at or below the output rate passes whole, on its own timestamps. A producer
-/// in block mode (`repeatsLastPicture` false) is never gated: every frame it gives is encoded.
+/// A live source's pictures are put on the output grid by a `FrameRateGate` before conversion:
+/// each is stamped with its output tick, and a picture whose tick an earlier one took (a 60 Hz
+/// desktop under `--fps 30`, mutter's two pictures 17 ms apart) is skipped, neither converted nor
+/// encoded, counted in `videoFramesSkipped` (not a drop), and reported `.accepted` to the caller
+/// (it was handled; nothing the declared rate carries is lost). A tick the source left empty
+/// while it kept sending (mutter 50-66 ms apart on a loaded machine: too soon for a repeat's
+/// deadline) is filled with the last picture before the next one is encoded (`fillHole`). A
+/// producer in block mode (`repeatsLastPicture` false) is never gated: every frame it gives is
+/// encoded.
 package final class VideoLane: @unchecked Sendable {
     private let pool: FramePool
     private let converter: FrameConverter
@@ -53,17 +56,25 @@ package final class VideoLane: @unchecked Sendable {
     private var lastArrivalNs: Int64 = Int64.min
     private var repeatsSinceCapture = 0
     private let repeatsLastPicture: Bool
+    /// Timeline time of the last picture or repeat encoded (the lane thread only).
+    private var lastEncodedMs: Int64 = Int64.min
     private let thread = WorkerThread(name: "bk-video")
     private let keyframeRequested = Atomic<Bool>(false)
     private let deliver: (EncodedPacket, Int64) -> Void
 
     /// Frame periods of grace after a picture's due time before its slot is filled with a
-    /// repeat: capture threads deliver late by tens of ms on a loaded machine, and a picture
-    /// that finds its slot taken is shown a slot late.
-    package static let repeatGraceFrames: Int64 = 1
+    /// repeat: capture threads deliver late by tens of ms on a loaded machine (5-9 spurious
+    /// repeats in 10 s of a steady 30 fps screen with one period), and a picture that finds its
+    /// tick taken by a repeat is stale, skipped by the gate. Two: a stall under 100 ms makes no
+    /// repeat, and the pictures it held back keep their own ticks (stamped from their PTS); a
+    /// tick the source really left empty is filled when its next picture comes (`fillHole`).
+    package static let repeatGraceFrames: Int64 = 2
     /// A lane thread that fell this far behind its repeats (a stalled machine) skips the
     /// missed slots instead of encoding them in a burst.
     package static let maxRepeatCatchUpNs: Int64 = 500_000_000
+    /// Most empty ticks filled before a picture (`fillHole`); a longer gap is a pause, left to
+    /// the repeats (a paused source) or to the encoder's variable frame timing.
+    package static let maxHoleFill = 2
 
     /// `deliver` gets each packet with the CLOCK_MONOTONIC arrival time of its source frame.
     /// `clock` is the session timeline the repeated pictures are stamped on.
@@ -193,12 +204,14 @@ package final class VideoLane: @unchecked Sendable {
             }
             guard let next = pending.first else { cond.unlock(); break }
             cond.unlock()
+            fillHole(before: next.timestampMs)
 
             let force = keyframeRequested.exchange(false, ordering: .relaxed)
             let ok = encoder.encode(pool.frame(next.slot), timestampMs: next.timestampMs, forceKeyframe: force) {
                 deliver($0, next.arrivalNs)
             }
             if ok { stats.update { $0.videoFramesEncoded += 1 } } else { stats.countDrop(.encoderError) }
+            lastEncodedMs = next.timestampMs
 
             cond.withLock {
                 pending.removeFirst()
@@ -210,6 +223,32 @@ package final class VideoLane: @unchecked Sendable {
         }
         pool.releaseLast()
         encoder.flush { deliver($0, 0) }
+    }
+
+    /// A picture stamped two or three ticks after the last one encoded (the source left a tick
+    /// empty and came back before the repeat's deadline, which counts from arrival) would leave
+    /// a hole in the output grid: the last picture is encoded again on each empty tick first, as
+    /// a repeat. Live sources only (block mode is its own clock).
+    private func fillHole(before ts: Int64) {
+        guard repeatsLastPicture, lastEncodedMs != Int64.min, ts > lastEncodedMs else { return }
+        let periodMs = Double(frameNs) / 1e6
+        let missing = Int((Double(ts - lastEncodedMs) / periodMs).rounded()) - 1
+        guard missing >= 1, missing <= Self.maxHoleFill else { return }
+        guard let slot = cond.withLock({ pool.borrowLast() }) else { return }
+        let base = lastEncodedMs
+        for i in 1...missing {
+            let hole = base + Int64((Double(i) * periodMs).rounded())
+            guard hole > lastEncodedMs, hole < ts else { break }
+            let force = keyframeRequested.exchange(false, ordering: .relaxed)
+            let now = MediaTime.now()
+            let ok = encoder.encode(pool.frame(slot), timestampMs: hole, forceKeyframe: force) { deliver($0, now) }
+            if ok { stats.countRepeatedFrame() } else { stats.countDrop(.encoderError) }
+            lastEncodedMs = hole
+        }
+        cond.withLock {
+            pool.returnLast()
+            cond.broadcast()
+        }
     }
 
     /// Encodes the last picture again on the grid's next slot, unless a captured picture came
@@ -237,6 +276,7 @@ package final class VideoLane: @unchecked Sendable {
             let force = keyframeRequested.exchange(false, ordering: .relaxed)
             let ok = encoder.encode(pool.frame(slot), timestampMs: ts, forceKeyframe: force) { deliver($0, now) }
             if ok { stats.countRepeatedFrame() } else { stats.countDrop(.encoderError) }
+            lastEncodedMs = ts
         }
         cond.withLock {
             pool.returnLast()

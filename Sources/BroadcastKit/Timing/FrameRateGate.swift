@@ -1,26 +1,34 @@
-/// Thins a live source that really runs faster than the output frame rate, before its pictures
-/// are converted: a 60 Hz desktop under `--fps 30` (mutter while the pointer moves, the 60 Hz
-/// PipeWire test screen), a 60 fps Y4M pipe, an embedder in `drop` mode sending 60 a second.
+/// Puts a live source's pictures on the output frame grid before they are converted: each output
+/// tick takes at most one picture, the picture is stamped with its tick, and a picture whose tick
+/// is taken is skipped (neither converted nor encoded, counted as `video_frames_skipped`).
 ///
-/// A source at or below the output rate is never touched: its pictures pass whole and the
-/// `VideoTimestampSmoother` places them, following the source's own clock (a 30 fps capture with
-/// ±15 ms of jitter and a few hundred ppm of skew keeps its A/V sync to the millisecond).
+/// The grid runs on the source's own clock: anchored on its first picture and pulled toward the
+/// pictures it admits, so its phase follows the source and the stamps never drift from the
+/// pictures' capture times (a 30 fps capture with ±15 ms of jitter and a few hundred ppm of skew
+/// keeps its A/V sync). Only the stamps are snapped; the clock is never moved.
 ///
-/// The source's picture interval is a running mean (`intervalGain`) of the gaps between its
-/// pictures (a gap longer than `pausePeriods` is a pause, not a rate). The gate thins while the
-/// mean is under `enterFraction` of the output period and stops once it is back above
-/// `leaveFraction` (hysteresis, so a source near the threshold does not flip every picture). A
-/// ±15 ms jitter on a 30 fps source moves the mean by at most 30 ms × `intervalGain` (3.75 ms,
-/// to 0.89 of the period): never under `enterFraction`.
+/// Two rules, by the source's mean picture interval (a running mean, `intervalGain`; a gap longer
+/// than `pausePeriods` is a pause, not a rate):
+/// - **At or below the output rate** (mutter at ~30 fps with its 60 Hz jitter: 17, 33, 50 ms
+///   apart; a 25 fps camera; the A/V test source): a picture takes the earliest free tick within
+///   `toleranceFraction` of a period of its time, else the nearest later one. A picture that
+///   comes more than that before the next free tick (a second picture within one tick) is skipped.
+///   The grid's phase follows the admitted pictures by `followGain` (faster while it settles after
+///   an anchor: the running mean of the first `settleFrames`).
+/// - **Faster than the output** (mean under `enterFraction` of the period, until it is back above
+///   `leaveFraction`: a 60 Hz desktop under `--fps 30`, 60 fps Y4M): a picture at or after its tick,
+///   less `marginFraction` of a period, takes that tick (a later one, its nearest tick); one
+///   before it is skipped. The grid is
+///   pulled by `phaseGain`, so a 60 Hz source's admitted pictures sit on their ticks and the
+///   skipped ones half a period away, a quarter period from either edge.
 ///
-/// While thinning, output ticks one period apart run on the source clock: a picture at or after
-/// its tick, less `marginFraction` of a period for capture jitter, takes that tick; a picture
-/// before it is skipped (counted as `video_frames_skipped`, not converted, not encoded). The grid
-/// is pulled by `phaseGain` toward the pictures it admits, so a 60 Hz source's admitted pictures
-/// sit on their ticks and the skipped ones half a period away, a quarter period from either edge.
-/// An admitted picture's time is its tick (`Decision.admit`): a regular grid on the source's own
-/// clock, which the smoother locks onto, so mutter's irregular delivery (17, 25, 37, 53 ms)
-/// reaches the stream on the 33 ms grid.
+/// A grid move is at most `maxShiftFraction` of a period a picture, so stamps are whole periods
+/// apart give or take that (never under 25 ms at 30 fps). Ticks a repeat took (`noteRepeat`) are
+/// taken: a picture of such a tick that comes late (a capture thread stalled on a loaded machine)
+/// is stale, skipped, and the next picture takes its own tick. A pause (no picture for more than
+/// `pausePeriods`: a still screen, a paused source), or a clock jump, restarts the grid on the
+/// picture, at its own time: it is new content, and the timestamp smoother places it after the
+/// repeats.
 ///
 /// Pure and allocation-free: the video lane keeps one under its convert lock.
 struct FrameRateGate: Sendable {
@@ -30,22 +38,30 @@ struct FrameRateGate: Sendable {
     var enterFraction = 0.85
     /// ... and no longer once its mean interval is above this fraction.
     var leaveFraction = 0.95
-    /// A picture this fraction of a period before its tick still takes it (capture jitter).
+    /// Faster source: a picture this fraction of a period before its tick still takes it.
     var marginFraction = 0.25
-    /// Gaps longer than this many periods are pauses: not part of the mean; the grid restarts.
+    /// Source at or below the rate: a picture takes a tick within this fraction of a period of it
+    /// (above one half: ±15 ms of jitter at 30 fps plus the grid's own error still finds its tick).
+    var toleranceFraction = 0.6
+    /// Gaps longer than this many periods are pauses: not part of the mean.
     var pausePeriods = 4.0
-    /// Pictures this far before their tick (late behind repeats that took their ticks, see
-    /// `noteRepeat`) are skipped; further, the source clock jumped back and the grid restarts.
+    /// Pictures this far before their tick (late behind repeats that took their ticks) are
+    /// skipped; further, the source clock jumped back and the grid restarts.
     var maxLagNs: Double = 1e9
     /// Weight of each new gap in the mean interval (about an eight-picture memory).
     var intervalGain = 0.125
-    /// Fraction of an admitted picture's distance from its tick by which the grid moves to it.
+    /// Faster source: fraction of an admitted picture's distance from its tick the grid moves by.
     var phaseGain = 0.1
+    /// Source at or below the rate: the same, once settled (about a 20-picture memory).
+    var followGain = 0.05
+    /// Pictures after an anchor whose running mean places the grid (gain 1/n).
+    var settleFrames = 8
+    /// Most the grid moves for one picture, as a fraction of a period.
+    var maxShiftFraction = 0.15
 
     /// What to do with one picture.
     enum Decision: Equatable, Sendable {
-        /// Convert and encode it, stamped with this time (ns, the source clock): its own PTS
-        /// when the source is not faster than the output, else its output tick.
+        /// Convert and encode it, stamped with this time (ns, the source clock): its output tick.
         case admit(Int64)
         /// Skip it: its tick is taken.
         case skip
@@ -54,9 +70,11 @@ struct FrameRateGate: Sendable {
     private var lastPts: Int64 = Int64.min
     private var meanIntervalNs: Double
     private var thinning = false
-    /// The next output tick on the source clock (ns); valid once a picture was admitted.
-    private var nextTickNs: Double = 0
+    /// The last tick taken (by a picture or a repeat), on the source clock (ns); valid with `hasTick`.
+    private var lastTickNs: Double = 0
     private var hasTick = false
+    /// Pictures admitted since the grid was anchored (the settling gain's count).
+    private var settled = 0
 
     /// - Parameter fps: the output frame rate.
     init(fps: Int) {
@@ -70,20 +88,18 @@ struct FrameRateGate: Sendable {
     var meanInterval: Double { meanIntervalNs }
 
     /// The lane encoded the last picture again at `pts` (ns, the source clock: the smoother's
-    /// grid slot), because no picture came in time (a capture thread stalled on a loaded machine,
-    /// or a still spell). While thinning, that tick is taken: a picture of it that comes late
-    /// is skipped, and the next takes the tick after (else it would be stamped before the
-    /// repeat, and the smoother would re-anchor on it).
+    /// grid slot), because no picture came in time (a still screen, a capture thread stalled on a
+    /// loaded machine). That tick is taken: the next picture takes a later one.
     mutating func noteRepeat(at pts: Int64) {
-        guard thinning, hasTick else { return }
-        nextTickNs = max(nextTickNs, Double(pts) + periodNs)
+        guard hasTick else { return }
+        lastTickNs = max(lastTickNs, Double(pts))
     }
 
     /// The decision for the picture captured at `pts` (ns, the source clock, increasing). A lane
     /// that then cannot take the picture (no pool slot: dropped as busy) keeps its copy of the
     /// gate from before the call, so the dropped picture takes no tick.
     mutating func decide(_ pts: Int64) -> Decision {
-        var pause = !hasTick
+        var pause = false
         if lastPts != Int64.min {
             let (gap, overflow) = pts.subtractingReportingOverflow(lastPts)
             if !overflow, gap > 0, Double(gap) <= periodNs * pausePeriods {
@@ -96,34 +112,42 @@ struct FrameRateGate: Sendable {
         }
         lastPts = pts
         if thinning {
-            if meanIntervalNs > periodNs * leaveFraction { thinning = false }
+            if meanIntervalNs > periodNs * leaveFraction {
+                thinning = false
+                settled = 0  // the thinned grid sat on the fast pictures: find the source's phase again
+            }
         } else if meanIntervalNs < periodNs * enterFraction {
             thinning = true
         }
         let t = Double(pts)
-        guard thinning else {
-            // Every picture passes on its own time; the grid waits on it, should the next be early.
-            hasTick = true
-            nextTickNs = t + periodNs
-            return .admit(pts)
+        let x = (t - lastTickNs) / periodNs  // periods since the last tick taken
+        guard hasTick, !pause, x * periodNs >= -maxLagNs, x <= pausePeriods + 2 else {
+            // The first picture, a pause, or a clock jump: the grid starts here.
+            return anchor(pts)
         }
-        let late = t - nextTickNs
-        if pause || late > periodNs * pausePeriods || late < -maxLagNs {
-            // A pause, or a clock jump either way: the grid restarts on this picture.
-            hasTick = true
-            nextTickNs = t + periodNs
-            return .admit(pts)
+        let ticks: Double
+        if thinning {
+            if x < 1 - marginFraction { return .skip }
+            // A late picture (the source skipped ticks) takes its nearest tick.
+            ticks = max(1, x.rounded())
+        } else {
+            if x < 1 - toleranceFraction { return .skip }
+            ticks = max(1, (x - toleranceFraction).rounded(.up))
         }
-        if late < -periodNs * marginFraction { return .skip }
-        // Ticks the picture passed with none taken (0 when it is on or just before its tick).
-        let passed = late > 0 ? (late / periodNs).rounded(.down) : 0
-        let tick = nextTickNs + passed * periodNs
+        let tick = lastTickNs + ticks * periodNs
         // Outside Int64 (a hostile clock): the grid restarts on the picture.
-        guard abs(tick) < 9.2e18 else {
-            nextTickNs = t + periodNs
-            return .admit(pts)
-        }
-        nextTickNs = tick + periodNs + phaseGain * (t - tick)
+        guard abs(tick) < 9.2e18 else { return anchor(pts) }
+        settled += 1
+        let gain = thinning ? phaseGain : settled <= settleFrames ? 1 / Double(settled) : followGain
+        let limit = periodNs * maxShiftFraction
+        lastTickNs = tick + min(limit, max(-limit, gain * (t - tick)))
         return .admit(Int64(tick.rounded()))
+    }
+
+    private mutating func anchor(_ pts: Int64) -> Decision {
+        hasTick = true
+        lastTickNs = Double(pts)
+        settled = 1
+        return .admit(pts)
     }
 }

@@ -48,6 +48,40 @@ import Glibc
         #expect(gaps.dropFirst(20).allSatisfy { $0 >= 33 }, "gaps \(gaps)")
     }
 
+    /// Mutter at about 30 fps while the pointer moves: pictures on a 60 Hz vblank, 17, 33 or
+    /// 50 ms apart, paced in real time. Every tag lands on the 33 ms grid (none under 28 ms), a
+    /// second picture within a tick is skipped, and a tick the source left empty (a 50 ms gap,
+    /// too short for a repeat's deadline) is filled with the last picture: 2 s give about 60 tags.
+    @Test func mutterLikeSourceLandsOnTheGridWithItsHolesFilled() throws {
+        let (s, log) = try session(backpressure: .drop)
+        let frames = NoiseFrames()
+        let vblank: Int64 = 16_666_667
+        let cycle: [Int64] = [1, 1, 3, 2, 3, 2]  // 12 vblanks, 6 pictures: 30 a second on average
+        let t0 = MediaTime.now()
+        var due = t0
+        var sent = 0
+        for i in 0..<60 {
+            while MediaTime.now() < due { usleep(500) }
+            let r = s.process(.video(frames.frame(i, pts: due)), type: .video)
+            #expect(r == .accepted || r == .dropped(.encoderBusy), "picture \(i): \(r)")
+            sent += 1
+            due += cycle[i % cycle.count] * vblank
+        }
+        s.finish()
+        let st = s.stats.snapshot()
+        let times = log.snapshot.times
+        let gaps = zip(times, times.dropFirst()).map { Int($1) - Int($0) }
+        // Whole periods, give or take the grid's largest move for one picture while it settles (5 ms).
+        #expect(gaps.allSatisfy { $0 >= 28 }, "gaps \(gaps)")
+        #expect(gaps.dropFirst(10).filter { $0 < 33 }.isEmpty, "gaps \(gaps)")
+        // 60 pictures over 2 s: 60 ticks; on a loaded machine a busy drop or a late repeat may cost one or two.
+        #expect(times.count >= 57 && times.count <= 61, "\(times.count) tags: \(st)")
+        #expect(gaps.filter { $0 > 35 }.count <= 2, "gaps \(gaps)")
+        #expect(st.videoFramesSkipped > 0, "\(st)")
+        #expect(st.videoFramesRepeated > 0, "the empty ticks were not filled: \(st)")
+        #expect(st.videoFramesIn + st.videoFramesSkipped + st.drops(.encoderBusy) == sent, "\(st)")
+    }
+
     /// A block-mode producer (a transcoder) is the stream's clock: every frame it gives is
     /// encoded, however close its timestamps.
     @Test func blockModeProducerKeepsEveryFrame() throws {
