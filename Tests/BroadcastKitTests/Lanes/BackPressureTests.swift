@@ -154,12 +154,14 @@ final class NoiseFrames: @unchecked Sendable {
         #expect(session.process(.audio(a), type: .micAudio) == .dropped(.malformed))
         #expect(session.process(.audio(a), type: .video) == .dropped(.wrongLane))
         // The good frame after the bad ones is accepted once the encoder has taken frame 0 (by
-        // state, not by a sleep: under TSan one 320x240 encode can outlast 100 ms).
-        var afterBad = session.process(.video(frames.frame(3, pts: 300)), type: .video)
+        // state, not by a sleep: under TSan one 320x240 encode can outlast 100 ms). A second
+        // later: a picture within frame 0's output tick would be skipped by the frame-rate gate.
+        let goodPts: Int64 = 1_000_000_100
+        var afterBad = session.process(.video(frames.frame(3, pts: goodPts)), type: .video)
         let deadline = MediaTime.now() + 10_000_000_000
         while afterBad == .dropped(.encoderBusy) && MediaTime.now() < deadline {
             usleep(10_000)
-            afterBad = session.process(.video(frames.frame(3, pts: 300)), type: .video)
+            afterBad = session.process(.video(frames.frame(3, pts: goodPts)), type: .video)
         }
         #expect(afterBad == .accepted)
         session.finish()
