@@ -238,7 +238,8 @@ package final class VideoLane: @unchecked Sendable {
         let base = lastEncodedMs
         for i in 1...missing {
             let hole = base + Int64((Double(i) * periodMs).rounded())
-            guard hole > lastEncodedMs, hole < ts else { break }
+            // Never closer than most of a period to the picture (stamps off the grid: a restart).
+            guard hole > lastEncodedMs, Double(ts - hole) >= 0.85 * periodMs else { break }
             let force = keyframeRequested.exchange(false, ordering: .relaxed)
             let now = MediaTime.now()
             let ok = encoder.encode(pool.frame(slot), timestampMs: hole, forceKeyframe: force) { deliver($0, now) }
