@@ -33,14 +33,18 @@ package final class VideoLane: @unchecked Sendable {
     private let clock: StreamClock
     private let convertLock = ConditionLock()
     private let cond = ConditionLock()
-    /// A converted frame waiting for the encoder: its pool slot, timeline time and arrival.
+    /// A converted frame waiting for the encoder: its pool slot, timeline time and arrival, and
+    /// whether a picture was dropped as busy just before it (the hole it left is not filled).
     private struct Pending {
         var slot: Int
         var timestampMs: Int64
         var arrivalNs: Int64
+        var afterDrop: Bool
     }
     private var pending: FixedRing<Pending>
     private var stopping = false
+    /// A picture was dropped as busy since the last one queued (guarded by `convertLock`).
+    private var droppedSinceQueued = false
     /// Set by `endOfInput()` (guarded by `cond`): the producer ended, so no more repeats.
     private var inputEnded = false
     private var lastPts: Int64 = Int64.min
@@ -139,6 +143,7 @@ package final class VideoLane: @unchecked Sendable {
         }
         guard let slot = pool.acquire() else {
             // Dropped as busy: the gate is left as it was, so the picture takes no tick.
+            droppedSinceQueued = true
             convertLock.unlock()
             stats.countDrop(.encoderBusy)
             return .dropped(.encoderBusy)
@@ -159,12 +164,13 @@ package final class VideoLane: @unchecked Sendable {
             // frame queued now would be counted in but never encoded.
             guard !stopping else { return false }
             // Never full: a slot was free in the pool, and the ring holds as many entries as the pool.
-            pending.append(Pending(slot: slot, timestampMs: ts, arrivalNs: arrival))
+            pending.append(Pending(slot: slot, timestampMs: ts, arrivalNs: arrival, afterDrop: droppedSinceQueued))
             lastArrivalNs = arrival
             repeatsSinceCapture = 0
             cond.broadcast()
             return true
         }
+        if queued { droppedSinceQueued = false }
         convertLock.unlock()
         if corrections != corrected { stats.update { $0.videoPtsCorrections = corrections } }
         guard queued else {
@@ -204,7 +210,9 @@ package final class VideoLane: @unchecked Sendable {
             }
             guard let next = pending.first else { cond.unlock(); break }
             cond.unlock()
-            fillHole(before: next.timestampMs)
+            // A hole a busy drop left stays one: the drop is counted, and a copy of the picture
+            // before it would stand for a picture that existed (and cost an encode when busy).
+            if !next.afterDrop { fillHole(before: next.timestampMs) }
 
             let force = keyframeRequested.exchange(false, ordering: .relaxed)
             let ok = encoder.encode(pool.frame(next.slot), timestampMs: next.timestampMs, forceKeyframe: force) {
