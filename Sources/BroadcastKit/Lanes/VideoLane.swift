@@ -22,7 +22,8 @@ import Synchronization
 /// encoded, counted in `videoFramesSkipped` (not a drop), and reported `.accepted` to the caller
 /// (it was handled; nothing the declared rate carries is lost). A tick the source left empty
 /// while it kept sending (mutter 50-66 ms apart on a loaded machine: too soon for a repeat's
-/// deadline) is filled with the last picture before the next one is encoded (`fillHole`). A
+/// deadline) is filled with the last picture before the next one is encoded (`fillHole`; not a
+/// hole a busy drop left: that drop is counted, and stays a hole). A
 /// producer in block mode (`repeatsLastPicture` false) is never gated: every frame it gives is
 /// encoded.
 package final class VideoLane: @unchecked Sendable {
