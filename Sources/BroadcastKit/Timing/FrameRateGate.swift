@@ -28,7 +28,9 @@
 /// is stale, skipped, and the next picture takes its own tick. A pause (no picture for more than
 /// `pausePeriods`: a still screen, a paused source), or a clock jump, restarts the grid on the
 /// picture, at its own time: it is new content, and the timestamp smoother places it after the
-/// repeats.
+/// repeats. A picture after a pause captured before the repeats' last tick (held back by a
+/// stalled thread) is new content too: it takes the tick after the repeats, and the grid goes
+/// on from there (the pictures held back with it are stale).
 ///
 /// Pure and allocation-free: the video lane keeps one under its convert lock.
 struct FrameRateGate: Sendable {
@@ -121,6 +123,14 @@ struct FrameRateGate: Sendable {
         }
         let t = Double(pts)
         let x = (t - lastTickNs) / periodNs  // periods since the last tick taken
+        if pause, hasTick, x < 1 - toleranceFraction, x * periodNs >= -maxLagNs {
+            // After a pause, a picture captured before the repeats' last tick (delivered late by a
+            // stalled capture thread): it is new content, shown on the tick after the repeats,
+            // and the grid goes on from there, so the pictures held back with it are stale.
+            lastTickNs += periodNs
+            settled = 1
+            return .admit(Int64(lastTickNs.rounded()))
+        }
         guard hasTick, !pause, x * periodNs >= -maxLagNs, x <= pausePeriods + 2 else {
             // The first picture, a pause, or a clock jump: the grid starts here.
             return anchor(pts)

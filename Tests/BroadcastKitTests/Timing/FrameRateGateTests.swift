@@ -227,6 +227,33 @@ import Testing
         #expect(abs(stamps.last! - (back + 29 * p)) < 1, "on the source's phase: \((stamps.last! - back - 29 * p) / 1e6) ms")
     }
 
+    /// Mutter stalled for 200 ms, then its capture thread held the pictures back another 100 ms
+    /// (a loaded machine): the lane repeated the last picture on the ticks it missed; the
+    /// pictures come all at once, with their old capture times. The first is shown on the tick after the repeats, those held back
+    /// with it are stale (skipped), and no stamp goes back behind a repeat (the smoother would
+    /// clamp each such picture 1 ms after the last: 1 ms intervals in the stream).
+    @Test func picturesHeldBackBehindRepeatsNeverGoBack() {
+        var g = FrameRateGate(fps: 30)
+        let p = Self.period
+        for i in 0..<30 { _ = g.decide(Self.base + Int64((Double(i) * p).rounded())) }
+        var lastRepeat = 0.0
+        for i in 30..<39 {  // the lane's repeats while nothing came
+            lastRepeat = Double(i) * p
+            g.noteRepeat(at: Self.base + Int64(lastRepeat.rounded()))
+        }
+        var stamps: [Double] = [], skipped = 0
+        for i in 35..<55 {  // captured from 35 on (a 6-period gap: a pause), delivered after the repeats
+            switch g.decide(Self.base + Int64((Double(i) * p + 2e6).rounded())) {
+            case .admit(let s): stamps.append(Double(s - Self.base))
+            case .skip: skipped += 1
+            }
+        }
+        #expect(stamps.first.map { abs($0 - (lastRepeat + p)) < 1 } == true, "first \(stamps.first.map { $0 / 1e6 } ?? -1) ms")
+        #expect(stamps.allSatisfy { $0 > lastRepeat }, "a stamp behind the repeats")
+        #expect(onGrid(stamps).isEmpty, "\(onGrid(stamps))")
+        #expect(skipped == 4, "\(skipped) skipped")
+    }
+
     /// Timestamps at the ends of Int64 (a hostile or wrapped source clock) never trap, and a
     /// clock that jumps restarts the grid on the picture.
     @Test func extremeAndJumpingClocks() {
