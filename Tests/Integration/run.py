@@ -630,10 +630,13 @@ def needs_machine(u: Unit, cores: int) -> bool:
 
 def order_units(units: list[Unit], cores: int | None = None) -> list[Unit]:
     """The units that need the machine to themselves first (they run at the start, one after the
-    other, instead of holding every start until the long units beside them end), then longest
-    first (last known times; a test never timed counts UNKNOWN_TEST_SECONDS)."""
+    other, instead of holding every start until the long units beside them end); then the
+    exclusive units, then the rest, each the most CPU time first (seconds x load: the quiet share
+    is what the exclusive units wait for, so the ones that use most of it must not be left for
+    the end, where they run one after the other; last known times, a test never timed counts
+    UNKNOWN_TEST_SECONDS at UNKNOWN_LOAD)."""
     c = cores if cores is not None else machine_cores()
-    return sorted(units, key=lambda u: (not needs_machine(u, c), -u.cost))
+    return sorted(units, key=lambda u: (not needs_machine(u, c), not u.exclusive, -u.cost * u.load))
 
 
 def main() -> int:
