@@ -21,25 +21,20 @@ final class PipeWireRecordingSink: SampleBufferSink, @unchecked Sendable {
 
         /// "lane at sample N: +X ms" for every buffer that starts more than 1 ms after the end of
         /// the one before it (48 kHz).
-        func holes(_ lane: SampleBufferType) -> [String] {
+        func holes(_ lane: SampleBufferType) -> [String] { discontinuities(lane, holes: true) }
+        /// "lane at sample N: -X ms" for every buffer that starts more than 1 ms before the one
+        /// before it ended (stamped late, or backwards).
+        func overlaps(_ lane: SampleBufferType) -> [String] { discontinuities(lane, holes: false) }
+
+        private func discontinuities(_ lane: SampleBufferType, holes: Bool) -> [String] {
             let pts = audioPTS[lane] ?? [], frames = audioFrames[lane] ?? []
             var out: [String] = [], sample = 0
             for i in 1..<max(1, pts.count) {
                 sample += frames[i - 1]
                 let gapNs = pts[i] - (pts[i - 1] + Int64(frames[i - 1]) * 1_000_000_000 / 48_000)
-                if gapNs > 1_000_000 { out.append("\(lane) at sample \(sample): +\(gapNs / 1_000_000) ms") }
-            }
-            return out
-        }
-        /// Buffers that start more than 1 ms before the one before them ended (stamped late, or
-        /// backwards).
-        func overlaps(_ lane: SampleBufferType) -> [String] {
-            let pts = audioPTS[lane] ?? [], frames = audioFrames[lane] ?? []
-            var out: [String] = [], sample = 0
-            for i in 1..<max(1, pts.count) {
-                sample += frames[i - 1]
-                let gapNs = pts[i] - (pts[i - 1] + Int64(frames[i - 1]) * 1_000_000_000 / 48_000)
-                if gapNs < -1_000_000 { out.append("\(lane) at sample \(sample): \(gapNs / 1_000_000) ms") }
+                if holes ? gapNs > 1_000_000 : gapNs < -1_000_000 {
+                    out.append("\(lane) at sample \(sample): \(holes ? "+" : "")\(gapNs / 1_000_000) ms")
+                }
             }
             return out
         }
