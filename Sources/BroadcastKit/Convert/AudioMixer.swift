@@ -52,6 +52,12 @@ package final class AudioMixer: @unchecked Sendable {
     /// would trail a producer faster than real time by seconds, and the interleaver would then
     /// release its video in bursts the send queue counts as congestion.
     package var silenceWithoutSource = true
+    /// The producer is the clock (`Backpressure.producerIsClock`): nothing here follows the wall
+    /// clock. No silence is mixed through a pause (`poll` does nothing) and a source that has not
+    /// delivered for a while still holds the output back (only the media-time horizon,
+    /// `maxWaitFrames` behind the newest source, moves it on): the audio is the producer's, sample
+    /// for sample, however its calls are spaced in time.
+    package var producerIsClock = false
     /// True once silence was mixed out because no source had delivered.
     package private(set) var noSourceSilence = false
 
@@ -155,7 +161,7 @@ package final class AudioMixer: @unchecked Sendable {
 
     /// A source is idle when it has missed its next delivery by a clear margin.
     @inline(__always) private func isIdle(_ s: Int, nowNs: Int64) -> Bool {
-        nowNs - lastWriteNs[s] > max(idleAfterNs, lastBufferNs[s] * 3 / 2 + 30_000_000)
+        !producerIsClock && nowNs - lastWriteNs[s] > max(idleAfterNs, lastBufferNs[s] * 3 / 2 + 30_000_000)
     }
 
     /// Called periodically: when every source has gone quiet (a paused capture), mixes out what
@@ -171,6 +177,7 @@ package final class AudioMixer: @unchecked Sendable {
     /// left to fill, instead of the whole pause in one burst (which made the send queue look
     /// seconds long and dropped the first video frames after the pause as congestion).
     package func poll(nowNs: Int64) {
+        guard !producerIsClock else { return }
         lock.withLock {
             var newest = Int64.min
             var wallPosition = Int64.max
@@ -210,12 +217,21 @@ package final class AudioMixer: @unchecked Sendable {
         emitLocked(upTo: elapsed / 1_000 * AudioClock.rate / 1_000_000 - 2 * Int64(frameSize))
     }
 
-    /// Emits everything up to the newest written sample (end of stream).
+    /// Emits everything up to the newest written sample (end of stream). When the producer is the
+    /// clock, every sample it gave is sent: the last frame is padded with silence, and so is the
+    /// encoder's delay after it (`flushPaddingFrames`), which its packets are stamped back by.
     package func flush() {
         lock.withLock {
             var newest = Int64.min
             for w in written where w > newest { newest = w }
-            if newest != Int64.min { emitLocked(upTo: newest) }
+            guard newest != Int64.min else { return }
+            if producerIsClock && outPosition != Int64.min {
+                let fs = Int64(frameSize)
+                let end = newest + flushPaddingFrames
+                if end > outPosition { emitLocked(upTo: outPosition + (end - outPosition + fs - 1) / fs * fs) }
+            } else {
+                emitLocked(upTo: newest)
+            }
         }
     }
 
