@@ -50,6 +50,7 @@ package enum PipelineAssembler {
             m.flushPaddingFrames = writer.delaySamples
             m.silenceWithoutSource = cfg.backpressure.repeatsLastPicture
             m.producerIsClock = cfg.backpressure.producerIsClock
+            if let wait = cfg.backpressure.stageWaitNs { m.blockWaitNs = wait }
             m.timeline = clock
             audioLanes = [AudioLane(lane: .appAudio, mixer: m, stats: stats), AudioLane(lane: .micAudio, mixer: m, stats: stats)]
             if cfg.audioMayNeedResampling { for lane in audioLanes { try lane.prepareResampler() } }

@@ -143,6 +143,40 @@ final class Received: Sendable {
         }
     }
 
+    /// Two sources on two lane threads, one 1.5 s (past its 0.68 s ring) ahead of the other: the
+    /// faster one waits for the slower, so nothing of either is discarded or mixed out as silence.
+    @Test func mixerHoldsAFasterSourceBackForTheSlowerOne() throws {
+        let c = MixCollector()
+        let m = AudioMixer(frameSize: 1024) { p, pos in c.positions.append(pos); c.firstSample.append(p[0]) }
+        m.producerIsClock = true
+        m.blockWaitNs = 2_000_000_000
+        let total: Int64 = 72_000   // 1.5 s
+        let b = Array(repeating: Float(0.5), count: 480 * 2)
+        b.withUnsafeBufferPointer { m.write(source: 1, samples: $0, position: 0, nowNs: 0) }
+        let app = WorkerThread(name: "test-app")
+        try app.start {
+            let b = Array(repeating: Float(0.25), count: 480 * 2)
+            var pos: Int64 = 0
+            while pos < total {
+                b.withUnsafeBufferPointer { m.write(source: 0, samples: $0, position: pos, nowNs: 0) }
+                pos += 480
+            }
+        }
+        usleep(100_000)   // the app lane is a ring ahead and waits; then the mic lane catches up
+        var pos: Int64 = 480
+        while pos < total {
+            b.withUnsafeBufferPointer { m.write(source: 1, samples: $0, position: pos, nowNs: 0) }
+            pos += 480
+        }
+        app.join()
+        m.flush()
+        #expect(m.lateFramesDiscarded == 0 && m.silenceFrames == 0)
+        #expect(c.positions.count * 1024 >= Int(total))
+        for (i, p) in c.positions.enumerated() { #expect(p == Int64(i) * 1024) }
+        // Both sources in every frame but the padded last one.
+        #expect(c.firstSample.dropLast().allSatisfy { $0 == 0.75 })
+    }
+
     @Test func fullSendQueueWaitsForTheSenderWhileLiveAndDropsWhenDown() throws {
         let stats = BroadcastStats()
         let q = SendQueue(policy: CongestionPolicy(maxBytes: 4096).byteCapOnly, stats: stats, blockWaitNs: 2_000_000_000)
