@@ -22,7 +22,9 @@
  * Back-pressure (`backpressure`, default auto): live input (a camera, a screen, is-live=true)
  * drops a frame the encoder has no room for, counted, with a QoS message and a rate-limited
  * WARNING; non-live input (a file, videotestsrc) is held back (the library's block mode), so every
- * buffer is encoded. Liveness comes from the upstream latency query when the session starts.
+ * buffer is encoded: the recordings and a network destination slower than the encoder hold the
+ * streaming threads back too, as a GstBaseSink does, and no timestamp is moved. Liveness comes from
+ * the upstream latency query when the session starts.
  *
  * The session starts when the video caps arrive (or the first audio caps when video is not
  * linked): output size = width/height properties, else the input size. Buffer timestamps are

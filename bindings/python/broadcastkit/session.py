@@ -169,9 +169,14 @@ class Session:
     (the whole process, as the CLI does). A library without bk_config_set_memory_budget_scope
     applies its own rule; asking it for "process" raises ConfigurationError.
     backpressure="drop" (live sources) returns a drop reason when a lane is full; "block" (a file, a
-    transcoder: producers faster than real time) waits for room, so every buffer is encoded.
+    transcoder: producers faster than real time) waits for room, so every buffer is encoded; the
+    recording and a network destination slower than the encoder then slow the producer too, and a
+    pause of the producer is a pause: every frame and sample keeps its pts_ns.
     control=PATH opens the control socket of `broadcast --control` for this session
     (docs/control-protocol.md); a client's `stop` arrives as an Event of type "stop-requested".
+    reconnect_attempts (0 retries forever, -1 never) and reconnect_delay (the first delay, seconds)
+    default to and are checked against limits()["reconnect_attempts"] and ["reconnect_delay"], the
+    CLI's --reconnect-attempts/--reconnect-delay ranges.
     on_event runs on the library's threads (see Event); it must return quickly.
     The key is handed to the library at once (which keeps its own copy) and is not kept by this
     object. send_video/send_audio may be called from different threads for different lanes; they
