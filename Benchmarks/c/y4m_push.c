@@ -42,7 +42,7 @@ int main(int argc, char **argv) {
     bk_config *cfg = bk_config_new();
     bk_config_set_video(cfg, w, h, fps, kbps);
     bk_config_set_audio(cfg, BK_AUDIO_AAC, 128);
-    if (bk_config_add_rtmp(cfg, url, key) != BK_OK) { fprintf(stderr, "y4m_push: %s\n", bk_config_last_error(cfg)); return 2; }
+    if (bk_config_add_destination(cfg, url, key) != BK_OK) { fprintf(stderr, "y4m_push: %s\n", bk_config_last_error(cfg)); return 2; }
     explicit_bzero(key, strlen(key));
     bk_session *s = bk_session_new(cfg);
     bk_config_free(cfg);

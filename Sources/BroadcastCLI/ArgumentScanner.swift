@@ -1,3 +1,5 @@
+import BroadcastKit
+
 /// Walks argv one option at a time, accepting `--name value` and `--name=value`.
 struct ArgumentScanner {
     private let args: [String]
@@ -79,6 +81,23 @@ struct ArgumentScanner {
         guard let n = Double(v), n.isFinite, range.contains(n) else {
             throw UsageError("\(currentName) expects a number in \(range.lowerBound)...\(range.upperBound), got '\(v)'")
         }
+        return n
+    }
+
+    /// `--reconnect-attempts`: an integer the library's rule accepts (`ReconnectPolicy.refusal`,
+    /// its words after the option's name, as the C ABI, Python and GStreamer report them).
+    mutating func reconnectAttempts() throws -> Int {
+        let v = try value()
+        guard let n = Int(v) else { throw UsageError("\(currentName) expects an integer, got '\(v)'") }
+        if let why = ReconnectPolicy.refusal(attempts: n) { throw UsageError("\(currentName): \(why)") }
+        return n
+    }
+
+    /// `--reconnect-delay`: seconds the library's rule accepts (`ReconnectPolicy.refusal`).
+    mutating func reconnectDelay() throws -> Double {
+        let v = try value()
+        guard let n = Double(v) else { throw UsageError("\(currentName) expects a number of seconds, got '\(v)'") }
+        if let why = ReconnectPolicy.refusal(firstDelaySeconds: n) { throw UsageError("\(currentName): \(why)") }
         return n
     }
 

@@ -89,10 +89,10 @@ package struct CommandLineOptions: Sendable {
     package var version = false
     /// `--preset`: the x264 preset.
     package var preset = "veryfast"
-    /// `--reconnect-attempts` (0 = forever).
-    package var reconnectAttempts = 20
+    /// `--reconnect-attempts` (0 = forever, -1 = never): the library's default and range.
+    package var reconnectAttempts = ReconnectPolicy.default.maxAttempts
     /// `--reconnect-delay` in seconds.
-    package var reconnectDelay = 2.0
+    package var reconnectDelay = ReconnectPolicy.default.initialDelaySeconds
     /// `--x264-threads`.
     package var x264Threads: Int?
     // PipeWire capture.
@@ -230,8 +230,8 @@ package struct CommandLineOptions: Sendable {
                 guard X264Preset(rawValue: v) != nil else { throw UsageError("--preset expects one of \(X264Preset.names), got '\(v)'") }
                 o.preset = v
             case "--x264-threads": o.x264Threads = try s.int(1...16)
-            case "--reconnect-attempts": o.reconnectAttempts = try s.int(0...1_000_000)
-            case "--reconnect-delay": o.reconnectDelay = try s.double(0.1...300)
+            case "--reconnect-attempts": o.reconnectAttempts = try s.reconnectAttempts()
+            case "--reconnect-delay": o.reconnectDelay = try s.reconnectDelay()
             case "--quiet": try s.flag(); o.quiet = true
             case "--help": try s.flag(); o.help = true
             case "--version": try s.flag(); o.version = true

@@ -53,7 +53,7 @@ package enum OptionTable {
                 "do not connect anywhere (use with --record or --replay-seconds)",
             ]),
             OptionSpec("--reconnect-attempts", .required("N"), [
-                "retries after a lost connection, 0 = forever (default 20)",
+                "retries after a lost connection, 0 = forever, -1 = never (default 20)",
             ], config: true),
             OptionSpec("--reconnect-delay", .required("S"), [
                 "first retry delay, then x1.5 with jitter, capped at 30 s (default 2)",

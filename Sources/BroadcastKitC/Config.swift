@@ -224,11 +224,8 @@ public func _bkConfigSetMemoryBudgetScope(_ p: OpaquePointer?, _ scope: Int32) -
 @_cdecl("bk_config_set_reconnect")
 public func _bkConfigSetReconnect(_ p: OpaquePointer?, _ attempts: Int32, _ delay: Double) -> bk_status {
     guard let c = configBox(p) else { return BK_ERR_INVALID_ARGUMENT }
-    guard attempts >= -1, delay >= 0, delay <= 300, delay.isFinite else {
-        return c.fail(BK_ERR_INVALID_ARGUMENT, "reconnect attempts \(attempts) (>= -1) or delay \(delay) s (0..300) out of range")
-    }
-    c.configuration.reconnect = ReconnectPolicy(maxAttempts: Int(attempts), initialDelaySeconds: delay)
-    return BK_OK
+    // The library's ranges and words (BroadcastLimits.reconnect*, ReconnectPolicy.refusal).
+    return c.apply { $0.reconnect = ReconnectPolicy(maxAttempts: Int(attempts), initialDelaySeconds: delay) }
 }
 
 @_cdecl("bk_config_set_replay")

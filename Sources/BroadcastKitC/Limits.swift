@@ -23,7 +23,11 @@ nonisolated(unsafe) private let limitTable: UnsafeMutablePointer<bk_limit_table>
         replay_seconds: range(L.replaySeconds, d.replay.seconds),
         presets: UnsafePointer(strdup(X264Preset.allCases.map(\.rawValue).joined(separator: ","))),
         default_preset: UnsafePointer(strdup(d.video.preset)),
-        default_memory_budget_bytes: Int64(d.memoryBudgetBytes)))
+        default_memory_budget_bytes: Int64(d.memoryBudgetBytes),
+        reconnect_attempts: range(L.reconnectAttempts, d.reconnect.maxAttempts),
+        reconnect_delay_min_seconds: L.reconnectDelaySeconds.lowerBound,
+        reconnect_delay_max_seconds: L.reconnectDelaySeconds.upperBound,
+        reconnect_delay_default_seconds: d.reconnect.initialDelaySeconds))
     return t
 }()
 

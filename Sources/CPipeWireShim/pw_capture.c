@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <spa/param/video/format-utils.h>
 #include <spa/param/audio/format-utils.h>
 #include <spa/param/buffers.h>
@@ -22,6 +23,8 @@
 #define BK_PW_MAX_AUDIO_FRAMES 4096
 /* Buffers an audio capture stream asks for (see set_audio_buffer_params). */
 #define BK_PW_AUDIO_BUFFERS 8
+/* ... and at most this many (the range it offers the graph). */
+#define BK_PW_AUDIO_MAX_BUFFERS 32
 
 struct bk_pw_capture {
     bk_pw_capture_config config;
@@ -200,15 +203,18 @@ static void on_video_process(void *data)
 
 /*
  * Audio PTS on CLOCK_MONOTONIC: pw_time.now is the monotonic time of the current graph cycle;
- * the first sample of this buffer was captured `delay` (device/filter latency, in graph rate
- * ticks) plus `buffered` (resampler, in stream samples) before that. Without a time report we
- * fall back to now minus the buffer's duration.
+ * the first sample of the newest buffer was captured `delay` (device/filter latency, in graph
+ * rate ticks) plus `buffered` (resampler, in stream samples) before that. Without a time report
+ * we fall back to now minus the buffer's duration. Called right after the first dequeue:
+ * `*ready` gets that buffer plus the ones still waiting, and the report describes the newest.
  */
-static int64_t audio_pts(struct bk_pw_capture *c, int32_t frames)
+static int64_t audio_pts(struct bk_pw_capture *c, int32_t frames, uint32_t *ready)
 {
     int64_t now = bk_pw_monotonic_ns();
     struct pw_time t;
+    *ready = 1;
     if (pw_stream_get_time_n(c->stream, &t, sizeof(t)) == 0 && t.now > 0 && t.rate.denom > 0) {
+        *ready = 1 + t.avail_buffers;
         int64_t delay_ns = t.delay * 1000000000LL * (int64_t)t.rate.num / (int64_t)t.rate.denom;
         int64_t buffered_ns = c->rate > 0 ? (int64_t)t.buffered * 1000000000LL / c->rate : 0;
         int64_t pts = t.now - delay_ns - buffered_ns;
@@ -217,41 +223,77 @@ static int64_t audio_pts(struct bk_pw_capture *c, int32_t frames)
     return now - (c->rate > 0 ? (int64_t)frames * 1000000000LL / c->rate : 0);
 }
 
+/* Frames in an audio buffer, 0 when it carries nothing we can use. */
+static int32_t audio_frames(struct bk_pw_capture *c, struct spa_buffer *buf, uint32_t *offset)
+{
+    struct spa_data *d = &buf->datas[0];
+    int32_t bpf = c->channels * (c->sample_format == BK_PW_SAMPLE_F32 ? 4 : 2);
+    if (c->sample_format == 0 || d->data == NULL || d->chunk == NULL || bpf <= 0 || c->rate <= 0) return 0;
+    uint32_t off = SPA_MIN(d->chunk->offset, d->maxsize);
+    uint32_t size = SPA_MIN(d->chunk->size, d->maxsize - off);
+    *offset = off;
+    return (int32_t)(size / (uint32_t)bpf);
+}
+
+static void deliver_audio(struct bk_pw_capture *c, struct spa_buffer *buf, uint32_t off, int32_t frames, int64_t pts)
+{
+    int32_t bpf = c->channels * (c->sample_format == BK_PW_SAMPLE_F32 ? 4 : 2);
+    const uint8_t *p = (const uint8_t *)buf->datas[0].data + off;
+    int32_t done = 0;
+    while (done < frames) {
+        int32_t n = SPA_MIN(frames - done, BK_PW_MAX_AUDIO_FRAMES);
+        bk_pw_audio_chunk chunk = {
+            .format = c->sample_format, .channels = c->channels, .rate = c->rate,
+            .frames = n, .data = p + (int64_t)done * bpf, .bytes = (int64_t)n * bpf,
+            .pts_ns = pts + (int64_t)done * 1000000000LL / c->rate,
+        };
+        c->config.on_audio(c->config.ctx, &chunk);
+        done += n;
+    }
+}
+
 static void on_audio_process(void *data)
 {
     struct bk_pw_capture *c = data;
-    struct pw_buffer *b;
-    /* A late callback dequeues several buffers at once, but the stream's time describes them
-     * all: the first gets the timeline's PTS, each later one starts where the one before ended
-     * (otherwise they share one PTS and the lane drops them as backwards; TSan's slowdown
-     * showed it in PipeWireCaptureTests). */
-    int64_t next_pts = INT64_MIN;
-    while ((b = pw_stream_dequeue_buffer(c->stream)) != NULL) {
-        struct spa_buffer *buf = b->buffer;
-        struct spa_data *d = &buf->datas[0];
-        int32_t bpf = c->channels * (c->sample_format == BK_PW_SAMPLE_F32 ? 4 : 2);
-        if (c->sample_format != 0 && d->data != NULL && d->chunk != NULL && bpf > 0) {
-            uint32_t off = SPA_MIN(d->chunk->offset, d->maxsize);
-            uint32_t size = SPA_MIN(d->chunk->size, d->maxsize - off);
-            int32_t frames = (int32_t)(size / (uint32_t)bpf);
-            if (frames > 0 && c->rate > 0) {
-                int64_t pts = next_pts != INT64_MIN ? next_pts : audio_pts(c, frames);
-                next_pts = pts + (int64_t)frames * 1000000000LL / c->rate;
-                const uint8_t *p = (const uint8_t *)d->data + off;
-                int32_t done = 0;
-                while (done < frames) {
-                    int32_t n = SPA_MIN(frames - done, BK_PW_MAX_AUDIO_FRAMES);
-                    bk_pw_audio_chunk chunk = {
-                        .format = c->sample_format, .channels = c->channels, .rate = c->rate,
-                        .frames = n, .data = p + (int64_t)done * bpf, .bytes = (int64_t)n * bpf,
-                        .pts_ns = pts + (int64_t)done * 1000000000LL / c->rate,
-                    };
-                    c->config.on_audio(c->config.ctx, &chunk);
-                    done += n;
-                }
-            }
+    /* A callback that runs late (a starved CPU) finds several buffers ready, filled one cycle
+     * apart, and the stream's time report describes the newest. So the newest starts at the
+     * report's time and each older one a buffer's length before the next. (Stamping the oldest
+     * with the report's time put it up to the lateness ahead of its samples, and the next
+     * callback's stamp behind it: a PTS hole, then a backwards PTS the lane drops.) A stall
+     * inside our own callback is the same case: the buffers that filled meanwhile are taken
+     * with a fresh report. Within one callback a stamp never goes back (a stream without a
+     * time report stamps each buffer by the clock). */
+    int64_t end = INT64_MIN;
+    for (;;) {
+        struct pw_buffer *batch[BK_PW_AUDIO_MAX_BUFFERS];
+        int32_t frames[BK_PW_AUDIO_MAX_BUFFERS];
+        uint32_t offsets[BK_PW_AUDIO_MAX_BUFFERS];
+        uint32_t ready = 1;
+        int64_t newest = 0;
+        int n = 0;
+        struct pw_buffer *b;
+        while (n < (int)(sizeof(batch) / sizeof(batch[0])) && (b = pw_stream_dequeue_buffer(c->stream)) != NULL) {
+            offsets[n] = 0;
+            frames[n] = audio_frames(c, b->buffer, &offsets[n]);
+            if (n == 0) newest = audio_pts(c, frames[0], &ready);
+            batch[n++] = b;
+            if ((uint32_t)n >= ready) break;   /* the rest filled after the report: the next round */
         }
-        pw_stream_queue_buffer(c->stream, b);
+        if (n == 0) return;
+        /* The report describes the newest ready buffer: batch[n-1], or one after it when the
+         * stream holds more than the batch (each assumed as long as the last we took). */
+        if (ready > (uint32_t)n)
+            newest -= (int64_t)(ready - (uint32_t)n) * frames[n - 1] * 1000000000LL / (c->rate > 0 ? c->rate : 1);
+        int64_t start = newest;
+        for (int i = n - 2; i >= 0; i--)
+            start -= (int64_t)frames[i] * 1000000000LL / (c->rate > 0 ? c->rate : 1);
+        if (start < end) start = end;
+        for (int i = 0; i < n; i++) {
+            if (frames[i] > 0) deliver_audio(c, batch[i]->buffer, offsets[i], frames[i], start);
+            start += (int64_t)frames[i] * 1000000000LL / (c->rate > 0 ? c->rate : 1);
+            pw_stream_queue_buffer(c->stream, batch[i]);
+        }
+        end = start;
     }
 }
 
@@ -290,7 +332,7 @@ static void set_audio_buffer_params(struct bk_pw_capture *c)
     const struct spa_pod *params[1];
     params[0] = spa_pod_builder_add_object(&b,
         SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
-        SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(BK_PW_AUDIO_BUFFERS, BK_PW_AUDIO_BUFFERS, 32));
+        SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(BK_PW_AUDIO_BUFFERS, BK_PW_AUDIO_BUFFERS, BK_PW_AUDIO_MAX_BUFFERS));
     pw_stream_update_params(c->stream, params, 1);
 }
 
@@ -491,7 +533,7 @@ static int connect_stream(struct bk_pw_capture *c, char *err, size_t err_len)
          * format callback runs (see set_audio_buffer_params). */
         params[1] = spa_pod_builder_add_object(&b,
             SPA_TYPE_OBJECT_ParamBuffers, SPA_PARAM_Buffers,
-            SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(BK_PW_AUDIO_BUFFERS, BK_PW_AUDIO_BUFFERS, 32));
+            SPA_PARAM_BUFFERS_buffers, SPA_POD_CHOICE_RANGE_Int(BK_PW_AUDIO_BUFFERS, BK_PW_AUDIO_BUFFERS, BK_PW_AUDIO_MAX_BUFFERS));
         n_params = 2;
     }
     int res = pw_stream_connect(c->stream, PW_DIRECTION_INPUT, cfg->target_id,
@@ -578,6 +620,15 @@ static int run_nothing(struct spa_loop *loop, bool async, uint32_t seq, const vo
 {
     (void)loop; (void)async; (void)seq; (void)data; (void)size; (void)user_data;
     return 0;
+}
+
+void bk_pw_capture_hold_loop(bk_pw_capture *c, int32_t ms)
+{
+    if (c == NULL || c->loop == NULL || ms <= 0) return;
+    pw_thread_loop_lock(c->loop);
+    struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) { }
+    pw_thread_loop_unlock(c->loop);
 }
 
 void bk_pw_capture_close(bk_pw_capture *c)

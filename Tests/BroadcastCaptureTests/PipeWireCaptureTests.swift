@@ -21,13 +21,20 @@ final class PipeWireRecordingSink: SampleBufferSink, @unchecked Sendable {
 
         /// "lane at sample N: +X ms" for every buffer that starts more than 1 ms after the end of
         /// the one before it (48 kHz).
-        func holes(_ lane: SampleBufferType) -> [String] {
+        func holes(_ lane: SampleBufferType) -> [String] { discontinuities(lane, holes: true) }
+        /// "lane at sample N: -X ms" for every buffer that starts more than 1 ms before the one
+        /// before it ended (stamped late, or backwards).
+        func overlaps(_ lane: SampleBufferType) -> [String] { discontinuities(lane, holes: false) }
+
+        private func discontinuities(_ lane: SampleBufferType, holes: Bool) -> [String] {
             let pts = audioPTS[lane] ?? [], frames = audioFrames[lane] ?? []
             var out: [String] = [], sample = 0
             for i in 1..<max(1, pts.count) {
                 sample += frames[i - 1]
                 let gapNs = pts[i] - (pts[i - 1] + Int64(frames[i - 1]) * 1_000_000_000 / 48_000)
-                if gapNs > 1_000_000 { out.append("\(lane) at sample \(sample): +\(gapNs / 1_000_000) ms") }
+                if holes ? gapNs > 1_000_000 : gapNs < -1_000_000 {
+                    out.append("\(lane) at sample \(sample): \(holes ? "+" : "")\(gapNs / 1_000_000) ms")
+                }
             }
             return out
         }
@@ -261,6 +268,32 @@ struct PipeWireCaptureTests {
         #expect(app.count > 48_000 + 4_800, "the stall was not reached: \(app.count) samples")
         let holes = st.holes(.appAudio)
         #expect(holes.isEmpty, "samples lost while the callback was late: \(holes)")
+    }
+
+    /// A starved CPU runs the capture thread late: its callback then finds several buffers ready,
+    /// filled one graph cycle apart. Each must keep its own capture time. Stamped with the time
+    /// report of the newest (as before), the oldest jumped ahead by the lateness and the next
+    /// callback's buffer went behind it: CI saw "+85 ms" holes and a backwards app-audio PTS.
+    @Test("audio keeps its capture times when the capture thread runs 100 ms late",
+          .enabled(if: PipeWireTestEnvironment.hasTestNodes,
+                   "needs a PipeWire daemon with pw-test-screen, app-sink, test-mic: eval \"$(scripts/pipewire-up)\""))
+    func lateThreadKeepsCaptureTimes() throws {
+        let sink = PipeWireRecordingSink()
+        let source = PipeWireAudioSource(role: .appAudio, nodeName: "app-sink")
+        try source.start(into: sink)
+        Thread.sleep(forTimeInterval: 1.0)
+        for hold in [100, 63, 117] {     // different phases against the 21 ms graph cycle
+            source.holdThread(milliseconds: hold)
+            Thread.sleep(forTimeInterval: 0.4)
+        }
+        source.stop()
+        #expect(source.error == nil, "\(String(describing: source.error))")
+        let st = sink.state.withLock { $0 }
+        let pts = st.audioPTS[.appAudio] ?? []
+        #expect((st.audio[.appAudio] ?? []).count > 48_000 + 24_000, "only \(st.audio[.appAudio]?.count ?? 0) samples")
+        #expect(st.holes(.appAudio).isEmpty, "PTS holes after a late thread: \(st.holes(.appAudio))")
+        #expect(st.overlaps(.appAudio).isEmpty, "PTS overlaps after a late thread: \(st.overlaps(.appAudio))")
+        #expect(zip(pts, pts.dropFirst()).allSatisfy { $0 < $1 }, "app audio PTS not increasing")
     }
 
     @Test("size changes mid-stream pass through as frames of the new size",

@@ -3,7 +3,7 @@
 The parent discovers the tests and groups them into units: a test class is one unit (its
 setUpClass runs once, in one worker), and a module with setUpModule (test_real_portal's desktop) is
 one unit; a class's exclusive tests (support.exclusive: they measure time, CPU or a memory peak) are
-a unit of their own. Units run on up to N worker processes (`run.py --worker`), longest first from
+a unit of their own. Units run on up to N worker processes (`run.py --worker`), the most CPU time first (seconds x load) from
 the last known times (--times, out/integration.log.times), admitted by their recorded loads (CPU
 seconds over seconds, in cores): ordinary units up to the cores, and while an exclusive unit runs
 (or to start one) up to half the cores, so a whole core stays idle beside every measurement; an
@@ -427,8 +427,8 @@ class Parent:
         else; while any exclusive unit runs, or to start one, the recorded loads of everything running
         and the new unit add up to at most QUIET_SHARE of the cores, so a whole core (of two) stays idle
         beside a measurement; otherwise up to BUSY_SHARE. The units that need the machine to themselves
-        (alone, or exclusive and heavier than the quiet share) go first, then longest first; a unit that
-        does not fit lets a later one that does go ahead, but a unit that needs the machine holds every
+        (alone, or exclusive and heavier than the quiet share) go first, then the exclusive units, then
+        the rest, each the most CPU time first; a unit that does not fit lets a later one that does go ahead, but a unit that needs the machine holds every
         later start until it has it, so it never starves.
         scripts/test's fuzz step runs beside the suite under SCHED_IDLE: it only gets CPU time no test
         wants, so it counts for nothing here."""
@@ -630,10 +630,13 @@ def needs_machine(u: Unit, cores: int) -> bool:
 
 def order_units(units: list[Unit], cores: int | None = None) -> list[Unit]:
     """The units that need the machine to themselves first (they run at the start, one after the
-    other, instead of holding every start until the long units beside them end), then longest
-    first (last known times; a test never timed counts UNKNOWN_TEST_SECONDS)."""
+    other, instead of holding every start until the long units beside them end); then the
+    exclusive units, then the rest, each the most CPU time first (seconds x load: the quiet share
+    is what the exclusive units wait for, so the ones that use most of it must not be left for
+    the end, where they run one after the other; last known times, a test never timed counts
+    UNKNOWN_TEST_SECONDS at UNKNOWN_LOAD)."""
     c = cores if cores is not None else machine_cores()
-    return sorted(units, key=lambda u: (not needs_machine(u, c), -u.cost))
+    return sorted(units, key=lambda u: (not needs_machine(u, c), not u.exclusive, -u.cost * u.load))
 
 
 def main() -> int:

@@ -130,6 +130,28 @@ class KeyRuleEveryFrontEndTest(PythonHostMixin, BroadcastTestCase):
         self.assertIn(f"broadcastsink: location: {CLI_WORDS}\n", r.stdout + r.stderr)
 
 
+class BindingsUseTheNewNameTest(BroadcastTestCase):
+    """The GStreamer element and the Python binding call bk_config_add_destination; bk_config_add_rtmp
+    stays in the header as the documented alias, for existing C callers only."""
+
+    def test_element_and_binding_call_bk_config_add_destination(self):
+        plugin = PLUGIN_DIR / "libgstbroadcastsink.so"
+        self.assertTrue(plugin.exists(), "GStreamer element not built (scripts/build-gst)")
+        imports = subprocess.run(["nm", "-D", "--undefined-only", str(plugin)], capture_output=True, text=True,
+                                 timeout=30).stdout
+        self.assertIn("bk_config_add_destination", imports)
+        self.assertNotIn("bk_config_add_rtmp", imports)
+        env = dict(os.environ, PYTHONPATH=str(REPO_ROOT / "bindings" / "python"), BROADCASTKIT_LIBRARY=str(LIB))
+        r = subprocess.run([sys.executable, "-c", "import broadcastkit._abi as a, inspect; "
+                            "print(sorted(n for n in inspect.get_annotations(a.Library) if n.startswith('bk_config_add')))"],
+                           env=env, capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.split(), ["['bk_config_add_destination',", "'bk_config_add_file']"])
+        header = (REPO_ROOT / "Sources" / "CBroadcastKitABI" / "include" / "broadcastkit.h").read_text()
+        self.assertIn("bk_status bk_config_add_rtmp(", header)
+        self.assertIn("alias of bk_config_add_destination()", " ".join(header.split()))
+
+
 class CDestinationTest(BroadcastTestCase):
     def test_c_program_from_pkg_config_adds_rtmp_and_srt(self):
         installed = embedding.InstalledPrefix()

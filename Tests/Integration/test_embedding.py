@@ -313,6 +313,14 @@ def send_queue_line(plan: str) -> str:
     return next(line.split(None, 3)[-1].strip() for line in plan.splitlines() if "send queues" in line)
 
 
+def gst_property(inspect: str, name: str) -> tuple[float, float, float]:
+    """(min, max, default) of a numeric (signed or floating) property in gst-inspect-1.0's output."""
+    block = re.search(rf"\n  {re.escape(name)} .*?(?=\n  [a-z]|\n\n|\Z)", inspect, re.S).group(0)
+    num = r"\s*(-?[0-9.e+]+)\s*"
+    m = re.search(rf"Range:{num}-{num}Default:{num}", block)
+    return float(m.group(1)), float(m.group(2)), float(m.group(3))
+
+
 def gst_uint_property(inspect: str, name: str) -> tuple[int, int, int]:
     """(min, max, default) of an unsigned property in gst-inspect-1.0's output."""
     block = re.search(rf"\n  {re.escape(name)} .*?(?=\n  [a-z]|\n\n|\Z)", inspect, re.S).group(0)
@@ -342,6 +350,8 @@ class OneSetOfRulesTest(BroadcastTestCase):
         for name, results in probe["c"].items():
             if name == "presets":
                 self.assertEqual(results, {**{p: 0 for p in presets}, "placebo": -1})
+            elif name.endswith("_words"):
+                continue
             else:
                 self.assertEqual(results, [0, 0, -1, -1], name)
 
@@ -356,7 +366,11 @@ class OneSetOfRulesTest(BroadcastTestCase):
             self.assertEqual(py["limits"][name], t[name], name)
         self.assertEqual(set(py["refused"].values()), {"InvalidValueError"}, py["refused"])
         self.assertIn("width=641", py["refused"])
-        self.assertEqual(len(py["accepted"]), 14, py["accepted"])
+        self.assertEqual(len(py["accepted"]), 18, py["accepted"])
+        # The reconnect settings: one table, one set of words (the CLI's, below, too).
+        for name in ("reconnect_attempts", "reconnect_delay"):
+            self.assertEqual(py["limits"][name], t[name], name)
+            self.assertEqual(py["words"][name], probe["c"][f"{name}_words"], name)
         self.assertIn(f"{t['width']['default']}x{t['height']['default']}@{t['fps']['default']}", py["default_repr"])
 
         # GStreamer: property ranges and defaults read from the same table.
@@ -373,6 +387,10 @@ class OneSetOfRulesTest(BroadcastTestCase):
             self.assertEqual(gst_uint_property(inspect, prop), (0, t[name]["max"], 0), prop)
         self.assertEqual(gst_uint_property(inspect, "audio-bitrate"),
                          (0, max(t["aac_bitrate_kbps"]["max"], t["opus_bitrate_kbps"]["max"]), 0))  # 0 = the codec's
+        self.assertEqual(gst_property(inspect, "reconnect-attempts"),
+                         tuple(float(t["reconnect_attempts"][k]) for k in ("min", "max", "default")))
+        self.assertEqual(gst_property(inspect, "reconnect-delay"),
+                         tuple(float(t["reconnect_delay"][k]) for k in ("min", "max", "default")))
         preset_block = re.search(r"\n  preset .*?(?=\n  [a-z])", inspect, re.S).group(0)
         self.assertIn(f'Default: "{t["default_preset"]}"', preset_block)
         self.assertIn("/".join(presets), preset_block)
@@ -396,6 +414,18 @@ class OneSetOfRulesTest(BroadcastTestCase):
             with self.subTest(args=args):
                 r = cli("--print-memory-plan", "--source", "test", *args)
                 self.assertEqual(r.returncode, 2, (args, r.stdout, r.stderr))
+        # The reconnect settings: the table's edges accepted, one step outside refused in the C ABI's
+        # words after the option's name (the CLI once took attempts from 0 and delays from 0.1 s,
+        # the C ABI attempts from -1 and delays from 0).
+        ra, rd = t["reconnect_attempts"], t["reconnect_delay"]
+        for args in (["--reconnect-attempts", ra["min"]], ["--reconnect-attempts", ra["max"]],
+                     ["--reconnect-delay", rd["min"]], ["--reconnect-delay", rd["max"]]):
+            r = cli("--print-memory-plan", "--source", "test", *args)
+            self.assertEqual(r.returncode, 0, (args, r.stderr))
+        for option, value, words in (("--reconnect-attempts", ra["min"] - 1, probe["c"]["reconnect_attempts_words"]),
+                                     ("--reconnect-delay", rd["min"] / 2, probe["c"]["reconnect_delay_words"])):
+            r = cli("--print-memory-plan", "--source", "test", option, value)
+            self.assertEqual((r.returncode, r.stderr.splitlines()), (2, [f"broadcast: {option}: {words}"]), option)
         r = cli("--print-memory-plan", "--source", "test", "--res", "64x64", "--fps", t["fps"]["max"],
                 "--video-bitrate", t["video_bitrate_kbps"]["min"], "--audio-codec", "opus",
                 "--audio-bitrate", t["opus_bitrate_kbps"]["max"])

@@ -653,6 +653,13 @@ class RunnerScheduleTests(unittest.TestCase):
         order = run.order_units([self.unit(0.2, seconds=5.0), soak, declared, rebuild], cores=2)
         self.assertEqual(order[2:], [soak, order[3]])
         self.assertEqual({id(order[0]), id(order[1])}, {id(declared), id(rebuild)})
+        # Then the exclusive units by CPU time (a 130 s A/V-sync run at 0.76 cores before a 300 s
+        # soak at 0.2), then the rest the same way, however long.
+        sync = self.unit(0.76, exclusive="A/V sync", seconds=130.0)
+        thin = self.unit(0.2, exclusive="VmHWM", seconds=300.0)
+        long_light = self.unit(0.1, seconds=400.0)
+        heavy = self.unit(1.0, seconds=50.0)
+        self.assertEqual(run.order_units([long_light, thin, heavy, sync], cores=2), [sync, thin, heavy, long_light])
 
     def test_times_file_round_trip_and_unknown_tests(self):
         import run

@@ -413,7 +413,7 @@ int main(int argc, char **argv) {
     if (bk_config_set_video(cfg, w, h, 30, 1500) != BK_OK || bk_config_set_audio(cfg, BK_AUDIO_NONE, 0) != BK_OK
         || bk_config_set_backpressure(cfg, BK_BACKPRESSURE_BLOCK) != BK_OK
         || bk_config_set_memory_budget(cfg, 80 * 1024 * 1024) != BK_OK
-        || bk_config_add_rtmp(cfg, argv[1], getenv("STREAM_KEY")) != BK_OK) {
+        || bk_config_add_destination(cfg, argv[1], getenv("STREAM_KEY")) != BK_OK) {
         fprintf(stderr, "config: %s\n", bk_config_last_error(cfg));
         return 2;
     }

@@ -22,7 +22,9 @@
  * Back-pressure (`backpressure`, default auto): live input (a camera, a screen, is-live=true)
  * drops a frame the encoder has no room for, counted, with a QoS message and a rate-limited
  * WARNING; non-live input (a file, videotestsrc) is held back (the library's block mode), so every
- * buffer is encoded. Liveness comes from the upstream latency query when the session starts.
+ * buffer is encoded: the recordings and a network destination slower than the encoder hold the
+ * streaming threads back too, as a GstBaseSink does, and no timestamp is moved. Liveness comes from
+ * the upstream latency query when the session starts.
  *
  * The session starts when the video caps arrive (or the first audio caps when video is not
  * linked): output size = width/height properties, else the input size. Buffer timestamps are
@@ -101,13 +103,15 @@ struct _GstBroadcastSink {
     /* properties */
     gchar *location, *stream_key, *stream_key_file, *record, *memory_budget, *preset, *audio_codec, *replay_dir;
     guint video_bitrate, audio_bitrate, width, height, fps, keyframe_interval, replay_seconds;
+    gint reconnect_attempts;
+    gdouble reconnect_delay;
     Backpressure backpressure;
 };
 
 enum {
     PROP_0, PROP_LOCATION, PROP_STREAM_KEY, PROP_STREAM_KEY_FILE, PROP_RECORD, PROP_MEMORY_BUDGET, PROP_VIDEO_BITRATE,
     PROP_PRESET, PROP_WIDTH, PROP_HEIGHT, PROP_FPS, PROP_KEYFRAME_INTERVAL, PROP_AUDIO_CODEC, PROP_AUDIO_BITRATE,
-    PROP_BACKPRESSURE, PROP_REPLAY_SECONDS, PROP_REPLAY_DIR, PROP_STATS
+    PROP_BACKPRESSURE, PROP_REPLAY_SECONDS, PROP_REPLAY_DIR, PROP_STATS, PROP_RECONNECT_ATTEMPTS, PROP_RECONNECT_DELAY
 };
 
 #define VIDEO_CAPS GST_VIDEO_CAPS_MAKE("{ BGRx, BGRA, RGBA, RGBx, NV12, I420 }")
@@ -285,9 +289,10 @@ static gboolean start_session(GstBroadcastSink *self, int in_width, int in_heigh
         goto out;
     }
     else if (bk_config_set_replay(cfg, (int)self->replay_seconds, self->replay_dir) != BK_OK) what = "replay-seconds";
+    else if (bk_config_set_reconnect(cfg, self->reconnect_attempts, self->reconnect_delay) != BK_OK) what = "reconnect";
     else if (bk_config_set_backpressure(cfg, block_mode(self, live) ? BK_BACKPRESSURE_BLOCK : BK_BACKPRESSURE_DROP) != BK_OK)
         what = "backpressure";
-    else if (self->location && bk_config_add_rtmp(cfg, self->location, key ? key : "") != BK_OK) what = "location";
+    else if (self->location && bk_config_add_destination(cfg, self->location, key ? key : "") != BK_OK) what = "location";
     else if (self->record && bk_config_add_file(cfg, self->record) != BK_OK) what = "record";
     if (what) {
         GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("%s: %s", what, bk_config_last_error(cfg)), (NULL));
@@ -858,6 +863,8 @@ static void set_property(GObject *object, guint id, const GValue *value, GParamS
     case PROP_KEYFRAME_INTERVAL: self->keyframe_interval = g_value_get_uint(value); break;
     case PROP_REPLAY_SECONDS: self->replay_seconds = g_value_get_uint(value); break;
     case PROP_BACKPRESSURE: self->backpressure = (Backpressure)g_value_get_enum(value); break;
+    case PROP_RECONNECT_ATTEMPTS: self->reconnect_attempts = g_value_get_int(value); break;
+    case PROP_RECONNECT_DELAY: self->reconnect_delay = g_value_get_double(value); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); break;
     }
 }
@@ -884,6 +891,8 @@ static void get_property(GObject *object, guint id, GValue *value, GParamSpec *p
     case PROP_KEYFRAME_INTERVAL: g_value_set_uint(value, self->keyframe_interval); break;
     case PROP_REPLAY_SECONDS: g_value_set_uint(value, self->replay_seconds); break;
     case PROP_BACKPRESSURE: g_value_set_enum(value, self->backpressure); break;
+    case PROP_RECONNECT_ATTEMPTS: g_value_set_int(value, self->reconnect_attempts); break;
+    case PROP_RECONNECT_DELAY: g_value_set_double(value, self->reconnect_delay); break;
     case PROP_STATS: g_value_take_boxed(value, stats_structure(self)); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, pspec); break; /* stream-key is write-only */
     }
@@ -898,7 +907,7 @@ static void get_property(GObject *object, guint id, GValue *value, GParamSpec *p
  *   srt://host:port?streamid=KEY&…  the stream id (percent-decoded) is the key (the library fills
  *                                   the stream id from the key when the URL has none).
  *   http(s)://host/path             a WHIP endpoint; its bearer token is never part of the URL.
- * The rest is validated by the library (bk_config_add_rtmp with no key), whose message never holds
+ * The rest is validated by the library (bk_config_add_destination with no key), whose message never holds
  * the key. */
 static const gchar *const uri_protocols[] = { "rtmp", "rtmps", "srt", "http", "https", NULL };
 
@@ -973,7 +982,7 @@ static gboolean uri_set_uri(GstURIHandler *handler, const gchar *uri, GError **e
     split_key(scheme, uri, &location, &key);
     g_free(scheme);
     bk_config *cfg = bk_config_new();
-    gboolean ok = bk_config_add_rtmp(cfg, location, "") == BK_OK;
+    gboolean ok = bk_config_add_destination(cfg, location, "") == BK_OK;
     if (!ok) g_set_error(error, GST_URI_ERROR, GST_URI_ERROR_BAD_URI, "broadcastsink: %s", bk_config_last_error(cfg));
     bk_config_free(cfg);
     if (ok && key && !*key) ok = FALSE;
@@ -1097,6 +1106,12 @@ static void gst_broadcast_sink_class_init(GstBroadcastSinkClass *klass) {
     g_object_class_install_property(oc, PROP_REPLAY_SECONDS, g_param_spec_uint("replay-seconds", "Replay seconds",
         "Keep the last N seconds of the encoded stream for the save-replay signal (0 = off), inside the memory budget",
         (guint)L->replay_seconds.min, (guint)L->replay_seconds.max, (guint)L->replay_seconds.default_value, rw));
+    g_object_class_install_property(oc, PROP_RECONNECT_ATTEMPTS, g_param_spec_int("reconnect-attempts",
+        "Reconnect attempts", "Retries after a lost connection: 0 = forever, -1 = never",
+        L->reconnect_attempts.min, L->reconnect_attempts.max, L->reconnect_attempts.default_value, rw));
+    g_object_class_install_property(oc, PROP_RECONNECT_DELAY, g_param_spec_double("reconnect-delay",
+        "Reconnect delay", "Seconds before the first retry, then x1.5 with jitter, capped at 30 s",
+        L->reconnect_delay_min_seconds, L->reconnect_delay_max_seconds, L->reconnect_delay_default_seconds, rw));
     g_object_class_install_property(oc, PROP_REPLAY_DIR, g_param_spec_string("replay-dir", "Replay directory",
         "Where save-replay writes clips given no path (NULL: the current directory)", NULL, rw));
     g_object_class_install_property(oc, PROP_STATS, g_param_spec_boxed("stats", "Statistics",
@@ -1133,6 +1148,8 @@ static void gst_broadcast_sink_init(GstBroadcastSink *self) {
     self->audio_bitrate = 0; /* the codec's default */
     self->keyframe_interval = (guint)L->keyframe_interval_seconds.default_value;
     self->replay_seconds = (guint)L->replay_seconds.default_value;
+    self->reconnect_attempts = L->reconnect_attempts.default_value;
+    self->reconnect_delay = L->reconnect_delay_default_seconds;
     self->backpressure = BACKPRESSURE_AUTO;
 }
 

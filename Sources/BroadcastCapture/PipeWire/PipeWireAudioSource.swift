@@ -40,6 +40,9 @@ public final class PipeWireAudioSource: CaptureSource {
     }
     public var error: CaptureError? { stream.error }
 
+    /// Holds the capture thread for `milliseconds` (tests: a starved CPU; see `PipeWireStream.holdThread`).
+    func holdThread(milliseconds: Int) { stream.holdThread(milliseconds: milliseconds) }
+
     /// The negotiated format, e.g. "audio F32 2 ch 48000 Hz" (empty before negotiation).
     public var negotiatedFormat: String { stream.format.withLock { $0 } }
 }

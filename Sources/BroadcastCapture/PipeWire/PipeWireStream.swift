@@ -124,6 +124,13 @@ final class PipeWireStream: @unchecked Sendable {
         end(nil)
     }
 
+    /// Holds the stream's thread for `milliseconds`, so its next callbacks run that late, as on a
+    /// starved CPU (tests: the buffers that wait meanwhile must keep their capture times).
+    func holdThread(milliseconds: Int) {
+        // Not under `cond`: the stream thread takes it when it ends.
+        if let h = cond.withLock({ handle }) { bk_pw_capture_hold_loop(h, Int32(milliseconds)) }
+    }
+
     func waitUntilFinished(timeoutNanoseconds: Int64) -> Bool {
         let end = endAt.load(ordering: .relaxed)
         if end != 0 {

@@ -52,6 +52,18 @@ package final class AudioMixer: @unchecked Sendable {
     /// would trail a producer faster than real time by seconds, and the interleaver would then
     /// release its video in bursts the send queue counts as congestion.
     package var silenceWithoutSource = true
+    /// The producer is the clock (`Backpressure.producerIsClock`): nothing here follows the wall
+    /// clock. No silence is mixed through a pause (`poll` does nothing), a source that has not
+    /// delivered for a while still holds the output back, and a source a whole ring ahead of the
+    /// slowest one waits for it (its lane thread, and so its producer, is held back) instead of
+    /// pushing the output past the other's samples: the audio is the producer's, sample for
+    /// sample, however its calls are spaced in time. Only a source that stays behind for
+    /// `blockWaitNs` counts as stopped (it holds nothing back until it writes again).
+    package var producerIsClock = false
+    /// Block mode: how long a source a ring ahead waits for the slowest (`Backpressure.stageWaitNs`).
+    package var blockWaitNs: Int64 = 2_500_000_000
+    /// Block mode: a source that stayed behind past `blockWaitNs`, until it writes again.
+    private var stopped = [Bool](repeating: false, count: AudioMixer.sourceCount)
     /// True once silence was mixed out because no source had delivered.
     package private(set) var noSourceSilence = false
 
@@ -108,8 +120,21 @@ package final class AudioMixer: @unchecked Sendable {
             skippedFrames += resumeAt - outPosition
             outPosition = resumeAt
         }
+        stopped[source] = false
         // Never let a source run a whole ring ahead: mix out (with silence) what it would overwrite.
         let end = pos + Int64(frames)
+        if producerIsClock && end - outPosition > Int64(capacity) {
+            // Block mode: wait for the slower source to write (and so move the output on).
+            let deadline = MediaTime.now() + blockWaitNs
+            while end - outPosition > Int64(capacity) {
+                if MediaTime.now() >= deadline {
+                    for s in 0..<AudioMixer.sourceCount where s != source && written[s] != Int64.min
+                        && written[s] < end - Int64(capacity) { stopped[s] = true }
+                    break
+                }
+                lock.wait(untilNs: deadline)
+            }
+        }
         if end - outPosition > Int64(capacity) {
             // Whole frames only, so round up: every slot this write reuses must be mixed out
             // first, or its old position would later be emitted with the new samples in it
@@ -155,7 +180,7 @@ package final class AudioMixer: @unchecked Sendable {
 
     /// A source is idle when it has missed its next delivery by a clear margin.
     @inline(__always) private func isIdle(_ s: Int, nowNs: Int64) -> Bool {
-        nowNs - lastWriteNs[s] > max(idleAfterNs, lastBufferNs[s] * 3 / 2 + 30_000_000)
+        !producerIsClock && nowNs - lastWriteNs[s] > max(idleAfterNs, lastBufferNs[s] * 3 / 2 + 30_000_000)
     }
 
     /// Called periodically: when every source has gone quiet (a paused capture), mixes out what
@@ -171,6 +196,7 @@ package final class AudioMixer: @unchecked Sendable {
     /// left to fill, instead of the whole pause in one burst (which made the send queue look
     /// seconds long and dropped the first video frames after the pause as congestion).
     package func poll(nowNs: Int64) {
+        guard !producerIsClock else { return }
         lock.withLock {
             var newest = Int64.min
             var wallPosition = Int64.max
@@ -210,12 +236,21 @@ package final class AudioMixer: @unchecked Sendable {
         emitLocked(upTo: elapsed / 1_000 * AudioClock.rate / 1_000_000 - 2 * Int64(frameSize))
     }
 
-    /// Emits everything up to the newest written sample (end of stream).
+    /// Emits everything up to the newest written sample (end of stream). When the producer is the
+    /// clock, every sample it gave is sent: the last frame is padded with silence, and so is the
+    /// encoder's delay after it (`flushPaddingFrames`), which its packets are stamped back by.
     package func flush() {
         lock.withLock {
             var newest = Int64.min
             for w in written where w > newest { newest = w }
-            if newest != Int64.min { emitLocked(upTo: newest) }
+            guard newest != Int64.min else { return }
+            if producerIsClock && outPosition != Int64.min {
+                let fs = Int64(frameSize)
+                let end = newest + flushPaddingFrames
+                if end > outPosition { emitLocked(upTo: outPosition + (end - outPosition + fs - 1) / fs * fs) }
+            } else {
+                emitLocked(upTo: newest)
+            }
         }
     }
 
@@ -227,6 +262,20 @@ package final class AudioMixer: @unchecked Sendable {
 
     /// Output may advance to the slowest active source, or to the newest data minus the wait window.
     private func readyPosition(nowNs: Int64) -> Int64 {
+        if producerIsClock {
+            // Block mode: the slowest source that has not stopped (no wall clock); while a source
+            // has not written yet, `maxWaitFrames` behind the newest, so one starting that close
+            // to the others is mixed in whole.
+            var slowest = Int64.max, newest = Int64.min, unseen = false
+            for s in 0..<AudioMixer.sourceCount {
+                guard written[s] != Int64.min else { unseen = true; continue }
+                newest = max(newest, written[s])
+                if !stopped[s] { slowest = min(slowest, written[s]) }
+            }
+            guard newest != Int64.min else { return Int64.min }
+            let ready = slowest == Int64.max ? newest : slowest
+            return unseen ? min(ready, newest - maxWaitFrames) : ready
+        }
         var slowestActive = Int64.max
         var newest = Int64.min
         for s in 0..<AudioMixer.sourceCount where written[s] != Int64.min {
@@ -260,6 +309,8 @@ package final class AudioMixer: @unchecked Sendable {
             for k in 0..<(frameSize * 2) { mix[k] = max(-1, min(1, mix[k])) }
             emit(mix, outPosition)
             outPosition += Int64(frameSize)
+            // Block mode: a source waiting for room in its ring may go on.
+            if producerIsClock { lock.broadcast() }
         }
     }
 }

@@ -23,6 +23,9 @@ package final class Destination: @unchecked Sendable {
     private let failure = Mutex<TransportError?>(nil)
     private let sentBytes = Atomic<Int>(0)
     private let reconnect: ReconnectPolicy
+    /// Block mode (`Backpressure.stageWaitNs`): pushes wait for this sink while it is live, and
+    /// `finish` drains it for as long as it makes progress.
+    private let blockWaitNs: Int64?
     private let reconnectCount = Atomic<Int>(0)
     /// The run ended while this destination was reconnecting (reported as "lost").
     private let endedDown = Atomic<Bool>(false)
@@ -49,12 +52,13 @@ package final class Destination: @unchecked Sendable {
     var onKeyframeNeeded: (@Sendable () -> Void)?
 
     package init(sink: TagSink, policy: CongestionPolicy, isPrimary: Bool, stats: BroadcastStats,
-                reconnect: ReconnectPolicy = .never) {
+                reconnect: ReconnectPolicy = .never, blockWaitNs: Int64? = nil) {
         self.sink = sink
         self.isPrimary = isPrimary
         self.stats = stats
         self.reconnect = reconnect
-        queue = SendQueue(policy: policy, stats: stats)
+        self.blockWaitNs = blockWaitNs
+        queue = SendQueue(policy: policy, stats: stats, blockWaitNs: blockWaitNs)
         thread = WorkerThread(name: isPrimary || sink.isNetworkPublisher ? "bk-send" : "bk-record")
     }
 
@@ -92,6 +96,9 @@ package final class Destination: @unchecked Sendable {
             break
         }
         stateValue.store(next.rawValue, ordering: .releasing)
+        // Block mode: only a live sink holds the producer back; a push waiting for a sink that
+        // just went down is woken and drops (counted) as the queue's cap says.
+        if blockWaitNs != nil { queue.setHoldsProducer(next == .live) }
     }
 
     /// Seconds this destination was not delivering after it first went live (lost links,
@@ -331,11 +338,27 @@ package final class Destination: @unchecked Sendable {
         }
     }
 
+    /// Waits until the queue is sent: until `deadlineNs`; in block mode for as long as the sink
+    /// makes progress (what the producer handed over is delivered, as a `GstBaseSink` renders
+    /// everything before EOS), giving up only when it takes nothing for the block wait or goes down.
+    private func drain(deadlineNs: Int64) -> Bool {
+        guard let stall = blockWaitNs else { return queue.waitUntilDrained(deadlineNs: deadlineNs) }
+        var sent = bytesSent
+        var until = max(deadlineNs, MediaTime.now() + stall)
+        while !queue.waitUntilDrained(deadlineNs: until) {
+            let now = bytesSent
+            guard state == .live, now != sent else { return false }
+            sent = now
+            until = MediaTime.now() + stall
+        }
+        return true
+    }
+
     /// Lets the sender drain what is queued until `deadlineNs`, then closes the sink.
     package func finish(deadlineNs: Int64) {
         // A destination that is reconnecting cannot drain: do not hold the stop for it.
         let wasDown = state == .reconnecting
-        let drained = !wasDown && queue.waitUntilDrained(deadlineNs: deadlineNs)
+        let drained = !wasDown && drain(deadlineNs: deadlineNs)
         stopping.store(true, ordering: .releasing)
         // Past the deadline the sender may sit in a write on a stalled link: cut it short so
         // stopping stays within its bound.

@@ -21,6 +21,26 @@ public struct ReconnectPolicy: Sendable, Equatable {
     /// For sinks that cannot reconnect (files).
     public static let never = ReconnectPolicy(maxAttempts: -1)
 
+    /// Why `maxAttempts` is refused (`BroadcastLimits.reconnectAttempts`), or nil: the words every
+    /// front end reports (the CLI with its option's name in front).
+    public static func refusal(attempts: Int) -> String? {
+        let r = BroadcastLimits.reconnectAttempts
+        guard !r.contains(attempts) else { return nil }
+        return "reconnect attempts \(attempts) outside \(BroadcastLimits.text(r)) (0 retries forever, -1 never reconnects)"
+    }
+
+    /// Why `initialDelaySeconds` is refused (`BroadcastLimits.reconnectDelaySeconds`), or nil.
+    public static func refusal(firstDelaySeconds delay: Double) -> String? {
+        let r = BroadcastLimits.reconnectDelaySeconds
+        guard !(delay.isFinite && r.contains(delay)) else { return nil }
+        return "reconnect delay \(BroadcastLimits.number(delay)) s outside \(BroadcastLimits.text(r)) seconds"
+    }
+
+    /// The first refusal of this policy's attempts or first delay, or nil when both are in range.
+    public var refusal: String? {
+        Self.refusal(attempts: maxAttempts) ?? Self.refusal(firstDelaySeconds: initialDelaySeconds)
+    }
+
     /// Delay before attempt `n` (1-based), with `unit` a random number in [0, 1).
     public func delay(attempt n: Int, unit: Double) -> Double {
         var d = initialDelaySeconds

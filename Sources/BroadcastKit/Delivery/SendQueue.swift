@@ -6,6 +6,11 @@ import Synchronization
 /// queue never allocates after init and can never exceed its byte cap. Admission applies the
 /// congestion policy: a dropped video frame always starts a drop-until-keyframe run, so no
 /// P-frame is ever sent without its references.
+///
+/// In block mode (`blockWaitNs` set, `Backpressure.block`) a push into a full queue waits for the
+/// sender while the destination delivers (`holdsProducer`): the encoder's thread, and through its
+/// lane the producer, is slowed to the sink's pace. Only a sink that takes nothing for
+/// `blockWaitNs`, or a destination that went down, makes it a counted drop.
 package final class SendQueue: @unchecked Sendable {
     private struct Entry: TagByteRingEntry {
         var offset: Int
@@ -29,12 +34,18 @@ package final class SendQueue: @unchecked Sendable {
     private let cond = ConditionLock()
     private let stats: BroadcastStats?
     private let dropped = Atomic<Int>(0)
+    /// Block mode: how long a push waits for room (nil: never waits).
+    private let blockWaitNs: Int64?
+    /// Block mode: the destination is live, so a push into a full queue waits (guarded by `cond`).
+    private var holdsProducer = false
 
     /// Called (outside the lock) when admission starts dropping video: the session asks the encoder for an IDR.
     package var onKeyframeNeeded: (@Sendable () -> Void)?
 
-    package init(policy: CongestionPolicy, maxEntries: Int = 4096, stats: BroadcastStats? = nil) {
+    package init(policy: CongestionPolicy, maxEntries: Int = 4096, stats: BroadcastStats? = nil,
+                 blockWaitNs: Int64? = nil) {
         self.policy = policy
+        self.blockWaitNs = blockWaitNs
         // Touched at init, all of it (TagByteRing): the ring restarts at offset 0 whenever it
         // empties, so an untouched ring's pages became resident only as deep as congestion ever
         // filled it, and stayed (the 45-min soak grew 0.47 MB of anon during a throttle, in steps).
@@ -85,10 +96,22 @@ package final class SendQueue: @unchecked Sendable {
                     return queued > policy.dropAllVideoAfterMs ? .congestionUntilIDR : .congestionPFrame
                 }
             }
-            guard let space = entries.append(size: tag.body.count, { offset in
+            var room = entries.append(size: tag.body.count) { offset in
                 Entry(offset: offset, length: tag.body.count, timestampMs: tag.timestampMs, type: tag.type,
                       isKeyframe: tag.isKeyframe, isHeader: tag.isHeader, captureNs: tag.captureNs)
-            }) else {
+            }
+            if room == nil, let wait = blockWaitNs {
+                // Block mode: wait for the sender to make room while the sink delivers.
+                let deadline = MediaTime.now() + wait
+                while room == nil && holdsProducer && !closed && MediaTime.now() < deadline {
+                    cond.wait(untilNs: deadline)
+                    room = entries.append(size: tag.body.count) { offset in
+                        Entry(offset: offset, length: tag.body.count, timestampMs: tag.timestampMs, type: tag.type,
+                              isKeyframe: tag.isKeyframe, isHeader: tag.isHeader, captureNs: tag.captureNs)
+                    }
+                }
+            }
+            guard let space = room else {
                 if tag.type == .video {
                     droppingVideoUntilKeyframe = true
                     needKeyframe = true
@@ -137,6 +160,15 @@ package final class SendQueue: @unchecked Sendable {
             cond.broadcast()
         }
         return true
+    }
+
+    /// Block mode: whether a push into a full queue waits (the destination is live) or drops at
+    /// once (it is reconnecting, failed or closed); a push waiting now is woken to see it.
+    package func setHoldsProducer(_ holds: Bool) {
+        cond.withLock {
+            holdsProducer = holds && blockWaitNs != nil
+            cond.broadcast()
+        }
     }
 
     /// Drops everything queued (used when a destination is abandoned).

@@ -5,8 +5,16 @@
 /// track (so a silent or stalled track never holds the stream back by more than that). A tag
 /// that would still go backwards (it arrived after the wait expired) is clamped to the last
 /// released timestamp and counted, so the wire never sees time go back.
+///
+/// When the producer is the clock (`Backpressure.block`, `stagingWaitNs` set) nothing is released
+/// by the wall clock: a producer's pause is a pause, and a lone head waits for the other track's
+/// next tag however long the producer takes. A track whose staging is full waits (the submitting
+/// lane blocks, and so its producer) up to `stagingWaitNs` for the other track; only a track that
+/// stays silent that long counts as stopped, and is not waited for again until it delivers.
 package final class Interleaver: @unchecked Sendable {
     package let maxWaitNs: Int64
+    /// Block mode: the longest a full staging waits for the other track (nil: the live rules).
+    package let stagingWaitNs: Int64?
 
     private struct Entry: TagByteRingEntry {
         var offset: Int
@@ -23,6 +31,8 @@ package final class Interleaver: @unchecked Sendable {
         let type: FLVTagType
         let expected: Bool
         var lastReleasedMs: Int64 = -1
+        /// Block mode: this track stayed silent past the staging wait; not waited for until it delivers.
+        var stopped = false
 
         init(type: FLVTagType, bytes capacity: Int, entries n: Int, expected: Bool) {
             self.type = type
@@ -43,9 +53,10 @@ package final class Interleaver: @unchecked Sendable {
 
     /// `output` receives tags in order, with the interleaver lock held; it must not call back in.
     package init(hasVideo: Bool, hasAudio: Bool, videoBytes: Int, audioBytes: Int = 128 << 10,
-                maxWaitNs: Int64 = 150_000_000, stats: BroadcastStats, direct: ((FLVTag) -> Void)? = nil,
-                output: @escaping (FLVTag) -> Void) {
+                maxWaitNs: Int64 = 150_000_000, stagingWaitNs: Int64? = nil, stats: BroadcastStats,
+                direct: ((FLVTag) -> Void)? = nil, output: @escaping (FLVTag) -> Void) {
         self.direct = direct
+        self.stagingWaitNs = stagingWaitNs
         video = Track(type: .video, bytes: videoBytes, entries: 64, expected: hasVideo)
         audio = Track(type: .audio, bytes: audioBytes, entries: 256, expected: hasAudio)
         self.maxWaitNs = maxWaitNs
@@ -66,6 +77,23 @@ package final class Interleaver: @unchecked Sendable {
             Entry(offset: $0, length: bodySize, timestampMs: timestampMs, arrivalNs: nowNs, isKeyframe: isKeyframe,
                   captureNs: captureNs)
         }
+        if space == nil, let wait = stagingWaitNs {
+            // Block mode: the other track is behind in media time (its lane is slower, or its
+            // producer sends it later). Wait for it: this lane, and so its producer, is held back.
+            let other = type == .video ? audio : video
+            let deadline = MediaTime.now() + wait
+            while space == nil && other.expected && !other.stopped {
+                if MediaTime.now() >= deadline {
+                    other.stopped = true
+                    break
+                }
+                lock.wait(untilNs: deadline)
+                space = track.entries.append(size: bodySize) {
+                    Entry(offset: $0, length: bodySize, timestampMs: timestampMs, arrivalNs: nowNs, isKeyframe: isKeyframe,
+                          captureNs: captureNs)
+                }
+            }
+        }
         if space == nil {
             // Staging full: the other track is late beyond reason; release without waiting.
             releaseLocked(nowNs: nowNs, force: true)
@@ -78,6 +106,7 @@ package final class Interleaver: @unchecked Sendable {
             stats.countDrop(.queueFull)
             return
         }
+        track.stopped = false
         write(body)
         if let direct, timestampMs >= 0 {
             direct(FLVTag(type: type, timestampMs: UInt32(truncatingIfNeeded: timestampMs),
@@ -88,6 +117,8 @@ package final class Interleaver: @unchecked Sendable {
 
     /// Releases heads whose wait has expired; called periodically by the session.
     package func poll(nowNs: Int64) {
+        // Block mode: nothing is released by the wall clock (and the housekeeper never waits here).
+        guard stagingWaitNs == nil else { return }
         lock.withLock { releaseLocked(nowNs: nowNs, force: false) }
     }
 
@@ -103,10 +134,10 @@ package final class Interleaver: @unchecked Sendable {
             if let v, let a {
                 pick = a.timestampMs <= v.timestampMs ? audio : video
             } else if let v {
-                guard force || !audio.expected || nowNs - v.arrivalNs >= maxWaitNs else { return }
+                guard force || !waits(for: audio, head: v, nowNs: nowNs) else { return }
                 pick = video
             } else if let a {
-                guard force || !video.expected || nowNs - a.arrivalNs >= maxWaitNs else { return }
+                guard force || !waits(for: video, head: a, nowNs: nowNs) else { return }
                 pick = audio
             } else {
                 return
@@ -126,6 +157,16 @@ package final class Interleaver: @unchecked Sendable {
                           body: pick.entries.body(e),
                           isKeyframe: e.isKeyframe, captureNs: e.captureNs))
             pick.entries.removeFirst()
+            // A lane waiting for room in its staging (block mode) may go on.
+            if stagingWaitNs != nil { lock.broadcast() }
         }
+    }
+
+    /// A lone head waits for `other`'s next tag: live, for at most `maxWaitNs` of wall time; in
+    /// block mode for as long as `other` has not stopped (media time only, no wall clock).
+    private func waits(for other: Track, head: Entry, nowNs: Int64) -> Bool {
+        guard other.expected else { return false }
+        if stagingWaitNs != nil { return !other.stopped }
+        return nowNs - head.arrivalNs < maxWaitNs
     }
 }

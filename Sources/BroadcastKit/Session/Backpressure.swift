@@ -21,6 +21,22 @@ public enum Backpressure: Sendable, Hashable {
         return false
     }
 
+    /// The producer is the stream's clock (`block`): no stage after the lanes moves on by the wall
+    /// clock. The audio mixer mixes no silence through a pause and never treats a quiet source as
+    /// gone, the interleaver releases a lone track only when the other one has really stopped (not
+    /// after a wall-clock wait), and every send queue waits for its sink instead of dropping: a
+    /// pause of the producer is a pause, and a slow sink slows the producer, as `GstBaseSink` does.
+    package var producerIsClock: Bool { !repeatsLastPicture }
+
+    /// How long a stage after the lanes (a send queue, the interleaver's staging) waits for room in
+    /// `block` mode before it counts a drop; nil for `drop`. Half the producer's own timeout: the
+    /// stage gives up first, so a sink that stalls for good costs that sink a counted drop, never a
+    /// frame the producer's wait for the lane would drop for every destination (the recording too).
+    package var stageWaitNs: Int64? {
+        guard case .block(let t) = self else { return nil }
+        return max(0, t) / 2
+    }
+
     /// `.block` with the default timeout.
     public static let block = Backpressure.block(timeoutNs: defaultBlockTimeoutNs)
 

@@ -126,6 +126,7 @@ public struct BroadcastConfiguration: Sendable {
         }
         try require(L.replaySeconds.contains(replay.seconds),
                     "replay seconds \(replay.seconds) outside \(L.text(L.replaySeconds)) (0 = off)")
+        if let why = reconnect.refusal { throw .configuration(why) }
         // URLs and keys: the same check and words as the CLI and the C ABI.
         try DestinationValidator.check(self)
     }

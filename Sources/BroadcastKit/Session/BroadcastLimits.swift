@@ -19,6 +19,12 @@ public enum BroadcastLimits {
     public static let opusBitrateKbps: ClosedRange<Int> = 16...510
     /// Replay ring length in seconds (0 turns it off).
     public static let replaySeconds: ClosedRange<Int> = 0...3600
+    /// Reconnect attempts after a lost connection (`ReconnectPolicy.maxAttempts`): 0 retries
+    /// forever, -1 never reconnects (the first loss fails the destination).
+    public static let reconnectAttempts: ClosedRange<Int> = -1...1_000_000
+    /// The first reconnect delay in seconds (`ReconnectPolicy.initialDelaySeconds`); every delay
+    /// is at least 0.1 s (`ReconnectPolicy.delay`), so a smaller one would not mean what it says.
+    public static let reconnectDelaySeconds: ClosedRange<Double> = 0.1...300
 
     /// The audio bitrate range of `codec`.
     public static func audioBitrateKbps(_ codec: AudioCodec) -> ClosedRange<Int> {
@@ -47,4 +53,12 @@ public enum BroadcastLimits {
 
     /// "lo...hi", as messages show a range (Swift's notation, as the CLI's usage errors do).
     public static func text(_ r: ClosedRange<Int>) -> String { "\(r.lowerBound)...\(r.upperBound)" }
+
+    /// "lo...hi" for a range of seconds ("0.1...300"), whole numbers without a fraction.
+    public static func text(_ r: ClosedRange<Double>) -> String { "\(number(r.lowerBound))...\(number(r.upperBound))" }
+
+    /// `v` as messages show it: "300", "0.1", "2.5".
+    static func number(_ v: Double) -> String {
+        v.isFinite && v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : "\(v)"
+    }
 }

@@ -35,7 +35,7 @@ package enum PipelineAssembler {
         // Interleaver staging must hold the largest frame the VBV allows plus the wait window.
         let videoStaging = max(512 << 10, cfg.video.maxBitrateKbps * 1000 / 8 * 2)
         let interleaver = Interleaver(hasVideo: cfg.hasVideo, hasAudio: cfg.hasAudio, videoBytes: videoStaging,
-                                      stats: stats,
+                                      stagingWaitNs: cfg.backpressure.stageWaitNs, stats: stats,
                                       direct: destinations.hasUnordered ? { [unowned destinations] in destinations.pushUnordered($0) } : nil
         ) { [unowned destinations] tag in
             destinations.push(tag)
@@ -49,6 +49,8 @@ package enum PipelineAssembler {
             let m = AudioMixer(frameSize: aenc.frameSize) { samples, position in writer.encode(samples, position: position) }
             m.flushPaddingFrames = writer.delaySamples
             m.silenceWithoutSource = cfg.backpressure.repeatsLastPicture
+            m.producerIsClock = cfg.backpressure.producerIsClock
+            if let wait = cfg.backpressure.stageWaitNs { m.blockWaitNs = wait }
             m.timeline = clock
             audioLanes = [AudioLane(lane: .appAudio, mixer: m, stats: stats), AudioLane(lane: .micAudio, mixer: m, stats: stats)]
             if cfg.audioMayNeedResampling { for lane in audioLanes { try lane.prepareResampler() } }
@@ -177,8 +179,12 @@ package enum PipelineAssembler {
             // The media-time thresholds are a network link's (OBS's policy): a recording or a custom
             // sink drops only at the byte cap. A producer faster than real time sends media seconds
             // per wall second, and the recording of a non-live pipeline lost P-frames as "congestion".
-            Destination(sink: sink, policy: sink.isNetworkPublisher ? policy : policy.byteCapOnly, isPrimary: i == 0,
-                        stats: stats, reconnect: sink.isNetworkPublisher ? cfg.reconnect : .never)
+            // In block mode every queue waits for its sink instead (`stageWaitNs`): a network link
+            // that backs up slows the producer, so it has no media-time thresholds either.
+            let block = cfg.backpressure.stageWaitNs
+            return Destination(sink: sink, policy: sink.isNetworkPublisher && block == nil ? policy : policy.byteCapOnly,
+                               isPrimary: i == 0, stats: stats, reconnect: sink.isNetworkPublisher ? cfg.reconnect : .never,
+                               blockWaitNs: block)
         }
     }
 

@@ -188,6 +188,10 @@ typedef struct bk_limit_table {
     const char *presets;                /**< the x264 presets, comma-separated, lightest first */
     const char *default_preset;
     int64_t default_memory_budget_bytes;
+    bk_range reconnect_attempts;        /**< bk_config_set_reconnect's attempts: 0 = forever, -1 = never */
+    double reconnect_delay_min_seconds; /**< bk_config_set_reconnect's first delay, in seconds */
+    double reconnect_delay_max_seconds;
+    double reconnect_delay_default_seconds;
 } bk_limit_table;
 
 /** The table (static; never free it). */
@@ -279,8 +283,11 @@ typedef enum bk_budget_scope {
  *  memory at prepare. The plan's "budget scope" line says which scope applies and why. */
 bk_status bk_config_set_memory_budget_scope(bk_config *cfg, int scope);
 
-/** Reconnect policy after a lost connection: attempts (0 = forever, -1 = never) and the first
- *  delay in seconds (x1.5 per attempt with jitter, capped at 30 s). */
+/** Reconnect policy after a lost connection: attempts (bk_limits()->reconnect_attempts: 0 = forever,
+ *  -1 = never) and the first delay in seconds (reconnect_delay_min_seconds to _max_seconds; x1.5
+ *  per attempt with jitter, capped at 30 s). Out of range: BK_ERR_INVALID_ARGUMENT with the words
+ *  the CLI prints, e.g. "reconnect attempts -2 outside -1...1000000 (0 retries forever, -1 never
+ *  reconnects)", and the configuration unchanged. */
 bk_status bk_config_set_reconnect(bk_config *cfg, int attempts, double first_delay_seconds);
 
 /** Keep the last `seconds` (bk_limits()->replay_seconds; 0 = off, the default) of encoded video and audio in a replay
@@ -298,7 +305,12 @@ typedef enum bk_backpressure {
      *  for live sources (a camera, a screen), whose late frame is worth less than the next. Default. */
     BK_BACKPRESSURE_DROP = 0,
     /** Wait for room (up to 5 s, then the same counted drop): for producers faster than real time
-     *  (a transcoder, a file) that want every buffer encoded. The waiting thread is the caller's. */
+     *  (a transcoder, a file) that want every buffer encoded. The waiting thread is the caller's.
+     *  The producer is then the stream's clock: every stage after the lanes waits too (recordings,
+     *  custom sinks, a network destination slower than the encoder slows the producer), nothing
+     *  follows the wall clock (a pause of the producer is a pause: no silence mixed in, no timestamp
+     *  moved), and bk_session_finish() delivers what is queued while the destinations make
+     *  progress. A stage that takes nothing for 2.5 s, or a destination that is down, drops (counted). */
     BK_BACKPRESSURE_BLOCK = 1
 } bk_backpressure;
 

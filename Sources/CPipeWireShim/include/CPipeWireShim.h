@@ -81,6 +81,9 @@ typedef struct bk_pw_capture bk_pw_capture;
 bk_pw_capture *bk_pw_capture_open(const bk_pw_capture_config *config, char *err, size_t err_len);
 /* Disconnects, stops the thread and frees everything. After return no callback runs. */
 void bk_pw_capture_close(bk_pw_capture *capture);
+/* Holds the stream's thread loop for `ms` from the caller's thread, so its next callbacks run
+ * that late, as on a starved CPU (tests). */
+void bk_pw_capture_hold_loop(bk_pw_capture *capture, int32_t ms);
 
 /* One node of the graph, as listed by the registry. */
 typedef struct {

@@ -32,6 +32,35 @@ static bk_status set_gop(bk_config *c, int v) { return bk_config_set_keyframe_in
 static bk_status set_aac(bk_config *c, int v) { return bk_config_set_audio(c, BK_AUDIO_AAC, v); }
 static bk_status set_opus(bk_config *c, int v) { return bk_config_set_audio(c, BK_AUDIO_OPUS, v); }
 static bk_status set_replay(bk_config *c, int v) { return bk_config_set_replay(c, v, NULL); }
+static bk_status set_attempts(bk_config *c, int v) { return bk_config_set_reconnect(c, v, L->reconnect_delay_default_seconds); }
+
+/* A JSON string of `s` (the library's messages hold no key, only ASCII words and numbers). */
+static void json_string(const char *s) {
+    putchar('"');
+    for (; s && *s; s++) { if (*s == '"' || *s == '\\') putchar('\\'); putchar(*s); }
+    putchar('"');
+}
+
+/* bk_config_set_reconnect's first delay at {min, max, min / 2, max + 0.5}: statuses, then the
+ * refusal's words for min / 2 and the attempts' refusal for min - 1. */
+static void reconnect(void) {
+    double values[4] = { L->reconnect_delay_min_seconds, L->reconnect_delay_max_seconds,
+                         L->reconnect_delay_min_seconds / 2, L->reconnect_delay_max_seconds + 0.5 };
+    printf("\"reconnect_delay\": [");
+    for (int i = 0; i < 4; i++) {
+        bk_config *c = bk_config_new();
+        printf("%d%s", (int)bk_config_set_reconnect(c, L->reconnect_attempts.default_value, values[i]), i < 3 ? ", " : "]");
+        bk_config_free(c);
+    }
+    bk_config *c = bk_config_new();
+    bk_config_set_reconnect(c, L->reconnect_attempts.default_value, values[2]);
+    printf(", \"reconnect_delay_words\": ");
+    json_string(bk_config_last_error(c));
+    bk_config_set_reconnect(c, L->reconnect_attempts.min - 1, L->reconnect_delay_default_seconds);
+    printf(", \"reconnect_attempts_words\": ");
+    json_string(bk_config_last_error(c));
+    bk_config_free(c);
+}
 
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
@@ -41,6 +70,9 @@ int main(int argc, char **argv) {
     range("video_bitrate_kbps", L->video_bitrate_kbps, 1); range("keyframe_interval_seconds", L->keyframe_interval_seconds, 1);
     range("aac_bitrate_kbps", L->aac_bitrate_kbps, 1); range("opus_bitrate_kbps", L->opus_bitrate_kbps, 1);
     range("replay_seconds", L->replay_seconds, 1);
+    range("reconnect_attempts", L->reconnect_attempts, 1);
+    printf("\"reconnect_delay\": {\"min\": %g, \"max\": %g, \"default\": %g}, ", L->reconnect_delay_min_seconds,
+           L->reconnect_delay_max_seconds, L->reconnect_delay_default_seconds);
     printf("\"presets\": \"%s\", \"default_preset\": \"%s\", \"default_memory_budget_bytes\": %lld}, \"c\": {",
            L->presets, L->default_preset, (long long)L->default_memory_budget_bytes);
     edges("width", set_width, L->width, 2); printf(", ");
@@ -51,6 +83,8 @@ int main(int argc, char **argv) {
     edges("aac_bitrate_kbps", set_aac, L->aac_bitrate_kbps, 1); printf(", ");
     edges("opus_bitrate_kbps", set_opus, L->opus_bitrate_kbps, 1); printf(", ");
     edges("replay_seconds", set_replay, L->replay_seconds, 1); printf(", ");
+    edges("reconnect_attempts", set_attempts, L->reconnect_attempts, 1); printf(", ");
+    reconnect(); printf(", ");
     char presets[256];
     snprintf(presets, sizeof presets, "%s,placebo", L->presets);
     printf("\"presets\": {");

@@ -24,6 +24,21 @@ for name, field in (("width", "width"), ("height", "height"), ("fps", "fps"), ("
         s = bk.Session(record=out, **{name: value})
         report["accepted"][f"{name}={value}"] = True
         s.close()
+# The reconnect settings: the library's ranges (bk_limits()), refused in its words (the CLI's).
+report["words"] = {}
+for name, r, step in (("reconnect_attempts", t["reconnect_attempts"], 1), ("reconnect_delay", t["reconnect_delay"], None)):
+    outside = (r["min"] - 1, r["max"] + 1) if step else (r["min"] / 2, r["max"] + 0.5)
+    for value in outside:
+        try:
+            bk.Session(record=out, **{name: value}).close()
+            report["refused"][f"{name}={value}"] = "accepted"
+        except ValueError as e:
+            report["refused"][f"{name}={value}"] = type(e).__name__
+            report["words"].setdefault(name, str(e))
+    for value in (r["min"], r["max"]):
+        s = bk.Session(record=out, **{name: value})
+        report["accepted"][f"{name}={value}"] = True
+        s.close()
 try:
     bk.Session(record=out, audio_codec="opus", audio_bitrate=t["opus_bitrate_kbps"]["max"] + 1)
     report["refused"]["opus"] = "accepted"

@@ -89,7 +89,9 @@ class LimitTable(ctypes.Structure):
     """bk_limit_table: the library's ranges and defaults (broadcastkit.h)."""
     _fields_ = [*((name, Range) for name in RANGE_NAMES),
                 ("presets", ctypes.c_char_p), ("default_preset", ctypes.c_char_p),
-                ("default_memory_budget_bytes", ctypes.c_int64)]
+                ("default_memory_budget_bytes", ctypes.c_int64), ("reconnect_attempts", Range),
+                ("reconnect_delay_min_seconds", ctypes.c_double), ("reconnect_delay_max_seconds", ctypes.c_double),
+                ("reconnect_delay_default_seconds", ctypes.c_double)]
 
 
 EVENT_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.POINTER(Event), ctypes.c_void_p)
@@ -118,7 +120,7 @@ class Library(ctypes.CDLL):
     bk_config_set_preset: Callable[[Handle, bytes], int]
     bk_config_set_keyframe_interval: Callable[[Handle, int], int]
     bk_config_set_audio: Callable[[Handle, int, int], int]
-    bk_config_add_rtmp: Callable[[Handle, bytes, bytes], int]
+    bk_config_add_destination: Callable[[Handle, bytes, bytes], int]
     bk_config_add_file: Callable[[Handle, bytes], int]
     bk_config_clear_destinations: Callable[[Handle], None]
     bk_config_set_memory_budget: Callable[[Handle, int], int]
@@ -190,7 +192,7 @@ def _declare(lib: Library) -> None:
         "bk_config_set_preset": (c.c_int, [P, c.c_char_p]),
         "bk_config_set_keyframe_interval": (c.c_int, [P, c.c_int]),
         "bk_config_set_audio": (c.c_int, [P, c.c_int, c.c_int]),
-        "bk_config_add_rtmp": (c.c_int, [P, c.c_char_p, c.c_char_p]),
+        "bk_config_add_destination": (c.c_int, [P, c.c_char_p, c.c_char_p]),
         "bk_config_add_file": (c.c_int, [P, c.c_char_p]),
         "bk_config_clear_destinations": (None, [P]),
         "bk_config_set_memory_budget": (c.c_int, [P, c.c_int64]),

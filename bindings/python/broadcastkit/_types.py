@@ -169,6 +169,14 @@ class LimitRange(TypedDict):
     default: int
 
 
+class SecondsRange(TypedDict):
+    """An accepted range of seconds and the library's default."""
+
+    min: float
+    max: float
+    default: float
+
+
 class Limits(TypedDict):
     """limits(): what a Session accepts and its defaults, the library's one table."""
 
@@ -183,6 +191,10 @@ class Limits(TypedDict):
     presets: List[str]
     default_preset: str
     default_memory_budget_bytes: int
+    #: Session(reconnect_attempts=...): 0 retries forever, -1 never reconnects.
+    reconnect_attempts: LimitRange
+    #: Session(reconnect_delay=...): the first delay, in seconds.
+    reconnect_delay: SecondsRange
 
 # -- the options of a Session, for AsyncSession(**options) -----------------------------------------
 
@@ -200,8 +212,8 @@ class SessionOptions(TypedDict, total=False):
     audio_bitrate: Optional[int]
     memory_budget: Optional[MemorySize]
     budget_scope: BudgetScope
-    reconnect_attempts: int
-    reconnect_delay: float
+    reconnect_attempts: Optional[int]
+    reconnect_delay: Optional[float]
     adaptive_bitrate: bool
     replay_seconds: int
     replay_dir: Optional[StrPath]
@@ -213,4 +225,4 @@ class SessionOptions(TypedDict, total=False):
 __all__ = ["Preset", "AudioCodec", "Backpressure", "BudgetScope", "PixelFormat", "AudioLane", "MemorySize", "StrPath",
            "DropReason", "SendResult", "EventType", "SessionState", "StreamStatus", "SessionStatus",
            "DestinationKind", "DestinationState", "Plane", "VideoInput", "AudioInput", "DropCounts", "LinkStats",
-           "DestinationStats", "SessionStats", "LimitRange", "Limits", "SessionOptions"]
+           "DestinationStats", "SessionStats", "LimitRange", "SecondsRange", "Limits", "SessionOptions"]

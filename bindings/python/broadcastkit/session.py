@@ -60,6 +60,10 @@ def limits() -> Limits:
     out["presets"] = t.presets.decode().split(",")
     out["default_preset"] = t.default_preset.decode()
     out["default_memory_budget_bytes"] = int(t.default_memory_budget_bytes)
+    r = t.reconnect_attempts
+    out["reconnect_attempts"] = {"min": int(r.min), "max": int(r.max), "default": int(r.default)}
+    out["reconnect_delay"] = {"min": float(t.reconnect_delay_min_seconds), "max": float(t.reconnect_delay_max_seconds),
+                              "default": float(t.reconnect_delay_default_seconds)}
     return cast("Limits", out)
 
 
@@ -165,9 +169,14 @@ class Session:
     (the whole process, as the CLI does). A library without bk_config_set_memory_budget_scope
     applies its own rule; asking it for "process" raises ConfigurationError.
     backpressure="drop" (live sources) returns a drop reason when a lane is full; "block" (a file, a
-    transcoder: producers faster than real time) waits for room, so every buffer is encoded.
+    transcoder: producers faster than real time) waits for room, so every buffer is encoded; the
+    recording and a network destination slower than the encoder then slow the producer too, and a
+    pause of the producer is a pause: every frame and sample keeps its pts_ns.
     control=PATH opens the control socket of `broadcast --control` for this session
     (docs/control-protocol.md); a client's `stop` arrives as an Event of type "stop-requested".
+    reconnect_attempts (0 retries forever, -1 never) and reconnect_delay (the first delay, seconds)
+    default to and are checked against limits()["reconnect_attempts"] and ["reconnect_delay"], the
+    CLI's --reconnect-attempts/--reconnect-delay ranges.
     on_event runs on the library's threads (see Event); it must return quickly.
     The key is handed to the library at once (which keeps its own copy) and is not kept by this
     object. send_video/send_audio may be called from different threads for different lanes; they
@@ -179,7 +188,8 @@ class Session:
                  fps: Optional[int] = None, video_bitrate: Optional[int] = None, preset: Optional[Preset] = None,
                  keyframe_interval: Optional[int] = None, audio_codec: Optional[AudioCodec] = "aac",
                  audio_bitrate: Optional[int] = None, memory_budget: Optional[MemorySize] = None,
-                 budget_scope: BudgetScope = "session", reconnect_attempts: int = 20, reconnect_delay: float = 2.0,
+                 budget_scope: BudgetScope = "session", reconnect_attempts: Optional[int] = None,
+                 reconnect_delay: Optional[float] = None,
                  adaptive_bitrate: bool = True, replay_seconds: int = 0, replay_dir: Optional[StrPath] = None,
                  backpressure: Backpressure = "drop", control: Optional[StrPath] = None,
                  on_event: Optional[Callable[[Event], None]] = None):
@@ -197,6 +207,10 @@ class Session:
         video_bitrate = 0 if video_bitrate is None else video_bitrate  # 0: the library's default for the size
         keyframe_interval = default(keyframe_interval, "keyframe_interval_seconds")
         preset = cast("Preset", t.default_preset.decode()) if preset is None else preset
+        if reconnect_attempts is None:
+            reconnect_attempts = int(t.reconnect_attempts.default)
+        if reconnect_delay is None:
+            reconnect_delay = float(t.reconnect_delay_default_seconds)
         if audio_bitrate is None:
             audio_bitrate = int((t.opus_bitrate_kbps if audio_codec == "opus" else t.aac_bitrate_kbps).default)
         self._describe = f"{width}x{height}@{fps}"
@@ -213,7 +227,7 @@ class Session:
 
             for name, value in (("width", width), ("height", height), ("fps", fps), ("video_bitrate", video_bitrate),
                                 ("keyframe_interval", keyframe_interval), ("audio_bitrate", audio_bitrate),
-                                ("replay_seconds", replay_seconds)):
+                                ("replay_seconds", replay_seconds), ("reconnect_attempts", reconnect_attempts)):
                 if not isinstance(value, int) or isinstance(value, bool):
                     raise InvalidValueError(f"{name} {value!r}: expected an integer", _abi.ERR_INVALID_ARGUMENT)
 
@@ -237,6 +251,10 @@ class Session:
                     f"budget_scope={budget_scope!r} needs a libbroadcastkit with {_abi.BUDGET_SCOPE_SYMBOL}, "
                     f"which {lib.path} ({lib.bk_version().decode()}) does not have: use a newer library, or leave "
                     "budget_scope at 'session'", _abi.ERR_CONFIGURATION)
+            if not isinstance(reconnect_delay, (int, float)) or isinstance(reconnect_delay, bool):
+                raise InvalidValueError(f"reconnect_delay {reconnect_delay!r}: expected a number of seconds",
+                                        _abi.ERR_INVALID_ARGUMENT)
+            # The library's ranges and words (bk_limits()->reconnect_*), as the CLI reports them.
             check(lib.bk_config_set_reconnect(cfg, reconnect_attempts, float(reconnect_delay)))
             check(lib.bk_config_set_adaptive_bitrate(cfg, 1 if adaptive_bitrate else 0))
             if backpressure not in _abi.BACKPRESSURE:
@@ -250,7 +268,7 @@ class Session:
                 if not key and not is_srt:
                     raise ConfigurationError("an RTMP url needs a stream key", _abi.ERR_CONFIGURATION)
                 key = key or ""  # srt://: the key only fills the stream id when the URL has none
-                check(lib.bk_config_add_rtmp(cfg, url.encode(), key.encode() if isinstance(key, str) else bytes(key)))
+                check(lib.bk_config_add_destination(cfg, url.encode(), key.encode() if isinstance(key, str) else bytes(key)))
                 self._destinations.append(_redacted(url))
             if record is not None:
                 check(lib.bk_config_add_file(cfg, str(record).encode()))
