@@ -161,13 +161,41 @@ package final class BitrateController: @unchecked Sendable {
     /// low (25% over it fails within a second under a throttle); a 25% step held is a link that
     /// returned, and 50% steps follow. (10% first cost the 500 ms tbf run 11 s to recover.)
     let pathClimbSteps = (0.25, 0.5)
+    /// While the path's measured rate (`pathLinkKbps`) stands, no probe goes past this much over it
+    /// (audio included): a ceiling measured low is found without a 25% step past the link (over
+    /// 1150 kbps through a 1200 kbit/s link for a second). A probe held at it shows a link that
+    /// carries more than it did full: it returned, and the large steps follow.
+    let pathProbeCapPercent = 12
+    /// A probe held this much over the path's measured rate clears it (the link returned).
+    let pathReturnPercent = 10
+    /// With the bottleneck in the path its rate is measured, not guessed: a congestion cuts to no
+    /// lower than this share of it (the byte counts' 70% put the target under 70% of the link).
+    let pathLowestFitFraction = 0.8
     /// Probes held in a row through the path (a failure or a congestion resets it).
     private var pathHeld = 0
+    /// What the path delivered when last full (kbit/s, audio included: the highest of the kernel's
+    /// delivery-rate samples over the last congested seconds); nil once a probe held well over it,
+    /// or when the bottleneck is not in the path. It bounds the probes (`pathProbeCapPercent`).
+    private(set) var pathLinkKbps: Int?
+    /// The current congestion episode began with a probe of ours over the link: its seconds of
+    /// loss repair are not the link (a 1200 kbit/s path measured 540-700 in them), so the
+    /// failed second's sample, taken with the path full, stays in the window.
+    private var probeEpisode = false
     /// The last congestion showed as a queue in the path (RTT growth): the bottleneck is before
     /// the TCP peer, so the RTT shows at once whether a probe fits, and the kernel's delivery
     /// rate measures the bottleneck. (A slow-reading peer or a relay behind it never shows so:
     /// its seconds keep the byte counts and the slow probes.)
     private(set) var bottleneckInPath = false
+    /// A far end whose receive window holds this many seconds at the current rate is read by its
+    /// window too (`readFarEnd`).
+    let deepPeerSeconds = 2
+    /// The far end's buffer grew by this much (ms at the current rate) over two seconds: a queue
+    /// builds there, a congestion although our own queue is empty.
+    let peerFillMs = 500
+    /// The largest window the followed peer advertised (its buffer empty), bytes; 0: unknown.
+    private var peerWindowMax = 0
+    /// What the far end held (ms at the current rate) one and two seconds ago.
+    private var peerBufferedMs = (0, 0)
     /// The followed destination's TCP_INFO at the previous tick, and which destination it was.
     private var lastLink: TCPLinkInfo?
     private var lastLinkIndex = -1
@@ -268,8 +296,10 @@ package final class BitrateController: @unchecked Sendable {
     /// received (`reportedKbps`, audio included, over the span of its latest report; nil: the
     /// transport does not learn it).
     /// `path`: the kernel's view of the path over the second (TCP transports; nil: none).
-    func adapt(sentKbps: Int, backlogMs backlog: Int, handedKbps: Int? = nil, peerEstimatedKbps: Int? = nil,
+    func adapt(sentKbps measured: Int, backlogMs queued: Int, handedKbps: Int? = nil, peerEstimatedKbps: Int? = nil,
                reportedKbps: Int? = nil, path: PathSample? = nil) {
+        var sentKbps = measured, backlog = queued
+        readFarEnd(path, sentKbps: &sentKbps, backlog: &backlog)
         if failedKbps != nil {
             secondsSinceFailure += 1
             if secondsSinceFailure >= failureMemorySeconds { failedKbps = nil }
@@ -284,7 +314,7 @@ package final class BitrateController: @unchecked Sendable {
         let episodeContinues = inEpisode
         inEpisode = false
         if probing {
-            probeHanded += handedKbps ?? sentKbps
+            probeHanded += handedKbps ?? measured
             probeDelivered += sentKbps
             probeSeconds += 1
         }
@@ -292,6 +322,7 @@ package final class BitrateController: @unchecked Sendable {
             // The first second of an episode counts alone, and leaves the window at the second:
             // it includes what the path's buffers took in as the queue built.
             episodeSeconds = episodeContinues ? episodeSeconds + 1 : 1
+            if !episodeContinues { probeEpisode = probing }
             // What the receiver says arrived, when it says: a loss fraction counted against this
             // second's bytes describes an earlier, higher rate (WHIP's cuts compounded to the floor).
             var sample = reportedKbps ?? sentKbps
@@ -299,7 +330,7 @@ package final class BitrateController: @unchecked Sendable {
                 // Once seen, the path's queue stays the explanation until a congested second
                 // shows none at all (a peer reading slowly: the queue is at its end).
                 if p.queueingMs >= pathQueueMs { bottleneckInPath = true }
-                if p.queueingMs < noPathQueueMs { bottleneckInPath = false }
+                if p.queueingMs < noPathQueueMs { bottleneckInPath = false; pathLinkKbps = nil }
                 if bottleneckInPath {
                     // The path's own queue is full: the kernel's delivery-rate sample is what the
                     // bottleneck carries (one second's acknowledged bytes swing 0.3-1.7x of it
@@ -311,7 +342,9 @@ package final class BitrateController: @unchecked Sendable {
                     if !episodeContinues { sample = max(sample, p.ackedKbps, (currentKbps + audioKbps) / 2) }
                 }
             }
-            if episodeSeconds <= 2 {
+            // The first second alone, then the next without it (it includes what the path's
+            // buffers took in); after a probe of ours through the path, the first is the link.
+            if episodeSeconds == 1 || (episodeSeconds == 2 && !(bottleneckInPath && probeEpisode)) {
                 congestedSent = (sample, sample, sample)
                 congestedSeconds = 1
             } else {
@@ -326,7 +359,11 @@ package final class BitrateController: @unchecked Sendable {
             // SlowLinkTest's at 1256 through a 1200 kbit/s link.
             let window = min(3, congestedSeconds)
             let (a, b, c) = congestedSent
-            let middle = window < 3 ? (window < 2 ? c : (b + c) / 2) : max(min(a, b), min(max(a, b), c))
+            // Through the path the delivery-rate samples are at most the link (the bottleneck
+            // delivers no faster) and fall under it while TCP repairs losses: the highest is the link.
+            let middle = bottleneckInPath ? max(a, b, c)
+                : window < 3 ? (window < 2 ? c : (b + c) / 2) : max(min(a, b), min(max(a, b), c))
+            if bottleneckInPath { pathLinkKbps = middle }
             let carried = min(targetKbps, max(floorKbps, middle - audioKbps))
             inEpisode = true
             calm = 0
@@ -342,6 +379,9 @@ package final class BitrateController: @unchecked Sendable {
             }
             // Already at rest or below and the queue shrinks: let it drain.
             if backlog < previous && currentKbps <= restLevel { return }
+            // Our probe's queue in the path, on a link that still carries the ceiling: rest drains
+            // it (a cut here put the 1200 kbit/s runs at 0.42-0.65 of the link).
+            if bottleneckInPath && probeEpisode && carried >= ceilingKbps && currentKbps <= restLevel { return }
             // What got through while the queue was full is what the link carries now, and a
             // congestion never raises the ceiling (only held probes do): a second's count can
             // include a burst into buffers.
@@ -354,8 +394,9 @@ package final class BitrateController: @unchecked Sendable {
             // WHIP's first congested second put it at 37% of the link).
             let queuedKbit = backlog * (currentKbps + audioKbps) / 1000
             let settle = Int(Double(ceilingKbps) * settleFraction)
+            let lowest = bottleneckInPath ? pathLowestFitFraction : lowestFitFraction
             let drain = episodeSeconds < 2 ? settle
-                : max(Int(Double(ceilingKbps) * lowestFitFraction), ceilingKbps - queuedKbit / drainSeconds)
+                : max(Int(Double(ceilingKbps) * lowest), ceilingKbps - queuedKbit / drainSeconds)
             let fit = max(floorKbps, min(settle, drain))
             if fit < currentKbps * 95 / 100 { apply(fit) }
             return
@@ -460,9 +501,11 @@ package final class BitrateController: @unchecked Sendable {
             ceilingKbps = max(ceilingKbps, currentKbps)
             failedKbps = nil
             endProbe(failed: false)
+            // Held well over what the path delivered full: the link returned (or grew).
+            if let l = pathLinkKbps, (currentKbps + audioKbps) * 100 >= l * (100 + pathReturnPercent) { pathLinkKbps = nil }
             pathHeld += 1
             let step = pathHeld >= 3 ? pathClimbStep : pathHeld == 2 ? pathClimbSteps.1 : pathClimbSteps.0
-            let next = min(limit, Int(Double(currentKbps) * (1 + step)))
+            let next = min(limit, pathCap, Int(Double(currentKbps) * (1 + step)))
             if next > currentKbps { startProbe(next) }
             return
         }
@@ -470,9 +513,42 @@ package final class BitrateController: @unchecked Sendable {
         if currentKbps < restLevel {
             apply(min(restLevel, currentKbps * 125 / 100 + 50))
         } else if calmSinceChange >= pathProbeIntervalSeconds {
-            let next = min(limit, Int(Double(max(ceilingKbps, currentKbps)) * (1 + pathProbeStep)))
+            let next = min(limit, pathCap, Int(Double(max(ceilingKbps, currentKbps)) * (1 + pathProbeStep)))
             if next > currentKbps { startProbe(next) }
         }
+    }
+
+    /// The highest probe while the path's measured rate stands (`pathProbeCapPercent` over it,
+    /// less audio); the target otherwise.
+    private var pathCap: Int {
+        guard let l = pathLinkKbps else { return targetKbps }
+        return max(floorKbps, l * (100 + pathProbeCapPercent) / 100 - audioKbps)
+    }
+
+    /// A far end whose receive buffer holds seconds (a relay, a server that reads slowly) takes in
+    /// everything until megabytes wait in it, and acknowledges it: our queue stays empty, and only
+    /// the window it advertises shows its reader falling behind. With such a window (at least
+    /// `deepPeerSeconds` of media), what the link carried is what the reader consumed (what was
+    /// acknowledged plus the window's growth: a probe into free buffer space no longer holds), and
+    /// a buffer that grew `peerFillMs` in two seconds counts as queued (a congestion) before our
+    /// own queue shows anything. A bottleneck in the path is read by the RTT instead.
+    private func readFarEnd(_ path: PathSample?, sentKbps: inout Int, backlog: inout Int) {
+        guard let p = path, let window = p.peerWindowBytes, !bottleneckInPath else {
+            peerWindowMax = 0
+            peerBufferedMs = (0, 0)
+            return
+        }
+        peerWindowMax = max(peerWindowMax, window)
+        let bytesPerSecond = max(1, (currentKbps + audioKbps) * 125)
+        guard peerWindowMax >= deepPeerSeconds * bytesPerSecond else {
+            peerBufferedMs = (0, 0)
+            return
+        }
+        sentKbps = max(0, sentKbps + p.windowGrowthKbps)
+        let buffered = (peerWindowMax - window) * 1000 / bytesPerSecond
+        let grew = buffered - peerBufferedMs.0
+        peerBufferedMs = (peerBufferedMs.1, buffered)
+        if grew >= peerFillMs { backlog += grew }
     }
 
     /// No probe goes past the target, the receiver's estimate, or a level that failed recently.
