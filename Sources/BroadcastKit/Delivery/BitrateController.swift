@@ -171,6 +171,8 @@ package final class BitrateController: @unchecked Sendable {
     /// With the bottleneck in the path its rate is measured, not guessed: a congestion cuts to no
     /// lower than this share of it (the byte counts' 70% put the target under 70% of the link).
     let pathLowestFitFraction = 0.8
+    /// Congested seconds after a probe of ours over the path that rest is left to drain.
+    let pathRepairSeconds = 4
     /// Probes held in a row through the path (a failure or a congestion resets it).
     private var pathHeld = 0
     /// What the path delivered when last full (kbit/s, audio included: the highest of the kernel's
@@ -189,13 +191,25 @@ package final class BitrateController: @unchecked Sendable {
     /// A far end whose receive window holds this many seconds at the current rate is read by its
     /// window too (`readFarEnd`).
     let deepPeerSeconds = 2
-    /// The far end's buffer grew by this much (ms at the current rate) over two seconds: a queue
-    /// builds there, a congestion although our own queue is empty.
-    let peerFillMs = 500
+    /// The far end's window shrank by this much (ms at the current rate, and at least
+    /// `peerFillBytes`) over two seconds: a queue builds there, a congestion although our own
+    /// queue is empty. (Linux advertises less than the free space of a large buffer, so the window
+    /// shows only part of what the buffer took in: a relay reading 1200 kbit/s while 1700 arrived
+    /// shrank it by ~40 KB a second.)
+    let peerFillMs = 250
+    let peerFillBytes = 64 << 10
+    /// A second whose far end kept filling counts as having carried no more than this share of
+    /// what was sent (the window's shrink understates the fill): each such second cuts by as much.
+    let peerFillCarriedPercent = 85
     /// The largest window the followed peer advertised (its buffer empty), bytes; 0: unknown.
     private var peerWindowMax = 0
-    /// What the far end held (ms at the current rate) one and two seconds ago.
-    private var peerBufferedMs = (0, 0)
+    /// The windows the peer advertised over the last `peerWindowSeconds` seconds, bytes, in a
+    /// ring (allocated once): a shrink over two seconds, or a slow one over all of them (a rest
+    /// level a little over what the reader takes: 8 KB a second through the relay), is a fill.
+    private var peerWindowRing: [Int]
+    private var peerWindowNext = 0
+    private var peerWindowCount = 0
+    let peerWindowSeconds = 10
     /// The followed destination's TCP_INFO at the previous tick, and which destination it was.
     private var lastLink: TCPLinkInfo?
     private var lastLinkIndex = -1
@@ -214,6 +228,7 @@ package final class BitrateController: @unchecked Sendable {
         currentKbps = targetKbps
         ceilingKbps = targetKbps
         probeInterval = probeIntervalSeconds
+        peerWindowRing = Array(repeating: 0, count: peerWindowSeconds)
     }
 
     /// How far the next probe goes above the held ceiling: two steps of 2.5% first (what a path's
@@ -359,10 +374,9 @@ package final class BitrateController: @unchecked Sendable {
             // SlowLinkTest's at 1256 through a 1200 kbit/s link.
             let window = min(3, congestedSeconds)
             let (a, b, c) = congestedSent
-            // Through the path the delivery-rate samples are at most the link (the bottleneck
-            // delivers no faster) and fall under it while TCP repairs losses: the highest is the link.
-            let middle = bottleneckInPath ? max(a, b, c)
-                : window < 3 ? (window < 2 ? c : (b + c) / 2) : max(min(a, b), min(max(a, b), c))
+            // (Through the path too: the kernel's delivery-rate samples fall under the link while
+            // TCP repairs losses and rise over it by a burst, 1243-1499 through 1200 kbit/s.)
+            let middle = window < 3 ? (window < 2 ? c : (b + c) / 2) : max(min(a, b), min(max(a, b), c))
             if bottleneckInPath { pathLinkKbps = middle }
             let carried = min(targetKbps, max(floorKbps, middle - audioKbps))
             inEpisode = true
@@ -379,9 +393,10 @@ package final class BitrateController: @unchecked Sendable {
             }
             // Already at rest or below and the queue shrinks: let it drain.
             if backlog < previous && currentKbps <= restLevel { return }
-            // Our probe's queue in the path, on a link that still carries the ceiling: rest drains
-            // it (a cut here put the 1200 kbit/s runs at 0.42-0.65 of the link).
-            if bottleneckInPath && probeEpisode && carried >= ceilingKbps && currentKbps <= restLevel { return }
+            // Our probe's queue in the path: rest drains it, and its seconds of loss repair (540-700
+            // through 1200 kbit/s) are not the link (a cut to them put the 1200 kbit/s runs at
+            // 0.42-0.65 of the link). A link that did slow down is still congested after that.
+            if bottleneckInPath && probeEpisode && episodeSeconds <= pathRepairSeconds && currentKbps <= restLevel { return }
             // What got through while the queue was full is what the link carries now, and a
             // congestion never raises the ceiling (only held probes do): a second's count can
             // include a burst into buffers.
@@ -530,25 +545,32 @@ package final class BitrateController: @unchecked Sendable {
     /// the window it advertises shows its reader falling behind. With such a window (at least
     /// `deepPeerSeconds` of media), what the link carried is what the reader consumed (what was
     /// acknowledged plus the window's growth: a probe into free buffer space no longer holds), and
-    /// a buffer that grew `peerFillMs` in two seconds counts as queued (a congestion) before our
-    /// own queue shows anything. A bottleneck in the path is read by the RTT instead.
+    /// a window that shrank `peerFillMs` in two seconds, or as much over `peerWindowSeconds`,
+    /// counts as queued (a congestion) before our own queue shows anything. A bottleneck in the
+    /// path is read by the RTT instead.
     private func readFarEnd(_ path: PathSample?, sentKbps: inout Int, backlog: inout Int) {
         guard let p = path, let window = p.peerWindowBytes, !bottleneckInPath else {
             peerWindowMax = 0
-            peerBufferedMs = (0, 0)
+            peerWindowCount = 0
             return
         }
         peerWindowMax = max(peerWindowMax, window)
         let bytesPerSecond = max(1, (currentKbps + audioKbps) * 125)
-        guard peerWindowMax >= deepPeerSeconds * bytesPerSecond else {
-            peerBufferedMs = (0, 0)
-            return
-        }
+        let n = peerWindowRing.count
+        // Two seconds ago, and the oldest kept (`peerWindowSeconds` ago once the ring is full).
+        let twoAgo = peerWindowCount >= 2 ? peerWindowRing[(peerWindowNext + n - 2) % n] : window
+        let oldest = peerWindowCount >= n ? peerWindowRing[peerWindowNext] : window
+        peerWindowRing[peerWindowNext] = window
+        peerWindowNext = (peerWindowNext + 1) % n
+        peerWindowCount = min(n, peerWindowCount + 1)
+        guard peerWindowMax >= deepPeerSeconds * bytesPerSecond else { return }
         sentKbps = max(0, sentKbps + p.windowGrowthKbps)
-        let buffered = (peerWindowMax - window) * 1000 / bytesPerSecond
-        let grew = buffered - peerBufferedMs.0
-        peerBufferedMs = (peerBufferedMs.1, buffered)
-        if grew >= peerFillMs { backlog += grew }
+        let shrank = max(twoAgo, oldest) - window
+        guard shrank >= peerFillBytes && shrank * 1000 / bytesPerSecond >= peerFillMs else { return }
+        backlog += shrank * 1000 / bytesPerSecond
+        sentKbps = min(sentKbps, (currentKbps + audioKbps) * peerFillCarriedPercent / 100)
+        // Later seconds are measured from here: this shrink is counted once.
+        peerWindowCount = 0
     }
 
     /// No probe goes past the target, the receiver's estimate, or a level that failed recently.
