@@ -127,6 +127,8 @@ package final class BitrateController: @unchecked Sendable {
     /// last: one second's count is bursty (socket and path buffers fill and flush), three are the
     /// link; only congested seconds count, when the queue kept the link busy.
     private var congestedSent = (0, 0, 0)
+    /// What the peer acknowledged in the same seconds (kbit/s; through the path only).
+    private var congestedAcked = (0, 0, 0)
     private var congestedSeconds = 0
     /// The ceiling when this congestion episode began: the episode's seconds may lower it, and
     /// a later, better-counted second of the same episode raises it back as far as this, no further.
@@ -158,9 +160,11 @@ package final class BitrateController: @unchecked Sendable {
     let pathProbeStep = 0.05
     let pathClimbStep = 0.5
     /// The steps after one and two held probes: a held 5% probe may only show a ceiling measured
-    /// low (25% over it fails within a second under a throttle); a 25% step held is a link that
-    /// returned, and 50% steps follow. (10% first cost the 500 ms tbf run 11 s to recover.)
-    let pathClimbSteps = (0.25, 0.5)
+    /// low (the 25% step over it reached 1243 through 1200 kbit/s: the path's rate measured at an
+    /// onset can be 20% high, so `pathProbeCapPercent` alone did not stop it; 12% stays under
+    /// 1150); a 12% step held is a link that returned, and 50% steps follow (from 995 the target
+    /// is at 2500 after four held probes, as with 25%).
+    let pathClimbSteps = (0.12, 0.5)
     /// While the path's measured rate (`pathLinkKbps`) stands, no probe goes past this much over it
     /// (audio included): a ceiling measured low is found without a 25% step past the link (over
     /// 1150 kbps through a 1200 kbit/s link for a second). A probe held at it shows a link that
@@ -192,7 +196,7 @@ package final class BitrateController: @unchecked Sendable {
     /// window too (`readFarEnd`).
     let deepPeerSeconds = 2
     /// The far end's window shrank by this much (ms at the current rate, and at least
-    /// `peerFillBytes`) over two seconds: a queue builds there, a congestion although our own
+    /// `peerFillBytes`) over three seconds (and still the next second): a queue builds there, a congestion although our own
     /// queue is empty. (Linux advertises less than the free space of a large buffer, so the window
     /// shows only part of what the buffer took in: a relay reading 1200 kbit/s while 1700 arrived
     /// shrank it by ~40 KB a second.)
@@ -204,7 +208,7 @@ package final class BitrateController: @unchecked Sendable {
     /// The largest window the followed peer advertised (its buffer empty), bytes; 0: unknown.
     private var peerWindowMax = 0
     /// The windows the peer advertised over the last `peerWindowSeconds` seconds, bytes, in a
-    /// ring (allocated once): a shrink over two seconds, or a slow one over all of them (a rest
+    /// ring (allocated once): a shrink over three seconds, or a slow one over all of them (a rest
     /// level a little over what the reader takes: 8 KB a second through the relay), is a fill.
     private var peerWindowRing: [Int]
     private var peerWindowNext = 0
@@ -366,6 +370,8 @@ package final class BitrateController: @unchecked Sendable {
                 congestedSent = (congestedSent.1, congestedSent.2, sample)
                 congestedSeconds += 1
             }
+            let acked = path?.ackedKbps ?? sentKbps
+            congestedAcked = congestedSeconds == 1 ? (acked, acked, acked) : (congestedAcked.1, congestedAcked.2, acked)
             if !episodeContinues { episodeBaseKbps = ceilingKbps }
             pathHeld = 0
             // The median of the window: one second's count is high or low by what crossed a tick
@@ -376,7 +382,15 @@ package final class BitrateController: @unchecked Sendable {
             let (a, b, c) = congestedSent
             // (Through the path too: the kernel's delivery-rate samples fall under the link while
             // TCP repairs losses and rise over it by a burst, 1243-1499 through 1200 kbit/s.)
-            let middle = window < 3 ? (window < 2 ? c : (b + c) / 2) : max(min(a, b), min(max(a, b), c))
+            var middle = window < 3 ? (window < 2 ? c : (b + c) / 2) : max(min(a, b), min(max(a, b), c))
+            if bottleneckInPath && !probeEpisode && window >= 2 {
+                // As the queue builds at an onset the samples ran 20-25% over the link (1373-1427
+                // through 1200 kbit/s with a 2000 ms queue): no more than 10% over what the peer
+                // acknowledged in those seconds.
+                let (x, y, z) = congestedAcked
+                let mean = window < 3 ? (y + z) / 2 : (x + y + z) / 3
+                middle = min(middle, mean * 110 / 100)
+            }
             if bottleneckInPath { pathLinkKbps = middle }
             let carried = min(targetKbps, max(floorKbps, middle - audioKbps))
             inEpisode = true
@@ -545,7 +559,7 @@ package final class BitrateController: @unchecked Sendable {
     /// the window it advertises shows its reader falling behind. With such a window (at least
     /// `deepPeerSeconds` of media), what the link carried is what the reader consumed (what was
     /// acknowledged plus the window's growth: a probe into free buffer space no longer holds), and
-    /// a window that shrank `peerFillMs` in two seconds, or as much over `peerWindowSeconds`,
+    /// a window that shrank `peerFillMs` in three seconds and kept it a second, or as much over `peerWindowSeconds`,
     /// counts as queued (a congestion) before our own queue shows anything. A bottleneck in the
     /// path is read by the RTT instead.
     private func readFarEnd(_ path: PathSample?, sentKbps: inout Int, backlog: inout Int) {
@@ -557,15 +571,18 @@ package final class BitrateController: @unchecked Sendable {
         peerWindowMax = max(peerWindowMax, window)
         let bytesPerSecond = max(1, (currentKbps + audioKbps) * 125)
         let n = peerWindowRing.count
-        // Two seconds ago, and the oldest kept (`peerWindowSeconds` ago once the ring is full).
-        let twoAgo = peerWindowCount >= 2 ? peerWindowRing[(peerWindowNext + n - 2) % n] : window
+        // One and three seconds ago, and the oldest kept (`peerWindowSeconds` ago once the ring is full).
+        let oneAgo = peerWindowCount >= 1 ? peerWindowRing[(peerWindowNext + n - 1) % n] : window
+        let threeAgo = peerWindowCount >= 3 ? peerWindowRing[(peerWindowNext + n - 3) % n] : window
         let oldest = peerWindowCount >= n ? peerWindowRing[peerWindowNext] : window
         peerWindowRing[peerWindowNext] = window
         peerWindowNext = (peerWindowNext + 1) % n
         peerWindowCount = min(n, peerWindowCount + 1)
         guard peerWindowMax >= deepPeerSeconds * bytesPerSecond else { return }
         sentKbps = max(0, sentKbps + p.windowGrowthKbps)
-        let shrank = max(twoAgo, oldest) - window
+        // Two seconds in a row under the reference: a reader that stalled for a moment (a busy
+        // machine) has its window back the next second; a filling buffer does not.
+        let shrank = max(threeAgo, oldest) - max(window, oneAgo)
         guard shrank >= peerFillBytes && shrank * 1000 / bytesPerSecond >= peerFillMs else { return }
         backlog += shrank * 1000 / bytesPerSecond
         sentKbps = min(sentKbps, (currentKbps + audioKbps) * peerFillCarriedPercent / 100)

@@ -174,6 +174,20 @@ import Testing
         #expect(c.currentKbps == target)
     }
 
+    /// A reader that stalls for a moment (a busy machine) has its window down for one second
+    /// and back the next: no fill, no cut.
+    @Test func aReaderThatStallsAMomentIsNoFill() {
+        let (c, _) = controller()
+        let whole = 4 << 20
+        for second in 0..<30 {
+            let window = second % 7 == 5 ? whole - (1 << 20) : whole
+            c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0,
+                    path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: 2, deliveryKbps: nil,
+                                     peerWindowBytes: window, windowGrowthKbps: 0))
+        }
+        #expect(c.currentKbps == target)
+    }
+
     /// A busy machine: the encoder sends half of any target, the path stays idle. That shows
     /// nothing of the link, so a probe does not hold and the target does not climb.
     @Test func aProbeTheEncoderDidNotFillDoesNotHold() {
