@@ -127,8 +127,6 @@ package final class BitrateController: @unchecked Sendable {
     /// last: one second's count is bursty (socket and path buffers fill and flush), three are the
     /// link; only congested seconds count, when the queue kept the link busy.
     private var congestedSent = (0, 0, 0)
-    /// What the peer acknowledged in the same seconds (kbit/s; through the path only).
-    private var congestedAcked = (0, 0, 0)
     private var congestedSeconds = 0
     /// The ceiling when this congestion episode began: the episode's seconds may lower it, and
     /// a later, better-counted second of the same episode raises it back as far as this, no further.
@@ -370,8 +368,7 @@ package final class BitrateController: @unchecked Sendable {
                 congestedSent = (congestedSent.1, congestedSent.2, sample)
                 congestedSeconds += 1
             }
-            let acked = path?.ackedKbps ?? sentKbps
-            congestedAcked = congestedSeconds == 1 ? (acked, acked, acked) : (congestedAcked.1, congestedAcked.2, acked)
+
             if !episodeContinues { episodeBaseKbps = ceilingKbps }
             pathHeld = 0
             // The median of the window: one second's count is high or low by what crossed a tick
@@ -382,15 +379,7 @@ package final class BitrateController: @unchecked Sendable {
             let (a, b, c) = congestedSent
             // (Through the path too: the kernel's delivery-rate samples fall under the link while
             // TCP repairs losses and rise over it by a burst, 1243-1499 through 1200 kbit/s.)
-            var middle = window < 3 ? (window < 2 ? c : (b + c) / 2) : max(min(a, b), min(max(a, b), c))
-            if bottleneckInPath && !probeEpisode && window >= 2 {
-                // As the queue builds at an onset the samples ran 20-25% over the link (1373-1427
-                // through 1200 kbit/s with a 2000 ms queue): no more than 10% over what the peer
-                // acknowledged in those seconds.
-                let (x, y, z) = congestedAcked
-                let mean = window < 3 ? (y + z) / 2 : (x + y + z) / 3
-                middle = min(middle, mean * 110 / 100)
-            }
+            let middle = window < 3 ? (window < 2 ? c : (b + c) / 2) : max(min(a, b), min(max(a, b), c))
             if bottleneckInPath { pathLinkKbps = middle }
             let carried = min(targetKbps, max(floorKbps, middle - audioKbps))
             inEpisode = true
