@@ -193,6 +193,7 @@ def run_episode(ep: Episode, workdir: Path, tag: str, broadcast_bin: Path = DEFA
                 key: str | None = None) -> tuple[list[Sample], dict]:
     """Runs one shaped episode in namespace `bkbr{tag}`; returns per-second samples and figures.
     Everything it starts (namespace, nginx, broadcast) is stopped by pid / name before it returns."""
+    workdir = workdir.resolve()  # nginx's prefix, pid and log paths
     workdir.mkdir(parents=True, exist_ok=True)
     ns = f"bkbr{tag}"
     subprocess.run(["ip", "netns", "del", ns], capture_output=True)
