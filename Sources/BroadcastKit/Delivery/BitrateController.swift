@@ -177,9 +177,9 @@ package final class BitrateController: @unchecked Sendable {
     let pathRepairSeconds = 4
     /// Probes held in a row through the path (a failure or a congestion resets it).
     private var pathHeld = 0
-    /// What the path delivered when full (kbit/s, audio included: the highest median of the
-    /// kernel's delivery-rate samples over congested seconds since the bottleneck showed in the
-    /// path); nil once a probe held well over it, or when the bottleneck is not in the path. It bounds the probes (`pathProbeCapPercent`).
+    /// What the path delivered when last full (kbit/s, audio included: the median of the kernel's
+    /// delivery-rate samples over the last congested seconds); nil once a probe held well over it,
+    /// or when the bottleneck is not in the path. It bounds the probes (`pathProbeCapPercent`).
     private(set) var pathLinkKbps: Int?
     /// The current congestion episode began with a probe of ours over the link: its seconds of
     /// loss repair are not the link (a 1200 kbit/s path measured 540-700 in them), so the
@@ -193,6 +193,10 @@ package final class BitrateController: @unchecked Sendable {
     /// A far end whose receive window holds this many seconds at the current rate is read by its
     /// window too (`readFarEnd`).
     let deepPeerSeconds = 2
+    /// ...and at least this many bytes: megabytes, as a relay's or a slow server's buffer. A
+    /// server that reads at once (nginx-rtmp: its autotuned window 0.4-1.3 MB on loopback) is
+    /// left to the RTT and the byte counts.
+    let deepPeerWindowBytes = 4 << 20
     /// The far end's window shrank by this much (ms at the current rate, and at least
     /// `peerFillBytes`) over three seconds (and still the next second): a queue builds there, a congestion although our own
     /// queue is empty. (Linux advertises less than the free space of a large buffer, so the window
@@ -380,12 +384,11 @@ package final class BitrateController: @unchecked Sendable {
             // (Through the path too: the kernel's delivery-rate samples fall under the link while
             // TCP repairs losses and rise over it by a burst, 1243-1499 through 1200 kbit/s.)
             let middle = window < 3 ? (window < 2 ? c : (b + c) / 2) : max(min(a, b), min(max(a, b), c))
-            // The highest the path measured while it stays the bottleneck: a probe episode's
-            // median ran 10% under the link (1015 through 1200 kbit/s), and a held probe 10% over
-            // that read as a link that returned (a 50% step to 1513).
             // (Not an onset's first second: it counts at least half of what was sent, 1314 for
-            // 2500 kbps, and acknowledgements of what was in flight put it at 1818.)
-            if bottleneckInPath && (episodeSeconds >= 2 || probeEpisode) { pathLinkKbps = max(pathLinkKbps ?? 0, middle) }
+            // 2500 kbps, and acknowledgements of what was in flight put it at 1818. The highest
+            // median instead of the latest made the climb after the link's return a step longer:
+            // 10.1 s in run.py -k test_bitrate_shaped.)
+            if bottleneckInPath && (episodeSeconds >= 2 || probeEpisode) { pathLinkKbps = middle }
             let carried = min(targetKbps, max(floorKbps, middle - audioKbps))
             inEpisode = true
             calm = 0
@@ -572,7 +575,7 @@ package final class BitrateController: @unchecked Sendable {
         peerWindowRing[peerWindowNext] = window
         peerWindowNext = (peerWindowNext + 1) % n
         peerWindowCount = min(n, peerWindowCount + 1)
-        guard peerWindowMax >= deepPeerSeconds * bytesPerSecond else { return }
+        guard peerWindowMax >= max(deepPeerWindowBytes, deepPeerSeconds * bytesPerSecond) else { return }
         sentKbps = max(0, sentKbps + p.windowGrowthKbps)
         // Two seconds in a row under the reference: a reader that stalled for a moment (a busy
         // machine) has its window back the next second; a filling buffer does not.
