@@ -531,7 +531,7 @@ package final class BitrateController: @unchecked Sendable {
             if let l = pathLinkKbps, (currentKbps + audioKbps) * 100 >= l * (100 + pathReturnPercent) { pathLinkKbps = nil }
             pathHeld += 1
             let step = pathHeld >= 3 ? pathClimbStep : pathHeld == 2 ? pathClimbSteps.1 : pathClimbSteps.0
-            let next = min(limit, pathCap, Int(Double(currentKbps) * (1 + step)))
+            let next = min(limit, capped(Int(Double(currentKbps) * (1 + step))))
             if next > currentKbps { startProbe(next) }
             return
         }
@@ -539,9 +539,16 @@ package final class BitrateController: @unchecked Sendable {
         if currentKbps < restLevel {
             apply(min(restLevel, currentKbps * 125 / 100 + 50))
         } else if calmSinceChange >= pathProbeIntervalSeconds {
-            let next = min(limit, pathCap, Int(Double(max(ceilingKbps, currentKbps)) * (1 + pathProbeStep)))
+            let next = min(limit, capped(Int(Double(max(ceilingKbps, currentKbps)) * (1 + pathProbeStep))))
             if next > currentKbps { startProbe(next) }
         }
+    }
+
+    /// `kbps` no higher than `pathCap`, but always one `pathProbeStep` over the current target: a
+    /// rate measured low must not stop the probes (the target stayed at 901 through the 2000 ms
+    /// run and after the link returned), and a probe held over it clears it.
+    private func capped(_ kbps: Int) -> Int {
+        max(min(kbps, pathCap), Int(Double(currentKbps) * (1 + pathProbeStep)))
     }
 
     /// The highest probe while the path's measured rate stands (`pathProbeCapPercent` over it,

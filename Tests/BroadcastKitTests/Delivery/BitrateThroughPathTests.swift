@@ -137,6 +137,32 @@ import Testing
         #expect(levels.min()! >= Int(Double(ceiling) * c.returnFraction) - 1, "\(levels)")
     }
 
+    /// A probe episode whose seconds of loss repair measure the path far under the ceiling: the
+    /// probes go on (one 5% step at least), and once the link returns the target climbs back
+    /// (a cap from that rate under the rest level froze the target at 901 for good).
+    @Test func aPathRateMeasuredLowNeverStopsTheProbes() {
+        let (c, _) = controller()
+        congest(c)
+        let link = 1100 - audio
+        var guardSeconds = 0
+        while c.currentKbps <= link && guardSeconds < 30 {
+            c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0,
+                    path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: 30, deliveryKbps: nil))
+            guardSeconds += 1
+        }
+        for backlog in [400, 420, 440] {
+            c.adapt(sentKbps: 600, backlogMs: backlog, path: PathSample(ackedKbps: 600, queueingMs: 300, deliveryKbps: 600))
+        }
+        #expect((c.pathLinkKbps ?? 0) <= 600, "\(String(describing: c.pathLinkKbps))")
+        var seconds = 0
+        while c.currentKbps < target * 8 / 10 && seconds < 30 {
+            c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0,
+                    path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: 0, deliveryKbps: nil))
+            seconds += 1
+        }
+        #expect(seconds <= 15, "back at 80% of the configured rate after \(seconds) s: \(c.currentKbps)")
+    }
+
     /// A far end whose buffer holds seconds (a relay reading 1200 kbit/s into 4 MB): it
     /// acknowledges everything and our own queue stays empty; only its window shrinks. The target
     /// comes under what its reader consumes within seconds, and probes into the free buffer space
