@@ -79,6 +79,141 @@ import Testing
         #expect(seconds <= 10, "back at 80% of the configured rate after \(seconds) s")
     }
 
+    /// A ceiling measured low under a steady throttle: the small probes hold, and the climb after
+    /// them stops a little over what the path delivered full (the 25% step went over 1150 kbps
+    /// through a 1200 kbit/s link for a second). Every probe past the link fails within a second.
+    @Test func aCeilingMeasuredLowClimbsNoFurtherThanJustPastThePath() throws {
+        let (c, _) = controller()
+        // The path delivered 1000 full (two seconds of loss repair), then carries 1100.
+        c.adapt(sentKbps: 600, backlogMs: 900, path: PathSample(ackedKbps: 600, queueingMs: 600, deliveryKbps: 540))
+        c.adapt(sentKbps: 700, backlogMs: 1200, path: PathSample(ackedKbps: 700, queueingMs: 600, deliveryKbps: 1000))
+        let measured = try #require(c.pathLinkKbps)
+        let link = 1100 - audio
+        var levels: [Int] = []
+        for _ in 0..<60 {
+            let over = c.currentKbps > link
+            let carried = min(c.currentKbps, link) + audio
+            c.adapt(sentKbps: carried, backlogMs: over ? 150 : 0,
+                    path: PathSample(ackedKbps: carried, queueingMs: over ? 90 : 30, deliveryKbps: over ? 1100 : nil))
+            levels.append(c.currentKbps)
+        }
+        // The path measured full again when a probe went over it: the cap follows the link.
+        #expect(c.pathLinkKbps.map { $0 >= measured } ?? false)
+        // Issue 38's band under a 1200 kbit/s link (this path carries 1100 with the audio): 1150.
+        #expect(levels.max()! <= 1150, "no probe past the band: \(levels)")
+        var run = 0, longest = 0
+        for l in levels { run = l > link ? run + 1 : 0; longest = max(longest, run) }
+        #expect(longest <= 1, "a failed probe costs one second above the link: \(levels)")
+        #expect(levels.dropFirst(20).min()! >= Int(0.85 * Double(link)), "\(levels)")
+    }
+
+    /// A probe over the link that fills the path's queue past the congestion threshold: the
+    /// seconds of loss repair after it measure 540-700 through 1200 kbit/s. The target goes back to
+    /// rest and stays there while the queue drains; the ceiling is not cut to the repair's rate
+    /// (that sank the target to 0.42-0.65 of the link).
+    @Test func aFailedProbesLossRepairIsNotTheLink() {
+        let (c, _) = controller()
+        congest(c)
+        let link = 1100 - audio
+        // Calm at rest until a probe goes over the link.
+        var guardSeconds = 0
+        while c.currentKbps <= link && guardSeconds < 30 {
+            c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0,
+                    path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: 30, deliveryKbps: nil))
+            guardSeconds += 1
+        }
+        #expect(c.probing && c.currentKbps > link, "a probe over the link: \(c.currentKbps)")
+        let ceiling = c.ceilingKbps
+        // The probe's queue: congested with the path full, then two seconds of loss repair while the
+        // queue hovers, then it drains.
+        c.adapt(sentKbps: 1100, backlogMs: 450, path: PathSample(ackedKbps: 1100, queueingMs: 400, deliveryKbps: 1100))
+        var levels = [c.currentKbps]
+        for (backlog, delivered) in [(460, 600), (470, 650), (420, 900), (330, 1000), (200, 1100)] {
+            c.adapt(sentKbps: delivered, backlogMs: backlog,
+                    path: PathSample(ackedKbps: delivered, queueingMs: backlog, deliveryKbps: delivered))
+            levels.append(c.currentKbps)
+        }
+        #expect(c.ceilingKbps == ceiling, "\(c.ceilingKbps) vs \(ceiling)")
+        #expect(levels.min()! >= Int(Double(ceiling) * c.returnFraction) - 1, "\(levels)")
+    }
+
+    /// A probe episode whose seconds of loss repair measure the path far under the ceiling: the
+    /// probes go on (one 5% step at least), and once the link returns the target climbs back
+    /// (a cap from that rate under the rest level froze the target at 901 for good).
+    @Test func aPathRateMeasuredLowNeverStopsTheProbes() {
+        let (c, _) = controller()
+        congest(c)
+        let link = 1100 - audio
+        var guardSeconds = 0
+        while c.currentKbps <= link && guardSeconds < 30 {
+            c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0,
+                    path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: 30, deliveryKbps: nil))
+            guardSeconds += 1
+        }
+        for backlog in [400, 420, 440] {
+            c.adapt(sentKbps: 600, backlogMs: backlog, path: PathSample(ackedKbps: 600, queueingMs: 300, deliveryKbps: 600))
+        }
+        #expect((c.pathLinkKbps ?? 0) <= 600, "\(String(describing: c.pathLinkKbps))")
+        var seconds = 0
+        while c.currentKbps < target * 8 / 10 && seconds < 30 {
+            c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0,
+                    path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: 0, deliveryKbps: nil))
+            seconds += 1
+        }
+        #expect(seconds <= 15, "back at 80% of the configured rate after \(seconds) s: \(c.currentKbps)")
+    }
+
+    /// A far end whose buffer holds seconds (a relay reading 1200 kbit/s into 4 MB): it
+    /// acknowledges everything and our own queue stays empty; only its window shrinks. The target
+    /// comes under what its reader consumes within seconds, and probes into the free buffer space
+    /// do not hold (they climbed to 2440 and the buffer's filling then sank the target to the floor).
+    @Test func aFarEndThatBuffersSecondsIsReadByItsWindow() {
+        let (c, _) = controller()
+        let read = 1200, empty = 4 << 20
+        var window = empty
+        var levels: [Int] = []
+        for second in 0..<90 {
+            let sent = c.currentKbps + audio
+            let growth = second == 0 ? 0 : max(-window, min(empty - window, (read - sent) * 125)) / 125
+            window += growth * 125
+            c.adapt(sentKbps: sent, backlogMs: 0,
+                    path: PathSample(ackedKbps: sent, queueingMs: 2, deliveryKbps: nil, peerWindowBytes: window,
+                                     windowGrowthKbps: growth))
+            levels.append(c.currentKbps)
+        }
+        #expect(!c.bottleneckInPath)
+        #expect(levels.prefix(4).contains { $0 + audio < read }, "cut before our queue shows anything: \(levels)")
+        let settled = levels.dropFirst(10)
+        #expect(settled.min()! >= Int(0.7 * Double(read - audio)), "\(levels)")
+        #expect(settled.max()! <= (read - audio) * 105 / 100, "no probe climbs into the buffer: \(levels) \(window)")
+        #expect(window > empty / 2, "the far end's buffer drains: \(window)")
+    }
+
+    /// A peer that reads at once (its window stays whole) is read as before: the window says nothing.
+    @Test func aPeerThatReadsAtOnceKeepsTheByteCounts() {
+        let (c, _) = controller()
+        for _ in 0..<20 {
+            c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0,
+                    path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: 2, deliveryKbps: nil,
+                                     peerWindowBytes: 4 << 20, windowGrowthKbps: 0))
+        }
+        #expect(c.currentKbps == target)
+    }
+
+    /// A reader that stalls for a moment (a busy machine) has its window down for one second
+    /// and back the next: no fill, no cut.
+    @Test func aReaderThatStallsAMomentIsNoFill() {
+        let (c, _) = controller()
+        let whole = 4 << 20
+        for second in 0..<30 {
+            let window = second % 7 == 5 ? whole - (1 << 20) : whole
+            c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0,
+                    path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: 2, deliveryKbps: nil,
+                                     peerWindowBytes: window, windowGrowthKbps: 0))
+        }
+        #expect(c.currentKbps == target)
+    }
+
     /// A busy machine: the encoder sends half of any target, the path stays idle. That shows
     /// nothing of the link, so a probe does not hold and the target does not climb.
     @Test func aProbeTheEncoderDidNotFillDoesNotHold() {
@@ -129,5 +264,6 @@ import Testing
         #expect(info.bytesAcked >= 10_000, "\(info)")
         #expect(info.minRttMicros <= info.rttMicros || info.rttMicros == 0, "\(info)")
         #expect(info.queueingMs < 1000, "\(info)")
+        #expect((info.peerWindowBytes ?? 0) > 0, "the peer's advertised window (Linux 5.4 on): \(info)")
     }
 }
