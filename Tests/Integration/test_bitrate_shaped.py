@@ -78,7 +78,7 @@ class ShapedLinkBitrateTest(BroadcastTestCase):
         # Not asserted (issue 38's band, met on a quiet machine by `scripts/bench --sections shaped`
         # but not yet beside other tests, see docs/bitrate-control.md): every second within
         # 500-1150 kbps, x1.5 at most, and >= 70% of the link 10 s after the onset. In the CI
-        # rehearsal at 20b7eba, beside other tests: 2000 ms 0.39 of the link at onset + 10 s (427
+        # rehearsal at 6f28867, beside other tests: 2000 ms 0.39 of the link at onset + 10 s (427
         # kbps) and held probes taken for the link's return stepping to 1354-1494; 500 ms 1161 and
         # 1554 at onset + 12 and + 24 s.
         # Once settled, at most 1% of the frames dropped for congestion (the onset's own drops,
