@@ -17,15 +17,6 @@ Figures (printed as JSON, and written to OUT/figures.json):
 
 Run as root: tools/bitrate_shaped.py --latency 500ms --out /tmp/b500 [--plot]
 (`--rate 800kbit --onset 20 --release 50 --duration 80` for the 800 kbit/s episode.)
-
-`--relay` shapes no link: the run goes through a TCP relay in the namespace that reads what it
-receives at RATE from --onset to --release (unlimited before and after) and forwards it to nginx.
-Its receive buffer holds megabytes (SO_RCVBUFFORCE, --relay-buffer), so the sender's own queue
-stays empty until that much is buffered: a far end whose buffers hold seconds, the queue at the
-peer, not in the path (a stand-in: docs/TEST-DEBTS.md). The "link" is then what the relay read.
-
-Each second the tool also records the sender's TCP_INFO as `ss -tin` shows it (delivery rate,
-app-limited, RTT, unacked) in samples.json, for reading the controller's inputs next to its target.
 The integration test Tests/Integration/test_bitrate_shaped.py uses `run_episode` from here.
 """
 
@@ -71,8 +62,6 @@ class Episode:
     res: str = "720p"
     video_kbps: int = 2500
     extra_args: list[str] = field(default_factory=list)
-    relay: bool = False          # a slow-reading relay at `rate` instead of the tbf (module doc)
-    relay_buffer: int = 8 << 20  # the relay's receive buffer, bytes
 
 
 @dataclass
@@ -86,11 +75,7 @@ class Sample:
     cpu_drops: int     # encoder_busy drops so far (the machine, not the link)
     frames: int        # video_frames_encoded + drops so far (frames produced)
     shaped: bool
-    tcp: dict = field(default_factory=dict)  # the sender's `ss -tin` fields at that second
 
-
-# Issue 38's band for the target once settled (t = 50-140 s of the 120 s episodes), kbps.
-BAND_KBPS = (500, 1150)
 
 # The drop reasons of the send queue's congestion policy (see CongestionPolicy).
 CONGESTION_DROPS = ("congestion_p_frame", "congestion_until_idr", "queue_full")
@@ -105,100 +90,15 @@ def _link_bytes(ns: str) -> int | None:
         return None
 
 
-def _tcp_info(ns: str, port: int) -> dict:
-    """The broadcast's connection to `port` as `ss -tin` shows it: a few TCP_INFO fields."""
-    out = sh("ip", "netns", "exec", ns, "ss", "-Htin", "state", "established", f"( dport = :{port} )")
-    info: dict = {}
-    for key, pat in (("rtt_ms", r"\brtt:([\d.]+)/"), ("minrtt_ms", r"\bminrtt:([\d.]+)"),
-                     ("delivery_kbps", r"\bdelivery_rate (\d+(?:\.\d+)?)([KMG]?)bps"),
-                     ("unacked", r"\bunacked:(\d+)"), ("notsent", r"\bnotsent:(\d+)"),
-                     ("bytes_acked", r"\bbytes_acked:(\d+)"), ("cwnd", r"\bcwnd:(\d+)"),
-                     ("snd_wnd", r"\bsnd_wnd:(\d+)")):
-        m = re.search(pat, out)
-        if not m:
-            continue
-        if key == "delivery_kbps":
-            info[key] = round(float(m.group(1)) * {"": 1e-3, "K": 1, "M": 1e3, "G": 1e6}[m.group(2)], 1)
-        else:
-            info[key] = float(m.group(1))
-    info["app_limited"] = "app_limited" in out
-    return info
-
-
-class _Relay:
-    """The slow-reading far end (see the module doc): a thread per direction, client to nginx
-    read at `kbps` while `active()`; started in the namespace by `relay-serve`."""
-
-    def __init__(self, listen: int, target: int, kbps: float, buffer: int, t_on: float, t_off: float):
-        import socket
-        import threading
-        self.socket, self.threading = socket, threading
-        self.target, self.rate = target, kbps * 1000 / 8
-        self.t0, self.t_on, self.t_off = time.monotonic(), t_on, t_off
-        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        # Before listen(): accepted sockets inherit it and the window scale is fixed then.
-        # SO_RCVBUFFORCE (root) passes net.core.rmem_max.
-        self.listener.setsockopt(socket.SOL_SOCKET, 33, buffer)
-        self.listener.bind(("127.0.0.1", listen))
-        self.listener.listen(4)
-
-    def active(self) -> bool:
-        return self.t_on <= time.monotonic() - self.t0 < self.t_off
-
-    def pump(self, src, dst, slow: bool) -> None:
-        tokens, last = 0.0, time.monotonic()
-        try:
-            while True:
-                data = src.recv(4096)
-                if not data:
-                    break
-                if slow:
-                    # No further read until this chunk is paid for: the rest waits in our
-                    # receive buffer, megabytes before the sender's own socket fills.
-                    while self.active():
-                        now = time.monotonic()
-                        tokens, last = min(8192.0, tokens + (now - last) * self.rate), now
-                        if tokens >= len(data):
-                            tokens -= len(data)
-                            break
-                        time.sleep(min(0.02, (len(data) - tokens) / self.rate))
-                    else:
-                        tokens, last = 0.0, time.monotonic()
-                dst.sendall(data)
-        except OSError as e:
-            print(f"relay: {'client' if slow else 'server'} side: {e}", file=sys.stderr, flush=True)
-        finally:
-            print(f"relay: {'client' if slow else 'server'} side ends", file=sys.stderr, flush=True)
-            for s in (src, dst):
-                try:
-                    s.shutdown(self.socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def serve(self) -> None:
-        print("listening", flush=True)
-        while True:
-            client, _ = self.listener.accept()
-            server = self.socket.create_connection(("127.0.0.1", self.target), 10)
-            server.settimeout(None)
-            self.threading.Thread(target=self.pump, args=(client, server, True), daemon=True).start()
-            self.threading.Thread(target=self.pump, args=(server, client, False), daemon=True).start()
-
-
-RELAY_PORT = 1936
-
-
 def run_episode(ep: Episode, workdir: Path, tag: str, broadcast_bin: Path = DEFAULT_BIN,
                 key: str | None = None) -> tuple[list[Sample], dict]:
     """Runs one shaped episode in namespace `bkbr{tag}`; returns per-second samples and figures.
     Everything it starts (namespace, nginx, broadcast) is stopped by pid / name before it returns."""
-    workdir = workdir.resolve()  # nginx's prefix, pid and log paths
     workdir.mkdir(parents=True, exist_ok=True)
     ns = f"bkbr{tag}"
     subprocess.run(["ip", "netns", "del", ns], capture_output=True)
     sh("ip", "netns", "add", ns)
-    nginx = proc = relay = None
+    nginx = proc = None
     try:
         sh("ip", "-n", ns, "link", "set", "lo", "mtu", "1500")
         sh("ip", "-n", ns, "link", "set", "lo", "up")
@@ -222,15 +122,6 @@ def run_episode(ep: Episode, workdir: Path, tag: str, broadcast_bin: Path = DEFA
             if time.monotonic() > deadline:
                 raise RuntimeError("nginx does not listen after 10 s")
             time.sleep(0.05)
-        port = 1935
-        if ep.relay:
-            relay = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, str(Path(__file__).resolve()),
-                                      "relay-serve", str(RELAY_PORT), "1935", str(parse_rate_kbit(ep.rate)),
-                                      str(ep.relay_buffer), str(ep.onset_s), str(ep.release_s)],
-                                     stdout=subprocess.PIPE, stderr=(workdir / "relay.txt").open("w"), text=True)
-            if relay.stdout.readline().strip() != "listening":
-                raise RuntimeError("the relay did not start")
-            port = RELAY_PORT
         stats = workdir / "stats.jsonl"
         stats.unlink(missing_ok=True)
         err = workdir / "stderr.txt"
@@ -238,36 +129,25 @@ def run_episode(ep: Episode, workdir: Path, tag: str, broadcast_bin: Path = DEFA
         with err.open("wb") as e:
             proc = subprocess.Popen(["ip", "netns", "exec", ns, "env", f"STREAM_KEY={key}", str(broadcast_bin),
                                      "--source", "test", "--res", ep.res, "--video-bitrate", str(ep.video_kbps),
-                                     "--duration", str(int(ep.duration_s)), "--url", f"rtmp://127.0.0.1:{port}/live",
+                                     "--duration", str(int(ep.duration_s)), "--url", "rtmp://127.0.0.1:1935/live",
                                      "--stats-json", str(stats), "--reconnect-attempts", "0", *ep.extra_args],
                                     stdout=subprocess.DEVNULL, stderr=e)
         start = time.monotonic()
-        link: list[tuple[float, int]] = []   # (seconds since start, loopback tx bytes or relay's forwarded bytes)
+        link: list[tuple[float, int]] = []   # (seconds since start, loopback tx bytes)
         shaped_span = (ep.onset_s, ep.release_s)
         state = "free"
         shape = ["tbf", "rate", ep.rate, "burst", ep.burst, "latency", ep.latency]
-        tcp: list[tuple[float, dict]] = []  # (seconds since start, the sender's TCP_INFO)
-        next_tcp = 0.0
         while proc.poll() is None:
             now = time.monotonic() - start
-            if ep.relay:
-                pass  # the relay keeps its own schedule (started with the run, within ~0.1 s)
-            elif state == "free" and now >= shaped_span[0]:
+            if state == "free" and now >= shaped_span[0]:
                 sh("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", *shape)
                 state = "shaped"
             elif state == "shaped" and now >= shaped_span[1]:
                 sh("ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", "lo", "root")
                 state = "released"
-            # The link: what the loopback transmitted, or what the relay forwarded to nginx.
-            b = _tcp_info(ns, 1935).get("bytes_acked") if ep.relay else _link_bytes(ns)
+            b = _link_bytes(ns)
             if b is not None:
                 link.append((now, b))
-            if now >= next_tcp:
-                next_tcp = now + 1.0
-                try:
-                    tcp.append((now, _tcp_info(ns, port)))
-                except subprocess.SubprocessError:
-                    pass
             time.sleep(0.25)
             if now > ep.duration_s + 30:
                 proc.kill()
@@ -281,15 +161,9 @@ def run_episode(ep: Episode, workdir: Path, tag: str, broadcast_bin: Path = DEFA
         if nginx is not None:
             nginx.kill()
             nginx.wait(timeout=10)
-        if relay is not None:
-            relay.kill()
-            relay.wait(timeout=10)
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
     lines = [json.loads(l) for l in stats.read_text().splitlines() if l.strip()]
     samples = _samples(lines, link, ep)
-    for s in samples:
-        near = [d for t, d in tcp if t <= s.t]
-        s.tcp = near[-1] if near else {}
     figures = figures_of(samples, ep)
     figures["exit_code"] = code
     figures["stderr_tail"] = text[-2000:]
@@ -348,10 +222,6 @@ def figures_of(samples: list[Sample], ep: Episode) -> dict:
     recovery_s = next((round(s.t - off, 1) for s in after if s.target >= 0.8 * ep.video_kbps), None)
     before = [s.kbps for s in samples if on - 15 <= s.t < on]
     last15 = [s.kbps for s in samples if s.t >= samples[-1].t - 15] if samples else []
-    # The issue's band for the settled window (from 30 s after the onset): 500-1150 kbps.
-    out_of_band = [s for s in settle_window if not BAND_KBPS[0] <= s.target <= BAND_KBPS[1]]
-    settled_drops = (settle_window[-1].drops - settle_window[0].drops) if len(settle_window) > 1 else 0
-    settled_frames = (settle_window[-1].frames - settle_window[0].frames) if len(settle_window) > 1 else 0
     produced = samples[-1].frames if samples else 0
     drops = samples[-1].drops if samples else 0
     shaped_drops = (shaped[-1].drops - shaped[0].drops) if shaped else 0
@@ -365,10 +235,6 @@ def figures_of(samples: list[Sample], ep: Episode) -> dict:
         "band_max": max(targets) if targets else None,
         "band_median": statistics.median(targets) if targets else None,
         "band_ratio": round(max(targets) / max(1, min(targets)), 2) if targets else None,
-        "band_out_seconds": len(out_of_band),
-        "band_out": [[round(s.t), s.target] for s in out_of_band][:20],
-        "settled_drops": settled_drops, "settled_frames": settled_frames,
-        "settled_drop_share": round(settled_drops / settled_frames, 4) if settled_frames else None,
         "floor_seconds": sum(1 for s in shaped if s.target <= max(150, ep.video_kbps // 8)),
         "congestion_drops": drops, "congestion_drops_while_shaped": shaped_drops, "frames": produced,
         "encoder_busy_drops": samples[-1].cpu_drops if samples else 0,
@@ -376,7 +242,6 @@ def figures_of(samples: list[Sample], ep: Episode) -> dict:
         "recovery_s": recovery_s,
         "kbps_before": round(statistics.mean(before), 1) if before else None,
         "kbps_last15": round(statistics.mean(last15), 1) if last15 else None,
-        "last15_vs_before": round(statistics.mean(last15) / statistics.mean(before), 2) if before and last15 else None,
     }
 
 
@@ -408,11 +273,6 @@ def plot(samples: list[Sample], ep: Episode, path: Path, title: str) -> bool:
 
 
 def main() -> int:
-    if len(sys.argv) == 8 and sys.argv[1] == "relay-serve":
-        # In the namespace, for --relay: LISTEN TARGET KBPS BUFFER ONSET RELEASE.
-        _, _, listen, target, kbps, buffer, t_on, t_off = sys.argv
-        _Relay(int(listen), int(target), float(kbps), int(buffer), float(t_on), float(t_off)).serve()
-        return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rate", default="1200kbit")
     ap.add_argument("--latency", default="500ms")
@@ -422,15 +282,13 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--bin", type=Path, default=DEFAULT_BIN)
     ap.add_argument("--plot", action="store_true")
-    ap.add_argument("--relay", action="store_true", help="a slow-reading relay at --rate instead of the tbf")
     a = ap.parse_args()
     # A SIGTERM ends the run through run_episode's cleanup (broadcast, nginx, the namespace).
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     if os.geteuid() != 0:
         print("needs root (network namespace, tc)", file=sys.stderr)
         return 2
-    ep = Episode(rate=a.rate, latency=a.latency, onset_s=a.onset, release_s=a.release, duration_s=a.duration,
-                 relay=a.relay)
+    ep = Episode(rate=a.rate, latency=a.latency, onset_s=a.onset, release_s=a.release, duration_s=a.duration)
     samples, figures = run_episode(ep, a.out, f"t{os.getpid()}", a.bin)
     if a.plot:
         plot(samples, ep, a.out / "target_vs_link.png", f"tbf {a.rate}, latency {a.latency}")

@@ -158,35 +158,6 @@ def plots(r: dict, outdir: Path) -> list[str]:
         fig.savefig(outdir / "levers.png", dpi=100)
         plt.close(fig)
         made.append("levers.png")
-    made += shaped_plots(r, outdir, plt)
-    return made
-
-
-def shaped_plots(r: dict, outdir: Path, plt) -> list[str]:
-    """Issue 38: the target against what the link delivered, per shaped run (shaped_SLUG.png)."""
-    made = []
-    for slug, run in ((r.get("shaped") or {}).get("runs") or {}).items():
-        series, fig_ = run.get("series") or [], run["figures"]
-        if not series:
-            continue
-        t = [x[0] for x in series]
-        fig, ax = plt.subplots(figsize=(9, 4))
-        ax.plot(t, [x[2] for x in series], label="link delivered (kbit/s)", color="tab:gray")
-        ax.plot(t, [x[3] for x in series], label="sent (stats kbps, audio included)", color="tab:blue", alpha=0.5)
-        ax.plot(t, [x[1] for x in series], label="target_video_kbps", color="tab:red", linewidth=2)
-        ax.axvspan(fig_["onset_s"], fig_["release_s"], color="tab:orange", alpha=0.08, label="shaped")
-        ax.hlines([500, 1150], fig_["onset_s"] + 30, fig_["release_s"], colors="black", linestyles="dotted",
-                  label="issue 38 band (t = onset + 30 s on)")
-        ax.set_xlabel("time (s)")
-        ax.set_ylabel("kbit/s")
-        ax.set_ylim(0, 3800)
-        ax.set_title(run["title"])
-        ax.legend(loc="upper right", fontsize=7)
-        ax.grid(alpha=0.3)
-        fig.tight_layout()
-        fig.savefig(outdir / f"shaped_{slug}.png", dpi=100)
-        plt.close(fig)
-        made.append(f"shaped_{slug}.png")
     return made
 
 
@@ -837,36 +808,6 @@ def _adaptive_bitrate_under_a_steady_throttle(r: dict, w, made: list[str]) -> No
         w("")
 
 
-def _shaped(r: dict, w, made: list[str]) -> None:
-    """The adaptive bitrate on links the kernel shapes (issue 38)."""
-    sh_ = r.get("shaped") or {}
-    if not sh_.get("runs"):
-        return
-    w("## Adaptive bitrate on a link the kernel shapes (issue 38)")
-    w("")
-    w(f"{sh_['setup']}. {provenance(r, 'shaped')} Figures by tools/bitrate_shaped.py from the run's stats JSON; "
-      "\"link\" is what the shaped loopback transmitted (the relay run: what the relay forwarded) while shaped. "
-      "The band is the target from 30 s after the onset to the release; drops are the send queue's congestion "
-      "drops over the frames encoded in that window.")
-    w("")
-    w("| run | link kbit/s | target/link 10 s after onset | band (kbps) | max/min | seconds outside 500-1150 "
-      "| drops once settled | back at ≥ 2000 after release | last 15 s / before | command |")
-    w("|---|---|---|---|---|---|---|---|---|---|")
-    for slug, run in sh_["runs"].items():
-        f = run["figures"]
-        share = f"{100 * f['settled_drop_share']:.2f} % ({f['settled_drops']} of {f['settled_frames']})" \
-            if f.get("settled_drop_share") is not None else "—"
-        w(f"| {run['title']} | {f['link_delivered_kbps']} | {f['at_10s_share']} | {f['band_min']}-{f['band_max']} "
-          f"(median {f['band_median']}) | {f['band_ratio']} | {f['band_out_seconds']} | {share} | "
-          f"{f['recovery_s'] if f['recovery_s'] is not None else 'not within the run'} s | {f['last15_vs_before']} | "
-          f"`{run['command']}` (load {run['loadavg_start'].split()[0]} → {run['loadavg_end'].split()[0]}) |")
-    w("")
-    for slug in sh_["runs"]:
-        if f"shaped_{slug}.png" in made:
-            w(f"![{sh_['runs'][slug]['title']}](docs/bench/shaped_{slug}.png)")
-    w("")
-
-
 def _srt_vs_rtmp(r: dict, w, made: list[str]) -> None:
     """SRT and WHIP vs RTMP."""
     sr = r.get("srt") or {}
@@ -1001,7 +942,7 @@ def _commands(r: dict, w, made: list[str]) -> None:
 
 
 SECTIONS = (_targets, _floor, _real_time, _scale, _levers, _destinations, _replay, _avsync, _quality_under_budget,
-            _adaptive_bitrate_under_a_steady_throttle, _shaped, _srt_vs_rtmp, _memory_plan_against_vmhwm, _commands)
+            _adaptive_bitrate_under_a_steady_throttle, _srt_vs_rtmp, _memory_plan_against_vmhwm, _commands)
 
 
 def fleet(r: dict) -> str:

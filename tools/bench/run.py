@@ -25,8 +25,6 @@ keeps what it measured):
   replay    issue 16: the replay ring's VmHWM per second at 480p/720p/1080p (with vs without
             --replay-seconds N, next to the plan's ring line); clip save time through the control
             socket and the process CPU over the save against the same time without one
-  shaped    issue 38: the adaptive bitrate through tc tbf 1200 kbit/s (500 and 2000 ms queues, t = 20-140 s),
-            800 kbit/s for 30 s, and a relay reading 1200 kbit/s (tools/bitrate_shaped.py; root)
   quality   quality under the default budget: 720p/1080p pushes of a moving Y4M (testsrc2 +
             life), the x264 configuration the memory plan chose, peak RSS, PSNR of the nginx
             recording (frames matched by timestamp) next to ffmpeg -preset veryfast offline
@@ -47,10 +45,9 @@ from bench_common import REPO, BenchBase, log, sh
 from sections_cpu import CpuSections
 from sections_delivery import DeliverySections
 from sections_memory import MemorySections
-from sections_shaped import ShapedSections
 
 
-class Bench(BenchBase, CpuSections, MemorySections, DeliverySections, ShapedSections):
+class Bench(BenchBase, CpuSections, MemorySections, DeliverySections):
     """Every section (a method named after it) over the shared state: see the module doc."""
 
 
@@ -72,7 +69,7 @@ def main() -> int:
     ap.add_argument("--dest-counts", default="1,2,4", help="destinations section: destination counts to (re)run")
     ap.add_argument("--avsync-sequential", action="store_true",
                     help="run the A/V sync cases one after another instead of at once (a busy machine)")
-    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,embedding,capture,destinations,srt,replay,avsync,quality,shaped,x264model,memmatrix")
+    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,embedding,capture,destinations,srt,replay,avsync,quality,x264model,memmatrix")
     ap.add_argument("--replay-seconds", type=int, default=20,
                     help="replay ring length of the replay section (its pushes last 2 (N + 2) + 5 s)")
     ap.add_argument("--quick", action="store_true", help="smoke test: 1 run each, short real-time runs")
@@ -96,7 +93,7 @@ def main() -> int:
     b.ingest_start()
     try:
         for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "embedding", "capture", "destinations",
-                  "srt", "replay", "avsync", "quality", "shaped", "x264model", "memmatrix"):
+                  "srt", "replay", "avsync", "quality", "x264model", "memmatrix"):
             if s in sections:
                 log(f"section {s}")
                 t0 = time.time()

@@ -158,64 +158,16 @@ package final class BitrateController: @unchecked Sendable {
     let pathProbeStep = 0.05
     let pathClimbStep = 0.5
     /// The steps after one and two held probes: a held 5% probe may only show a ceiling measured
-    /// low (the 25% step over it reached 1243 through 1200 kbit/s: the path's rate measured at an
-    /// onset can be 20% high, so `pathProbeCapPercent` alone did not stop it; 12% stays under
-    /// 1150); a 12% step held is a link that returned, and 50% steps follow (from 995 the target
-    /// is at 2500 after four held probes, as with 25%).
-    let pathClimbSteps = (0.12, 0.5)
-    /// While the path's measured rate (`pathLinkKbps`) stands, no probe goes past this much over it
-    /// (audio included): a ceiling measured low is found without a 25% step past the link (over
-    /// 1150 kbps through a 1200 kbit/s link for a second). A probe held at it shows a link that
-    /// carries more than it did full: it returned, and the large steps follow.
-    let pathProbeCapPercent = 12
-    /// A probe held this much over the path's measured rate clears it (the link returned).
-    let pathReturnPercent = 10
-    /// With the bottleneck in the path its rate is measured, not guessed: a congestion cuts to no
-    /// lower than this share of it (the byte counts' 70% put the target under 70% of the link).
-    let pathLowestFitFraction = 0.8
-    /// Congested seconds after a probe of ours over the path that rest is left to drain.
-    let pathRepairSeconds = 4
+    /// low (25% over it fails within a second under a throttle); a 25% step held is a link that
+    /// returned, and 50% steps follow. (10% first cost the 500 ms tbf run 11 s to recover.)
+    let pathClimbSteps = (0.25, 0.5)
     /// Probes held in a row through the path (a failure or a congestion resets it).
     private var pathHeld = 0
-    /// What the path delivered when last full (kbit/s, audio included: the median of the kernel's
-    /// delivery-rate samples over the last congested seconds); nil once a probe held well over it,
-    /// or when the bottleneck is not in the path. It bounds the probes (`pathProbeCapPercent`).
-    private(set) var pathLinkKbps: Int?
-    /// The current congestion episode began with a probe of ours over the link: its seconds of
-    /// loss repair are not the link (a 1200 kbit/s path measured 540-700 in them), so the
-    /// failed second's sample, taken with the path full, stays in the window.
-    private var probeEpisode = false
     /// The last congestion showed as a queue in the path (RTT growth): the bottleneck is before
     /// the TCP peer, so the RTT shows at once whether a probe fits, and the kernel's delivery
     /// rate measures the bottleneck. (A slow-reading peer or a relay behind it never shows so:
     /// its seconds keep the byte counts and the slow probes.)
     private(set) var bottleneckInPath = false
-    /// A far end whose receive window holds this many seconds at the current rate is read by its
-    /// window too (`readFarEnd`).
-    let deepPeerSeconds = 2
-    /// ...and at least this many bytes: megabytes, as a relay's or a slow server's buffer. A
-    /// server that reads at once (nginx-rtmp: its autotuned window 0.4-1.3 MB on loopback) is
-    /// left to the RTT and the byte counts.
-    let deepPeerWindowBytes = 4 << 20
-    /// The far end's window shrank by this much (ms at the current rate, and at least
-    /// `peerFillBytes`) over three seconds (and still the next second): a queue builds there, a congestion although our own
-    /// queue is empty. (Linux advertises less than the free space of a large buffer, so the window
-    /// shows only part of what the buffer took in: a relay reading 1200 kbit/s while 1700 arrived
-    /// shrank it by ~40 KB a second.)
-    let peerFillMs = 250
-    let peerFillBytes = 64 << 10
-    /// A second whose far end kept filling counts as having carried no more than this share of
-    /// what was sent (the window's shrink understates the fill): each such second cuts by as much.
-    let peerFillCarriedPercent = 85
-    /// The largest window the followed peer advertised (its buffer empty), bytes; 0: unknown.
-    private var peerWindowMax = 0
-    /// The windows the peer advertised over the last `peerWindowSeconds` seconds, bytes, in a
-    /// ring (allocated once): a shrink over three seconds, or a slow one over all of them (a rest
-    /// level a little over what the reader takes: 8 KB a second through the relay), is a fill.
-    private var peerWindowRing: [Int]
-    private var peerWindowNext = 0
-    private var peerWindowCount = 0
-    let peerWindowSeconds = 10
     /// The followed destination's TCP_INFO at the previous tick, and which destination it was.
     private var lastLink: TCPLinkInfo?
     private var lastLinkIndex = -1
@@ -234,7 +186,6 @@ package final class BitrateController: @unchecked Sendable {
         currentKbps = targetKbps
         ceilingKbps = targetKbps
         probeInterval = probeIntervalSeconds
-        peerWindowRing = Array(repeating: 0, count: peerWindowSeconds)
     }
 
     /// How far the next probe goes above the held ceiling: two steps of 2.5% first (what a path's
@@ -317,10 +268,8 @@ package final class BitrateController: @unchecked Sendable {
     /// received (`reportedKbps`, audio included, over the span of its latest report; nil: the
     /// transport does not learn it).
     /// `path`: the kernel's view of the path over the second (TCP transports; nil: none).
-    func adapt(sentKbps measured: Int, backlogMs queued: Int, handedKbps: Int? = nil, peerEstimatedKbps: Int? = nil,
+    func adapt(sentKbps: Int, backlogMs backlog: Int, handedKbps: Int? = nil, peerEstimatedKbps: Int? = nil,
                reportedKbps: Int? = nil, path: PathSample? = nil) {
-        var sentKbps = measured, backlog = queued
-        readFarEnd(path, sentKbps: &sentKbps, backlog: &backlog)
         if failedKbps != nil {
             secondsSinceFailure += 1
             if secondsSinceFailure >= failureMemorySeconds { failedKbps = nil }
@@ -335,7 +284,7 @@ package final class BitrateController: @unchecked Sendable {
         let episodeContinues = inEpisode
         inEpisode = false
         if probing {
-            probeHanded += handedKbps ?? measured
+            probeHanded += handedKbps ?? sentKbps
             probeDelivered += sentKbps
             probeSeconds += 1
         }
@@ -343,7 +292,6 @@ package final class BitrateController: @unchecked Sendable {
             // The first second of an episode counts alone, and leaves the window at the second:
             // it includes what the path's buffers took in as the queue built.
             episodeSeconds = episodeContinues ? episodeSeconds + 1 : 1
-            if !episodeContinues { probeEpisode = probing }
             // What the receiver says arrived, when it says: a loss fraction counted against this
             // second's bytes describes an earlier, higher rate (WHIP's cuts compounded to the floor).
             var sample = reportedKbps ?? sentKbps
@@ -351,7 +299,7 @@ package final class BitrateController: @unchecked Sendable {
                 // Once seen, the path's queue stays the explanation until a congested second
                 // shows none at all (a peer reading slowly: the queue is at its end).
                 if p.queueingMs >= pathQueueMs { bottleneckInPath = true }
-                if p.queueingMs < noPathQueueMs { bottleneckInPath = false; pathLinkKbps = nil }
+                if p.queueingMs < noPathQueueMs { bottleneckInPath = false }
                 if bottleneckInPath {
                     // The path's own queue is full: the kernel's delivery-rate sample is what the
                     // bottleneck carries (one second's acknowledged bytes swing 0.3-1.7x of it
@@ -363,16 +311,13 @@ package final class BitrateController: @unchecked Sendable {
                     if !episodeContinues { sample = max(sample, p.ackedKbps, (currentKbps + audioKbps) / 2) }
                 }
             }
-            // The first second alone, then the next without it (it includes what the path's
-            // buffers took in); after a probe of ours through the path, the first is the link.
-            if episodeSeconds == 1 || (episodeSeconds == 2 && !(bottleneckInPath && probeEpisode)) {
+            if episodeSeconds <= 2 {
                 congestedSent = (sample, sample, sample)
                 congestedSeconds = 1
             } else {
                 congestedSent = (congestedSent.1, congestedSent.2, sample)
                 congestedSeconds += 1
             }
-
             if !episodeContinues { episodeBaseKbps = ceilingKbps }
             pathHeld = 0
             // The median of the window: one second's count is high or low by what crossed a tick
@@ -381,14 +326,7 @@ package final class BitrateController: @unchecked Sendable {
             // SlowLinkTest's at 1256 through a 1200 kbit/s link.
             let window = min(3, congestedSeconds)
             let (a, b, c) = congestedSent
-            // (Through the path too: the kernel's delivery-rate samples fall under the link while
-            // TCP repairs losses and rise over it by a burst, 1243-1499 through 1200 kbit/s.)
             let middle = window < 3 ? (window < 2 ? c : (b + c) / 2) : max(min(a, b), min(max(a, b), c))
-            // (Not an onset's first second: it counts at least half of what was sent, 1314 for
-            // 2500 kbps, and acknowledgements of what was in flight put it at 1818. The highest
-            // median instead of the latest made the climb after the link's return a step longer:
-            // 10.1 s in run.py -k test_bitrate_shaped.)
-            if bottleneckInPath && (episodeSeconds >= 2 || probeEpisode) { pathLinkKbps = middle }
             let carried = min(targetKbps, max(floorKbps, middle - audioKbps))
             inEpisode = true
             calm = 0
@@ -404,10 +342,6 @@ package final class BitrateController: @unchecked Sendable {
             }
             // Already at rest or below and the queue shrinks: let it drain.
             if backlog < previous && currentKbps <= restLevel { return }
-            // Our probe's queue in the path: rest drains it, and its seconds of loss repair (540-700
-            // through 1200 kbit/s) are not the link (a cut to them put the 1200 kbit/s runs at
-            // 0.42-0.65 of the link). A link that did slow down is still congested after that.
-            if bottleneckInPath && probeEpisode && episodeSeconds <= pathRepairSeconds && currentKbps <= restLevel { return }
             // What got through while the queue was full is what the link carries now, and a
             // congestion never raises the ceiling (only held probes do): a second's count can
             // include a burst into buffers.
@@ -420,9 +354,8 @@ package final class BitrateController: @unchecked Sendable {
             // WHIP's first congested second put it at 37% of the link).
             let queuedKbit = backlog * (currentKbps + audioKbps) / 1000
             let settle = Int(Double(ceilingKbps) * settleFraction)
-            let lowest = bottleneckInPath ? pathLowestFitFraction : lowestFitFraction
             let drain = episodeSeconds < 2 ? settle
-                : max(Int(Double(ceilingKbps) * lowest), ceilingKbps - queuedKbit / drainSeconds)
+                : max(Int(Double(ceilingKbps) * lowestFitFraction), ceilingKbps - queuedKbit / drainSeconds)
             let fit = max(floorKbps, min(settle, drain))
             if fit < currentKbps * 95 / 100 { apply(fit) }
             return
@@ -527,11 +460,9 @@ package final class BitrateController: @unchecked Sendable {
             ceilingKbps = max(ceilingKbps, currentKbps)
             failedKbps = nil
             endProbe(failed: false)
-            // Held well over what the path delivered full: the link returned (or grew).
-            if let l = pathLinkKbps, (currentKbps + audioKbps) * 100 >= l * (100 + pathReturnPercent) { pathLinkKbps = nil }
             pathHeld += 1
             let step = pathHeld >= 3 ? pathClimbStep : pathHeld == 2 ? pathClimbSteps.1 : pathClimbSteps.0
-            let next = min(limit, capped(Int(Double(currentKbps) * (1 + step))))
+            let next = min(limit, Int(Double(currentKbps) * (1 + step)))
             if next > currentKbps { startProbe(next) }
             return
         }
@@ -539,59 +470,9 @@ package final class BitrateController: @unchecked Sendable {
         if currentKbps < restLevel {
             apply(min(restLevel, currentKbps * 125 / 100 + 50))
         } else if calmSinceChange >= pathProbeIntervalSeconds {
-            let next = min(limit, capped(Int(Double(max(ceilingKbps, currentKbps)) * (1 + pathProbeStep))))
+            let next = min(limit, Int(Double(max(ceilingKbps, currentKbps)) * (1 + pathProbeStep)))
             if next > currentKbps { startProbe(next) }
         }
-    }
-
-    /// `kbps` no higher than `pathCap`, but always one `pathProbeStep` over the current target: a
-    /// rate measured low must not stop the probes (the target stayed at 901 through the 2000 ms
-    /// run and after the link returned), and a probe held over it clears it.
-    private func capped(_ kbps: Int) -> Int {
-        max(min(kbps, pathCap), Int(Double(currentKbps) * (1 + pathProbeStep)))
-    }
-
-    /// The highest probe while the path's measured rate stands (`pathProbeCapPercent` over it,
-    /// less audio); the target otherwise.
-    private var pathCap: Int {
-        guard let l = pathLinkKbps else { return targetKbps }
-        return max(floorKbps, l * (100 + pathProbeCapPercent) / 100 - audioKbps)
-    }
-
-    /// A far end whose receive buffer holds seconds (a relay, a server that reads slowly) takes in
-    /// everything until megabytes wait in it, and acknowledges it: our queue stays empty, and only
-    /// the window it advertises shows its reader falling behind. With such a window (at least
-    /// `deepPeerSeconds` of media), what the link carried is what the reader consumed (what was
-    /// acknowledged plus the window's growth: a probe into free buffer space no longer holds), and
-    /// a window that shrank `peerFillMs` in three seconds and kept it a second, or as much over `peerWindowSeconds`,
-    /// counts as queued (a congestion) before our own queue shows anything. A bottleneck in the
-    /// path is read by the RTT instead.
-    private func readFarEnd(_ path: PathSample?, sentKbps: inout Int, backlog: inout Int) {
-        guard let p = path, let window = p.peerWindowBytes, !bottleneckInPath else {
-            peerWindowMax = 0
-            peerWindowCount = 0
-            return
-        }
-        peerWindowMax = max(peerWindowMax, window)
-        let bytesPerSecond = max(1, (currentKbps + audioKbps) * 125)
-        let n = peerWindowRing.count
-        // One and three seconds ago, and the oldest kept (`peerWindowSeconds` ago once the ring is full).
-        let oneAgo = peerWindowCount >= 1 ? peerWindowRing[(peerWindowNext + n - 1) % n] : window
-        let threeAgo = peerWindowCount >= 3 ? peerWindowRing[(peerWindowNext + n - 3) % n] : window
-        let oldest = peerWindowCount >= n ? peerWindowRing[peerWindowNext] : window
-        peerWindowRing[peerWindowNext] = window
-        peerWindowNext = (peerWindowNext + 1) % n
-        peerWindowCount = min(n, peerWindowCount + 1)
-        guard peerWindowMax >= max(deepPeerWindowBytes, deepPeerSeconds * bytesPerSecond) else { return }
-        sentKbps = max(0, sentKbps + p.windowGrowthKbps)
-        // Two seconds in a row under the reference: a reader that stalled for a moment (a busy
-        // machine) has its window back the next second; a filling buffer does not.
-        let shrank = max(threeAgo, oldest) - max(window, oneAgo)
-        guard shrank >= peerFillBytes && shrank * 1000 / bytesPerSecond >= peerFillMs else { return }
-        backlog += shrank * 1000 / bytesPerSecond
-        sentKbps = min(sentKbps, (currentKbps + audioKbps) * peerFillCarriedPercent / 100)
-        // Later seconds are measured from here: this shrink is counted once.
-        peerWindowCount = 0
     }
 
     /// No probe goes past the target, the receiver's estimate, or a level that failed recently.

@@ -1,8 +1,8 @@
 import Glibc
 
 /// What the kernel knows about a TCP connection's path (`TCP_INFO`), read once a second by the
-/// bitrate controller: the bytes the peer acknowledged, the smoothed and the lowest RTT, the
-/// kernel's delivery-rate sample, and the window the peer advertises.
+/// bitrate controller: the bytes the peer acknowledged, the smoothed and the lowest RTT, and the
+/// kernel's delivery-rate sample.
 ///
 /// Read with one `getsockopt` into a fixed buffer on the stack (no allocation). Offsets are those
 /// of `struct tcp_info` in linux/tcp.h (stable ABI: fields are only ever appended); a kernel whose
@@ -19,19 +19,14 @@ package struct TCPLinkInfo: Sendable, Equatable {
     /// The sample was taken while the sender had too little to send to fill the path: it
     /// then shows what was sent, not what the path carries.
     package var deliveryRateAppLimited: Bool
-    /// The receive window the peer last advertised, bytes (`tcpi_snd_wnd`, Linux 5.4 on; nil on an
-    /// older kernel): the room left in its receive buffer. It shrinks while the far end takes in
-    /// more than its reader consumes.
-    package var peerWindowBytes: UInt32?
 
     package init(bytesAcked: UInt64, rttMicros: UInt32, minRttMicros: UInt32,
-                 deliveryRateBytesPerSecond: UInt64, deliveryRateAppLimited: Bool, peerWindowBytes: UInt32? = nil) {
+                 deliveryRateBytesPerSecond: UInt64, deliveryRateAppLimited: Bool) {
         self.bytesAcked = bytesAcked
         self.rttMicros = rttMicros
         self.minRttMicros = minRttMicros
         self.deliveryRateBytesPerSecond = deliveryRateBytesPerSecond
         self.deliveryRateAppLimited = deliveryRateAppLimited
-        self.peerWindowBytes = peerWindowBytes
     }
 
     /// Milliseconds the path's queues add to its RTT now (smoothed RTT over the lowest).
@@ -43,7 +38,6 @@ package struct TCPLinkInfo: Sendable, Equatable {
     private static let bytesAckedOffset = 120
     private static let minRttOffset = 148
     private static let deliveryRateOffset = 160
-    private static let sndWndOffset = 228
     /// Bytes up to and including `tcpi_delivery_rate`.
     private static let needed = deliveryRateOffset + 8
 
@@ -67,9 +61,7 @@ package struct TCPLinkInfo: Sendable, Equatable {
                         rttMicros: b.loadUnaligned(fromByteOffset: rttOffset, as: UInt32.self),
                         minRttMicros: b.loadUnaligned(fromByteOffset: minRttOffset, as: UInt32.self),
                         deliveryRateBytesPerSecond: b.loadUnaligned(fromByteOffset: deliveryRateOffset, as: UInt64.self),
-                        deliveryRateAppLimited: b[appLimitedByte] & 1 != 0,
-                        peerWindowBytes: Int(len) >= sndWndOffset + 4
-                            ? b.loadUnaligned(fromByteOffset: sndWndOffset, as: UInt32.self) : nil)
+                        deliveryRateAppLimited: b[appLimitedByte] & 1 != 0)
         }
     }
 }
