@@ -252,6 +252,12 @@ static void deliver_audio(struct bk_pw_capture *c, struct spa_buffer *buf, uint3
     }
 }
 
+/* How long `frames` samples last at the stream's rate, in ns. */
+static int64_t frames_ns(const struct bk_pw_capture *c, int64_t frames)
+{
+    return c->rate > 0 ? frames * 1000000000LL / c->rate : 0;
+}
+
 static void on_audio_process(void *data)
 {
     struct bk_pw_capture *c = data;
@@ -283,14 +289,14 @@ static void on_audio_process(void *data)
         /* The report describes the newest ready buffer: batch[n-1], or one after it when the
          * stream holds more than the batch (each assumed as long as the last we took). */
         if (ready > (uint32_t)n)
-            newest -= (int64_t)(ready - (uint32_t)n) * frames[n - 1] * 1000000000LL / (c->rate > 0 ? c->rate : 1);
+            newest -= frames_ns(c, (int64_t)(ready - (uint32_t)n) * frames[n - 1]);
         int64_t start = newest;
         for (int i = n - 2; i >= 0; i--)
-            start -= (int64_t)frames[i] * 1000000000LL / (c->rate > 0 ? c->rate : 1);
+            start -= frames_ns(c, frames[i]);
         if (start < end) start = end;
         for (int i = 0; i < n; i++) {
             if (frames[i] > 0) deliver_audio(c, batch[i]->buffer, offsets[i], frames[i], start);
-            start += (int64_t)frames[i] * 1000000000LL / (c->rate > 0 ? c->rate : 1);
+            start += frames_ns(c, frames[i]);
             pw_stream_queue_buffer(c->stream, batch[i]);
         }
         end = start;
