@@ -3,7 +3,6 @@ import Glibc
 #endif
 import BroadcastKit
 import CBroadcastKitABI
-import Synchronization
 
 /// The C event callback and its user pointer, handed to session threads.
 struct EventTarget: @unchecked Sendable {
@@ -46,12 +45,12 @@ struct EventTarget: @unchecked Sendable {
 final class SessionBox: @unchecked Sendable {
     let session: BroadcastSession
     /// The strdup'ed message of the last failure, as an address (0: none).
-    private let errorText = Mutex<Int>(0)
+    private let errorText = Locked<Int>(0)
     /// What `finish` returned, so a second call answers the same.
     var finishStatus: bk_status?
     /// When the box was made, and the snapshot of the last stats JSON: its rates start there.
     let createdNs = MediaTime.now()
-    let previousStats = Mutex<StatsSnapshot?>(nil)
+    let previousStats = Locked<StatsSnapshot?>(nil)
     /// Set before start (bk_session_set_event_callback, bk_session_open_control); read by session threads.
     var eventTarget: EventTarget?
     var control: ControlServer?

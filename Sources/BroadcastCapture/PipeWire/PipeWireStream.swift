@@ -49,7 +49,7 @@ final class PipeWireStream: @unchecked Sendable {
     /// Buffers handed to the sink so far (for tests and stats).
     let delivered = Atomic<Int>(0)
     /// The last negotiated format, e.g. "video BGRx 1280x720".
-    let format = Mutex<String>("")
+    let format = Locked<String>("")
 
     init(kind: Kind, target: String?, targetID: UInt32 = UInt32.max, remoteFD: Int32 = -1,
          streamName: String, channels: Int = 2, rate: Int = 48_000, buffers: Int = 2,

@@ -1,6 +1,5 @@
 import BroadcastKit
 import Glibc
-import Synchronization
 
 /// The screen granted by the ScreenCast portal: a `PipeWireScreenSource` on the portal's node
 /// through the portal's PipeWire remote fd, plus the portal session that keeps the grant alive
@@ -8,7 +7,7 @@ import Synchronization
 public final class PortalScreenSource: CaptureSource {
     private let screen: PipeWireScreenSource
     /// The portal session and whether the fd still belongs to us (not yet handed to PipeWire).
-    private let state: Mutex<(portal: ScreenCastPortal?, unusedFD: Int32)>
+    private let state: Locked<(portal: ScreenCastPortal?, unusedFD: Int32)>
     /// The node id the portal granted.
     public let nodeID: UInt32
     /// Whether a stored restore token was sent, so the portal could skip its dialog.
@@ -23,7 +22,7 @@ public final class PortalScreenSource: CaptureSource {
         nodeID = grant.nodeID
         sentRestoreToken = grant.sentRestoreToken
         cursorMode = grant.cursorMode
-        state = Mutex((portal: portal, unusedFD: grant.remoteFD))
+        state = Locked((portal: portal, unusedFD: grant.remoteFD))
     }
 
     deinit {

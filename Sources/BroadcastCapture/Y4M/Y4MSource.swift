@@ -1,5 +1,4 @@
 import BroadcastKit
-import Synchronization
 
 /// Reads raw video as YUV4MPEG2 (8-bit 4:2:0) from a file or stdin and delivers it on the
 /// video lane as I420, e.g. `ffmpeg ... -f yuv4mpegpipe - | broadcast --source y4m:-`.
@@ -14,9 +13,9 @@ public final class Y4MSource: CaptureSource {
     public let path: String
     public let realtime: Bool
     private let group = LaneGroup()
-    private let headerState = Mutex<Y4MHeader?>(nil)
+    private let headerState = Locked<Y4MHeader?>(nil)
     // The reader is created and the header parsed by open(); the lane thread then owns it.
-    private let pending = Mutex<FileReaderBox?>(nil)
+    private let pending = Locked<FileReaderBox?>(nil)
 
     public init(path: String, realtime: Bool = true) {
         self.path = path

@@ -20,7 +20,7 @@ package final class Destination: @unchecked Sendable {
     private let thread: WorkerThread
     private let stopping = Atomic<Bool>(false)
     private let stateValue = Atomic<Int>(State.idle.rawValue)
-    private let failure = Mutex<TransportError?>(nil)
+    private let failure = Locked<TransportError?>(nil)
     private let sentBytes = Atomic<Int>(0)
     private let reconnect: ReconnectPolicy
     /// Block mode (`Backpressure.stageWaitNs`): pushes wait for this sink while it is live, and

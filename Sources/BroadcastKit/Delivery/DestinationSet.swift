@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The session's destinations, primary first: the fan-out point after the interleaver, and the
 /// one place a destination's failure becomes a session failure or a warning.
@@ -85,7 +84,7 @@ package final class DestinationSet: @unchecked Sendable {
             return lines
         }
     }
-    private let statsStorage = Mutex<[DestinationStats]>([])
+    private let statsStorage = Locked<[DestinationStats]>([])
 
     /// Destinations' display names (secrets redacted).
     package var names: [String] { all.map { $0.sink.displayName } }

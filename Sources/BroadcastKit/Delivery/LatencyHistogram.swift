@@ -1,13 +1,12 @@
-import Synchronization
 
 /// Capture-to-socket latency of video frames: fixed 0.1 ms buckets up to 5 s (plus overflow),
 /// so recording a sample never allocates and percentiles need no stored samples.
 package final class LatencyHistogram: Sendable {
     package static let bucketNs: Int64 = 100_000
     package static let bucketCount = 50_000
-    private let buckets: Mutex<[UInt32]>
+    private let buckets: Locked<[UInt32]>
 
-    package init() { buckets = Mutex([UInt32](repeating: 0, count: LatencyHistogram.bucketCount + 1)) }
+    package init() { buckets = Locked([UInt32](repeating: 0, count: LatencyHistogram.bucketCount + 1)) }
 
     package func record(_ ns: Int64) {
         let i = Int(min(max(0, ns / LatencyHistogram.bucketNs), Int64(LatencyHistogram.bucketCount)))

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// The largest resident growth measured across one kind of open (x264 of one configuration and
 /// size, an audio encoder, the session's code) in this process, for session-scoped budgets.
@@ -9,7 +8,7 @@ import Synchronization
 /// and one host's plans would depend on its history. The honest cost of an open is the first
 /// one's, so every session of the process plans with the largest figure seen.
 package enum MeasuredOpenCost {
-    private static let seen = Mutex<[String: Int]>([:])
+    private static let seen = Locked<[String: Int]>([:])
 
     /// `measured` (bytes, negative read as 0), or the larger figure measured for `kind` before.
     package static func charge(_ kind: String, measured: Int) -> Int {

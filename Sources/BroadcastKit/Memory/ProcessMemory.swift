@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import CLinuxProcess
-import Synchronization
 
 /// Resident memory of this process, read from /proc without allocating.
 package enum ProcessMemory {
@@ -60,7 +59,7 @@ package enum ProcessMemory {
     /// /proc/self/status is about 1.5 KB; read into this one buffer (a temporary allocation of
     /// 4 KB went to the heap each call: five per stats report).
     private static let statusCapacity = 4096
-    private static let statusBuffer = Mutex(StatusBuffer(UnsafeMutablePointer<UInt8>.allocate(capacity: statusCapacity)))
+    private static let statusBuffer = Locked(StatusBuffer(UnsafeMutablePointer<UInt8>.allocate(capacity: statusCapacity)))
 
     /// The buffer's pointer, made Sendable: only used under `statusBuffer`'s lock.
     private struct StatusBuffer: @unchecked Sendable {

@@ -36,7 +36,7 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
     private let stateValue = Atomic<Int>(State.idle.rawValue)
     private var pipeline: Pipeline?
     private var housekeeper: Housekeeper?
-    private let failureValue = Mutex<BroadcastError?>(nil)
+    private let failureValue = Locked<BroadcastError?>(nil)
 
     public init(configuration: BroadcastConfiguration) {
         self.configuration = configuration

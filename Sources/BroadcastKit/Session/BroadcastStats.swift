@@ -79,7 +79,7 @@ extension DropReason {
 
 /// Thread-safe counters shared by lanes, muxer and senders.
 public final class BroadcastStats: Sendable {
-    private let state = Mutex(StatsSnapshot())
+    private let state = Locked(StatsSnapshot())
     private let repeatedFrames = Atomic<Int>(0)
     private let skippedFrames = Atomic<Int>(0)
 

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Keeps one repeated line from flooding a log (any local control client can ask for the same
 /// refused request a thousand times a second). A line is said the first time; the same line
@@ -15,7 +14,7 @@ package final class RepeatedLines: Sendable {
 
     package let windowNs: Int64
     package static let maxLines = 64
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = Locked<[String: Entry]>([:])
 
     package init(windowNs: Int64 = 10_000_000_000) {
         self.windowNs = windowNs

@@ -2,7 +2,6 @@
 import Glibc
 #endif
 import CLinuxProcess
-import Synchronization
 
 /// Name resolution that a stop or the operation's deadline always wins.
 ///
@@ -88,7 +87,7 @@ package enum HostResolver {
     }
 
     /// The lookups in progress, by key.
-    private static let registry = Mutex<[String: Lookup]>([:])
+    private static let registry = Locked<[String: Lookup]>([:])
 
     /// The lookup in progress for `key`, or a new one on its own thread.
     private static func join(key: String, host: String, port: Int, socketType: Int32) throws(Failure) -> Lookup {
@@ -117,7 +116,7 @@ private final class Lookup: Sendable {
     private let socketType: Int32
     private let readFD: Int32
     private let writeFD: Int32
-    private let outcome = Mutex<Result<[HostResolver.Address], HostResolver.Failure>?>(nil)
+    private let outcome = Locked<Result<[HostResolver.Address], HostResolver.Failure>?>(nil)
 
     init?(host: String, port: Int, socketType: Int32) {
         var fds: [Int32] = [-1, -1]

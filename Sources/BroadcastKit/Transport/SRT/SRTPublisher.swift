@@ -31,7 +31,7 @@ package final class SRTPublisher: TagSink, TSChunkOutput, @unchecked Sendable {
     private let error: UnsafeMutablePointer<CChar>
     private static let errorCapacity = 256
     /// The last link statistics read (by the housekeeper once a second, or a stats call).
-    private let link = Mutex<TransportLinkStats?>(nil)
+    private let link = Locked<TransportLinkStats?>(nil)
 
     /// `streamKey` fills the stream id when the URL has none (an empty key: no stream id).
     /// `passphrase` (from `--srt-passphrase-file`) wins over one in the URL.
@@ -184,7 +184,7 @@ package final class SRTPublisher: TagSink, TSChunkOutput, @unchecked Sendable {
         return Int(max(0, raw.send_buffer_bytes) + max(0, raw.bytes_dropped) + unrepaired)
     }
     private struct RepairShare { var unique: Int64 = 0, wire: Int64 = 0, retransmitted: Int64 = 0, undelivered: Int64 = 0 }
-    private let repairs = Mutex(RepairShare())
+    private let repairs = Locked(RepairShare())
 
     /// Time data waits unacknowledged beyond a round trip, scaled so that half the latency reads
     /// as the bitrate controller's congestion threshold: SRT drops what waits a whole latency.

@@ -36,8 +36,8 @@ package final class WHIPFeedbackReader: @unchecked Sendable {
         var count = 0
         var overflowed = 0
     }
-    private let nacks = Mutex(NACKRing())
-    private let lost = Mutex<String?>(nil)
+    private let nacks = Locked(NACKRing())
+    private let lost = Locked<String?>(nil)
     package let keyframeRequests = Atomic<Int>(0)
     package let nacksReceived = Atomic<Int>(0)
     /// The video SSRC whose report blocks count (nil: no video track), and where they go.

@@ -70,11 +70,11 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     package static let repairSharePercent = 20
     package static let repairBurstBytes = 96_000
     /// The counters above as link stats, published by the sender thread for the housekeeper.
-    private let link = Mutex<TransportLinkStats?>(nil)
+    private let link = Locked<TransportLinkStats?>(nil)
     /// RTP payload bytes sent (first transmissions), for the loss share below. Any thread reads.
     private let wireBytes = Atomic<Int>(0)
     private struct LossShare { var bytes = -1, undelivered = 0 }
-    private let lossShare = Mutex(LossShare())
+    private let lossShare = Locked(LossShare())
     private let receiverReports = WHIPReceiverReports()
     /// What the endpoint received over each report's span (the sender thread's).
     private let meter = RTPDeliveryMeter()

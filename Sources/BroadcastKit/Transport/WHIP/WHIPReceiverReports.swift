@@ -19,7 +19,7 @@ package final class WHIPReceiverReports: Sendable {
         package var highest: UInt16 = 0
         package var cumulativeLost = 0
     }
-    package let latestBlock = Mutex(Block())
+    package let latestBlock = Locked(Block())
     /// The rate the path carried over the latest measured report span (`RTPDeliveryMeter`), kbit/s
     /// with audio, and when it was measured (CLOCK_MONOTONIC ns; 0: none yet).
     private let delivered = Atomic<Int>(0)
