@@ -25,12 +25,14 @@ package final class DestinationSet: @unchecked Sendable {
 
     /// Copies `tag` into every destination that still takes tags in interleaved order. Called by the interleaver.
     package func push(_ tag: FLVTag) {
-        for d in all where d.acceptsTags && !d.sink.tracksUnordered { d.queue.push(tag) }
+        for d in all where d.acceptsTags && !d.sink.tracksUnordered && (!tag.isPriming || d.sink.takesPriming) {
+            d.queue.push(tag)
+        }
     }
 
     /// Copies `tag` into every destination that takes each track as soon as it is encoded (WHIP).
     package func pushUnordered(_ tag: FLVTag) {
-        for d in all where d.acceptsTags && d.sink.tracksUnordered { d.queue.push(tag) }
+        for d in all where d.acceptsTags && d.sink.tracksUnordered && !tag.isPriming { d.queue.push(tag) }
     }
 
     /// Some destination takes tracks unordered: the interleaver hands it tags at once.

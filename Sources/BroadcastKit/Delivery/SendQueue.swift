@@ -20,6 +20,7 @@ package final class SendQueue: @unchecked Sendable {
         var isKeyframe: Bool
         var isHeader: Bool
         var captureNs: Int64
+        var isPriming: Bool
         var byteCount: Int { length }
     }
 
@@ -98,7 +99,8 @@ package final class SendQueue: @unchecked Sendable {
             }
             var room = entries.append(size: tag.body.count) { offset in
                 Entry(offset: offset, length: tag.body.count, timestampMs: tag.timestampMs, type: tag.type,
-                      isKeyframe: tag.isKeyframe, isHeader: tag.isHeader, captureNs: tag.captureNs)
+                      isKeyframe: tag.isKeyframe, isHeader: tag.isHeader, captureNs: tag.captureNs,
+                      isPriming: tag.isPriming)
             }
             if room == nil, let wait = blockWaitNs {
                 // Block mode: wait for the sender to make room while the sink delivers.
@@ -107,7 +109,8 @@ package final class SendQueue: @unchecked Sendable {
                     cond.wait(untilNs: deadline)
                     room = entries.append(size: tag.body.count) { offset in
                         Entry(offset: offset, length: tag.body.count, timestampMs: tag.timestampMs, type: tag.type,
-                              isKeyframe: tag.isKeyframe, isHeader: tag.isHeader, captureNs: tag.captureNs)
+                              isKeyframe: tag.isKeyframe, isHeader: tag.isHeader, captureNs: tag.captureNs,
+                      isPriming: tag.isPriming)
                     }
                 }
             }
@@ -147,7 +150,7 @@ package final class SendQueue: @unchecked Sendable {
         cond.unlock()
         let tag = FLVTag(type: e.type, timestampMs: e.timestampMs,
                          body: entries.body(e),
-                         isKeyframe: e.isKeyframe, isHeader: e.isHeader, captureNs: e.captureNs)
+                         isKeyframe: e.isKeyframe, isHeader: e.isHeader, captureNs: e.captureNs, isPriming: e.isPriming)
         body(tag)
         cond.withLock {
             consuming = false

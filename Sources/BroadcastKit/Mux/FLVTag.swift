@@ -19,10 +19,15 @@ public struct FLVTag: @unchecked Sendable {
     /// CLOCK_MONOTONIC time the source buffer reached `process()` (0 if unknown): the start of
     /// the capture-to-socket latency measured when the tag's last byte is written.
     public var captureNs: Int64
+    /// An AAC packet the encoder emitted before the stream's time 0: it decodes to the encoder's
+    /// priming and carries the overlap the first real samples need. Only sinks that keep an edit
+    /// list take it (`TagSink.takesPriming`, the MP4 recorder); `timestampMs` is 0.
+    public var isPriming: Bool
 
     public init(type: FLVTagType, timestampMs: UInt32, body: UnsafeRawBufferPointer,
-                isKeyframe: Bool = false, isHeader: Bool = false, captureNs: Int64 = 0) {
+                isKeyframe: Bool = false, isHeader: Bool = false, captureNs: Int64 = 0, isPriming: Bool = false) {
         self.captureNs = captureNs
+        self.isPriming = isPriming
         self.type = type
         self.timestampMs = timestampMs
         self.body = body

@@ -11,6 +11,9 @@
 /// next tag however long the producer takes. A track whose staging is full waits (the submitting
 /// lane blocks, and so its producer) up to `stagingWaitNs` for the other track; only a track that
 /// stays silent that long counts as stopped, and is not waited for again until it delivers.
+///
+/// AAC priming packets (`isPriming`: stamped before 0) are ordered by their negative time, go out
+/// with timestamp 0 and the flag, and take no part in the clamp: they are not the stream's time.
 package final class Interleaver: @unchecked Sendable {
     package let maxWaitNs: Int64
     /// Block mode: the longest a full staging waits for the other track (nil: the live rules).
@@ -23,6 +26,7 @@ package final class Interleaver: @unchecked Sendable {
         var arrivalNs: Int64
         var isKeyframe: Bool
         var captureNs: Int64
+        var isPriming: Bool
         var byteCount: Int { length }
     }
 
@@ -68,14 +72,16 @@ package final class Interleaver: @unchecked Sendable {
     package var reservedBytes: Int { video.entries.byteCapacity + audio.entries.byteCapacity }
 
     /// Stages one tag body, written by `write` into the space given (exactly `bodySize` bytes).
+    /// `isPriming`: an audio packet stamped before 0 (`timestampMs` negative), for the sinks that
+    /// take priming.
     package func submit(type: FLVTagType, timestampMs: Int64, isKeyframe: Bool, bodySize: Int, nowNs: Int64,
-                       captureNs: Int64 = 0, write: (UnsafeMutableRawBufferPointer) -> Void) {
+                       captureNs: Int64 = 0, isPriming: Bool = false, write: (UnsafeMutableRawBufferPointer) -> Void) {
         lock.lock()
         defer { lock.unlock() }
         let track = type == .video ? video : audio
         var space = track.entries.append(size: bodySize) {
             Entry(offset: $0, length: bodySize, timestampMs: timestampMs, arrivalNs: nowNs, isKeyframe: isKeyframe,
-                  captureNs: captureNs)
+                  captureNs: captureNs, isPriming: isPriming)
         }
         if space == nil, let wait = stagingWaitNs {
             // Block mode: the other track is behind in media time (its lane is slower, or its
@@ -90,7 +96,7 @@ package final class Interleaver: @unchecked Sendable {
                 lock.wait(untilNs: deadline)
                 space = track.entries.append(size: bodySize) {
                     Entry(offset: $0, length: bodySize, timestampMs: timestampMs, arrivalNs: nowNs, isKeyframe: isKeyframe,
-                          captureNs: captureNs)
+                          captureNs: captureNs, isPriming: isPriming)
                 }
             }
         }
@@ -99,7 +105,7 @@ package final class Interleaver: @unchecked Sendable {
             releaseLocked(nowNs: nowNs, force: true)
             space = track.entries.append(size: bodySize) {
                 Entry(offset: $0, length: bodySize, timestampMs: timestampMs, arrivalNs: nowNs, isKeyframe: isKeyframe,
-                      captureNs: captureNs)
+                      captureNs: captureNs, isPriming: isPriming)
             }
         }
         guard let body = space else {
@@ -108,7 +114,7 @@ package final class Interleaver: @unchecked Sendable {
         }
         track.stopped = false
         write(body)
-        if let direct, timestampMs >= 0 {
+        if let direct, timestampMs >= 0, !isPriming {
             direct(FLVTag(type: type, timestampMs: UInt32(truncatingIfNeeded: timestampMs),
                           body: UnsafeRawBufferPointer(body), isKeyframe: isKeyframe, captureNs: captureNs))
         }
@@ -143,6 +149,13 @@ package final class Interleaver: @unchecked Sendable {
                 return
             }
             guard let e = pick.entries.first else { return }
+            if e.isPriming {
+                output(FLVTag(type: pick.type, timestampMs: 0, body: pick.entries.body(e), captureNs: e.captureNs,
+                              isPriming: true))
+                pick.entries.removeFirst()
+                if stagingWaitNs != nil { lock.broadcast() }
+                continue
+            }
             var ts = e.timestampMs
             // Late past the wait (a starved lane): move it up to the stream's time, and keep
             // its own track strictly increasing so no decoder sees a repeated timestamp.

@@ -39,7 +39,8 @@ package enum PipelineAssembler {
                                       direct: destinations.hasUnordered ? { [unowned destinations] in destinations.pushUnordered($0) } : nil
         ) { [unowned destinations] tag in
             destinations.push(tag)
-            replayRing?.append(tag)
+            // A clip starts mid-stream and brings its own pre-roll (ReplaySaver).
+            if !tag.isPriming { replayRing?.append(tag) }
         }
 
         var mixer: AudioMixer?

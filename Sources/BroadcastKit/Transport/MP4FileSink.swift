@@ -15,6 +15,9 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
     package let path: String
     package var kind: TagSinkKind { .mp4 }
     package var displayName: String { path }
+    /// AAC priming packets open the audio track, under the edit list (`MP4TrackLayout`): the
+    /// recording's first samples decode whole.
+    package var takesPriming: Bool { (layout.audio?.primingSamples ?? 0) > 0 }
     private var layout: MP4TrackLayout
     private let expectsVideo: Bool
     private let expectsAudio: Bool
@@ -89,6 +92,7 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
         failed = false
         stagedBytes = 0
         sampleCount = 0
+        primingStaged = 0
         writer = nil
         isFirstFragmentPending = true
         committed.store(0, ordering: .relaxed)
@@ -134,13 +138,19 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
         }
         let isVideo = tag.type == .video
         let ts = Int64(tag.timestampMs)
-        // The file starts on a keyframe, with the audio from that instant.
-        if isFirstFragmentPending && expectsVideo && !(isVideo && tag.isKeyframe) { return }
-        isFirstFragmentPending = false
+        // Priming comes before anything else, and only then: it opens the first fragment.
+        let isPriming = tag.isPriming && !isVideo
+        if isPriming && (!isFirstFragmentPending || !takesPriming || sampleCount != primingStaged) { return }
+        // The file starts on a keyframe, with the audio from that instant (and the priming before it).
+        if !isPriming {
+            if isFirstFragmentPending && expectsVideo && !(isVideo && tag.isKeyframe) { return }
+            isFirstFragmentPending = false
+        }
         let header = layout.flvHeaderSize(isVideo: isVideo)
         let size = body.count - header
-        // A new GOP (or a second of audio alone) closes the fragment; so does a full stage.
-        let newGOP = expectsVideo ? isVideo && tag.isKeyframe : ts - lastAudioFlushMs >= 1000
+        // A new GOP (or a second of audio alone) closes the fragment; so does a full stage. The
+        // first keyframe does not close the priming ahead of it.
+        let newGOP = (expectsVideo ? isVideo && tag.isKeyframe : ts - lastAudioFlushMs >= 1000) && sampleCount > primingStaged
         if sampleCount > 0 && (newGOP || sampleCount == sampleCapacity || stagedBytes + size > staging.count) {
             try flush(nextVideoMs: isVideo ? ts : nil)
             if !expectsVideo { lastAudioFlushMs = ts }
@@ -149,18 +159,23 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
         (staging.baseAddress! + stagedBytes).copyMemory(from: body.baseAddress! + header, byteCount: size)
         samples[sampleCount] = MP4Sample(isVideo: isVideo, isKeyframe: isVideo && tag.isKeyframe, timestampMs: ts,
                                          compositionOffsetMs: isVideo ? MP4TrackLayout.compositionOffsetMs(body) : 0,
-                                         data: UnsafeRawPointer(staging.baseAddress! + stagedBytes), size: size)
+                                         data: UnsafeRawPointer(staging.baseAddress! + stagedBytes), size: size,
+                                         isPriming: isPriming)
         sampleCount += 1
         stagedBytes += size
+        if isPriming { primingStaged += 1 }
     }
 
     private var isFirstFragmentPending = true
+    /// Priming packets staged ahead of the first fragment's timed samples.
+    private var primingStaged = 0
 
     private func flush(nextVideoMs: Int64?) throws(TransportError) {
         guard let w = writer, sampleCount > 0 else { return }
         let ok = w.writeFragment(fd: fd, samples: UnsafeBufferPointer(start: samples, count: sampleCount),
                                  originMs: 0, nextVideoMs: nextVideoMs)
         sampleCount = 0
+        primingStaged = 0
         stagedBytes = 0
         guard ok else { throw fail() }
         committed.store(w.bytesWritten, ordering: .relaxed)

@@ -43,6 +43,10 @@ public protocol TagSink: AnyObject {
     /// learns it from the receiver rather than from its own buffers. The bitrate controller takes
     /// it as the carried rate while congested. nil by default.
     var deliveredKbps: Int? { get }
+    /// Takes the AAC priming packets (`FLVTag.isPriming`), stamped before time 0, which a format
+    /// with an edit list keeps so that the stream's first samples decode whole. FLV, RTMP, TS and
+    /// RTP cannot carry a time before 0: default false, and they never see them.
+    var takesPriming: Bool { get }
 }
 
 /// The kind of a destination's sink, as its line in the stats names it.
@@ -63,6 +67,7 @@ extension TagSink {
     public var tracksUnordered: Bool { false }
     public var peerEstimatedKbps: Int? { nil }
     public var deliveredKbps: Int? { nil }
+    public var takesPriming: Bool { false }
 }
 
 /// Transport failures, each mapped to a CLI exit code.

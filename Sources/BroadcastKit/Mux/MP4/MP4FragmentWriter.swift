@@ -11,9 +11,13 @@ package struct MP4Sample: BitwiseCopyable {
     package var compositionOffsetMs: Int32
     package var size: Int32
     package var data: UnsafeRawPointer
+    /// An AAC priming packet (`FLVTag.isPriming`): it sits one frame before the next audio sample,
+    /// in media time under the edit list; its `timestampMs` is not used.
+    package var isPriming: Bool
 
     package init(isVideo: Bool, isKeyframe: Bool, timestampMs: Int64, compositionOffsetMs: Int32,
-                 data: UnsafeRawPointer, size: Int) {
+                 data: UnsafeRawPointer, size: Int, isPriming: Bool = false) {
+        self.isPriming = isPriming
         self.isVideo = isVideo
         self.isKeyframe = isKeyframe
         self.timestampMs = timestampMs
@@ -159,8 +163,14 @@ package final class MP4FragmentWriter {
                       nextVideoMs: Int64?, fps rateOrFps: Int, bytes: inout Int) -> Int {
         var count = 0
         var firstMs: Int64 = 0
+        // Priming packets ahead of the first timed sample (audio, the first fragment only).
+        var primingAhead = 0
         for s in samples where s.isVideo == video {
-            if count == 0 { firstMs = s.timestampMs }
+            if s.isPriming && count == primingAhead {
+                primingAhead += 1
+            } else if count == primingAhead {
+                firstMs = s.timestampMs
+            }
             count += 1
             bytes += Int(s.size)
         }
@@ -176,8 +186,12 @@ package final class MP4FragmentWriter {
             w.u64(UInt64(rel) * UInt64(MP4TrackLayout.videoTimescale / 1000))
         } else {
             // Media time runs the lead (priming, or a clip's pre-roll, which sits before the
-            // origin) ahead of presentation time; the edit list takes it off.
-            w.u64(UInt64(max(0, (firstMs - originMs) * Int64(rateOrFps) / 1000 + Int64(audioLeadSamples))))
+            // origin) ahead of presentation time; the edit list takes it off. Priming packets sit
+            // a frame each before the first timed one, from media time 0 up.
+            let frameSize = Int64(layout.audio?.frameSize ?? 1024)
+            let timed = primingAhead < count ? (firstMs - originMs) * Int64(rateOrFps) / 1000 + Int64(audioLeadSamples)
+                                             : Int64(audioLeadSamples)
+            w.u64(UInt64(max(0, timed - Int64(primingAhead) * frameSize)))
         }
         w.end(tfdt)
         // data offset, duration, size; video adds flags and composition offsets.
@@ -221,9 +235,9 @@ package final class MP4FragmentWriter {
                 w.u32(UInt32(s.size))
             }
             for s in samples where !s.isVideo {
-                if let p = pending { emit(p, nextMs: s.timestampMs) }
+                if let p = pending { emit(p, nextMs: p.isPriming ? nil : s.timestampMs) }
                 pending = s
-                last = s.timestampMs
+                if !s.isPriming { last = s.timestampMs }
             }
             if let p = pending { emit(p, nextMs: nil) }
             endMs = max(endMs, last + frameMs - originMs)
