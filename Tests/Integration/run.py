@@ -278,7 +278,11 @@ def worker_main(args) -> int:
                 send({"ev": "end", "id": tid, "outcome": "error", "reason": "could not load", "seconds": 0.0,
                       "reports": [("ERROR", tid, traceback.format_exc())]})
         suite.run(result)
-        # Class and module tear-downs run at the end of a top-level suite run.
+        # Class and module tear-downs run at the end of a top-level suite run. unittest remembers
+        # the last class on the result, and skips setUpClass/setUpModule for a test of that class
+        # or module: the next unit, when it is the other half of the same class (its exclusive
+        # tests are a unit of their own), would find the fixtures already torn down.
+        result._previousTestClass = None
         sys.stdout.flush()
         send({"ev": "unit-done"})
     return 0

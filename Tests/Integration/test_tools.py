@@ -675,3 +675,51 @@ class RunnerScheduleTests(unittest.TestCase):
         cpu = 12.5 * 0.31 + 3.0 * run.UNKNOWN_LOAD + run.UNKNOWN_TEST_SECONDS * run.UNKNOWN_LOAD
         self.assertAlmostEqual(u.load, cpu / u.cost)
         self.assertAlmostEqual(run.Unit(["a.B.test_x"], "", "", known).load, 0.31)
+
+
+class ClassFixtureProbe(unittest.TestCase):
+    """Not discovered (no test_ methods): RunnerWorkerFixtureTests loads its probes by name, as two
+    units of one class, the way run.py runs a class whose exclusive tests are a unit of their own."""
+
+    up = False
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.up = True
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.up = False
+
+    def probe_first(self) -> None:
+        self.assertTrue(self.up, "setUpClass did not run for the first unit")
+
+    def probe_second(self) -> None:
+        self.assertTrue(self.up, "setUpClass did not run again for the second unit of the same class")
+
+
+class RunnerWorkerFixtureTests(unittest.TestCase):
+    """One worker runs two units of the same class back to back: each gets the class's fixtures
+    (the second used to find them torn down: unittest remembered the class on the shared result)."""
+
+    def test_two_units_of_one_class_each_get_their_fixtures(self) -> None:
+        here = Path(__file__).resolve().parent
+        r, w = os.pipe()
+        p = subprocess.Popen([sys.executable, str(here / "run.py"), "--worker", "--event-fd", str(w)],
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             pass_fds=(w,), cwd=here, text=True)
+        os.close(w)
+        try:
+            assert p.stdin is not None
+            for probe in ("probe_first", "probe_second"):
+                p.stdin.write(json.dumps([f"test_tools.ClassFixtureProbe.{probe}"]) + "\n")
+            p.stdin.close()
+            with os.fdopen(r) as events:
+                ends = [e for e in map(json.loads, events) if e.get("ev") == "end"]
+            self.assertEqual(p.wait(timeout=30), 0)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.assertEqual([(e["id"].rsplit(".", 1)[-1], e["outcome"]) for e in ends],
+                         [("probe_first", "passed"), ("probe_second", "passed")], ends)
