@@ -29,8 +29,9 @@ ffprobe and tools/avsync.py (never by our own MP4 parser).
   to it, goes on to the end with no hole.
 - test_aac_priming_edit_list: one run streams to nginx, records out.mp4 and saves a clip. In the
   MP4 recording and the clip, ffprobe reads one edit list, on the audio track, starting at a
-  positive media time (the AAC encoder's priming), and applies it: the audio stream starts within
-  one AAC frame after the video, not a priming later. Each MP4's A/V offset (flash/beep
+  positive media time (the AAC encoder's priming, whose packets the recording keeps; a clip's
+  pre-roll), and applies it: the audio a player presents starts within one AAC frame after the
+  video, not a priming later. Each MP4's A/V offset (flash/beep
   analyser) equals that of the FLV nginx recorded from the same run, within 2 ms.
 """
 
@@ -561,19 +562,18 @@ print(json.dumps(out))
             self.assertEqual(kind, "audio", f"{mp4.name}: the edit list belongs to the audio track: {edits}")
             self.assertGreater(media_time, 0, f"{mp4.name}: {edits}")
             starts = ffprobe_start_times(mp4)
-            lead = starts["audio"] - starts["video"]
-            if mp4 == saved[0]:
-                # A clip carries the AAC frames before its first keyframe as pre-roll, and its edit
-                # skips exactly them: FFmpeg gives those packets times before the video's, so the
-                # audio a player presents starts media_time later than the first packet.
-                lead += media_time / 48000
+            # Both files open their audio with packets the edit skips exactly: the recording with
+            # the encoder's priming, a clip with the AAC frames before its first keyframe as pre-roll.
+            # FFmpeg gives those packets times before the video's, so the audio a player presents
+            # starts media_time later than the first packet.
+            lead = starts["audio"] - starts["video"] + media_time / 48000
             r = avsync(mp4)
             s = r["summary"]
             print(f"\n--- {mp4.name}: edit media_time {media_time}, audio starts {lead * 1000:.1f} ms after video; "
                   f"A/V mean {s.get('mean_ms'):.1f} ms (nginx's FLV {reference.get('mean_ms'):.1f} ms), "
                   f"max {s.get('max_abs_ms'):.1f} ms", file=sys.stderr)
-            # The file starts on a keyframe with the audio from that instant: the first audio packet
-            # plays within one AAC frame (1024 samples) of the first video frame, not a priming later.
+            # The file starts on a keyframe with the audio from that instant: the first audio sample
+            # presented plays within one AAC frame (1024 samples) of the first video frame.
             self.assertGreaterEqual(lead, -0.001, f"{mp4.name}: {starts}")
             self.assertLessEqual(lead, 1024 / 48000 + 0.001, f"{mp4.name}: {starts}")
             self.assertLessEqual(s["max_abs_ms"], 35.0, r["reasons"])
