@@ -11,7 +11,7 @@ audio block at frame 450. PyAV then reads what was written:
   the pause, its marker at frame 450's time; nothing dropped or clamped;
 - the same beside a slow network destination: nginx-rtmp in a private network namespace whose
   loopback the kernel shapes (`tc tbf rate 1200kbit`), slower than the encoder: the link slows the
-  producer, and both the MP4 and nginx's recording hold every frame and sample, as given;
+  producer, and both the MP4 and nginx's recording hold every frame and sample, as given.
 
 An MP4 keeps the AAC priming packets (stamped before 0) under its edit list, so its audio starts
 with the producer's first sample; FLV and TS cannot carry a time before 0 and start 2048 samples in
@@ -147,31 +147,18 @@ def can_make_namespaces() -> bool:
     return os.geteuid() == 0 and shutil.which("ip") is not None and shutil.which("tc") is not None
 
 
-class ShapedNamespaceMixin:
-    """A network namespace of the test's own whose loopback the kernel's token bucket shapes."""
+@unittest.skipUnless(can_make_namespaces(), "needs root, ip and tc (network namespaces)")
+class BlockModeSlowLinkTest(BlockModeTestCase):
+    """nginx-rtmp behind the kernel's token bucket, in a namespace of the test's own."""
 
-    def make_namespace(self, prefix: str) -> None:
-        self.ns = f"{prefix}{worker_tag()}"
+    def setUp(self) -> None:
+        super().setUp()
+        self.ns = f"bkblk{worker_tag()}"
         subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
         subprocess.run(["ip", "netns", "add", self.ns], check=True)
         self.addCleanup(lambda: subprocess.run(["ip", "netns", "del", self.ns], capture_output=True))
         for args in (["link", "set", "lo", "mtu", "1500"], ["link", "set", "lo", "up"]):
             subprocess.run(["ip", "-n", self.ns, *args], check=True)
-
-    def shape(self) -> None:
-        # Slower than the stream (800 kbit/s video + 128 kbit/s AAC at its rate), far slower than the
-        # encoder: the link sets the pace.
-        subprocess.run(["ip", "netns", "exec", self.ns, "tc", "qdisc", "add", "dev", "lo", "root", "tbf",
-                        "rate", "1200kbit", "burst", "16kb", "latency", "500ms"], check=True)
-
-
-@unittest.skipUnless(can_make_namespaces(), "needs root, ip and tc (network namespaces)")
-class BlockModeSlowLinkTest(ShapedNamespaceMixin, BlockModeTestCase):
-    """nginx-rtmp behind the kernel's token bucket, in a namespace of the test's own."""
-
-    def setUp(self) -> None:
-        super().setUp()
-        self.make_namespace("bkblk")
         work = self.tmp / "nginx"
         (work / "rec").mkdir(parents=True)
         conf = work / "nginx.conf"
@@ -191,7 +178,10 @@ class BlockModeSlowLinkTest(ShapedNamespaceMixin, BlockModeTestCase):
             self.assertIsNone(nginx.poll(), "nginx exited")
             self.assertLess(time.monotonic(), deadline, "nginx does not listen after 10 s")
             time.sleep(0.05)
-        self.shape()
+        # Slower than the stream (800 kbit/s video + 128 kbit/s AAC at its rate), far slower than the
+        # encoder: the link sets the pace.
+        subprocess.run(["ip", "netns", "exec", self.ns, "tc", "qdisc", "add", "dev", "lo", "root", "tbf",
+                        "rate", "1200kbit", "burst", "16kb", "latency", "500ms"], check=True)
 
     def test_beside_a_shaped_nginx_nothing_is_lost_and_nothing_moves(self):
         key = new_key()
