@@ -23,6 +23,7 @@
     X(srt_getrejectreason)  \
     X(srt_rejectreason_str) \
     X(srt_bstats)           \
+    X(srt_getsndbuffer)     \
     X(srt_getsockstate)     \
     X(srt_epoll_create)     \
     X(srt_epoll_add_usock)  \
@@ -196,6 +197,13 @@ int bk_srt_send(int sock, const void *data, int length, char *error, size_t erro
 
 void bk_srt_close(int sock) {
     if (bk_dl_is_loaded(&library)) p_srt_close(sock);
+}
+
+int64_t bk_srt_unacknowledged_bytes(int sock) {
+    size_t blocks = 0, bytes = 0;
+    /* Returns the buffer's time span in ms (not 0) on success. */
+    if (p_srt_getsndbuffer(sock, &blocks, &bytes) < 0) return -1;
+    return (int64_t)bytes;
 }
 
 int bk_srt_stats_read(int sock, bk_srt_stats *out) {

@@ -199,5 +199,78 @@ class BlockModeSlowLinkTest(BlockModeTestCase):
         self.assertEverythingAsGiven(flv, audio_edit_list=False)
 
 
+
+@unittest.skipUnless(can_make_namespaces() and shutil.which("srt-live-transmit"),
+                     "needs root, ip, tc and srt-live-transmit")
+class BlockModeSlowSRTTest(BlockModeTestCase):
+    """srt-live-transmit, libsrt's own receiver with its defaults, in a namespace of the test's own.
+
+    Live SRT carries a real-time stream: libsrt stamps each packet when it is handed over, the
+    receiver plays it out a latency later, and the sender drops what is still unacknowledged a
+    second past the latency. A producer in block mode may run at many times real time:
+    - the destination paces its sends to media time, so the producer slows to real time and the
+      receiver gets a live stream (on main before this change, 20 s of media went out in 6 s);
+    - on a link slower than the stream itself (the kernel's token bucket), each packet waits until
+      libsrt's unacknowledged data is under a latency's worth: the link sets the pace, slower than
+      real time, and nothing grows old enough in libsrt's buffer to be dropped (before: 370 packets
+      dropped on the sender, 31 frames lost).
+    """
+
+    def setUp(self) -> None:
+        super().setUp()
+        self.ns = f"bksrt{worker_tag()}"
+        subprocess.run(["ip", "netns", "del", self.ns], capture_output=True)
+        subprocess.run(["ip", "netns", "add", self.ns], check=True)
+        self.addCleanup(lambda: subprocess.run(["ip", "netns", "del", self.ns], capture_output=True))
+        for args in (["link", "set", "lo", "mtu", "1500"], ["link", "set", "lo", "up"]):
+            subprocess.run(["ip", "-n", self.ns, *args], check=True)
+        self.ts = self.tmp / "received.ts"
+
+    def receive(self, rate: str | None) -> None:
+        """srt-live-transmit listening in the namespace with its defaults, writing what it receives
+        as is; the namespace's loopback shaped to `rate` (None: free)."""
+        with open(self.ts, "wb") as f:
+            self.recv = subprocess.Popen(["ip", "netns", "exec", self.ns, "srt-live-transmit", "-q",
+                                          "srt://:9000?mode=listener", "file://con"],
+                                         stdout=f, stderr=subprocess.DEVNULL)
+        self.addCleanup(lambda: self.recv.poll() is None and (self.recv.kill(), self.recv.wait(timeout=10)))
+        deadline = time.monotonic() + 10
+        while ":9000" not in subprocess.run(["ip", "netns", "exec", self.ns, "ss", "-Hlun"],
+                                            capture_output=True, text=True).stdout:
+            self.assertIsNone(self.recv.poll(), "srt-live-transmit exited")
+            self.assertLess(time.monotonic(), deadline, "srt-live-transmit does not listen after 10 s")
+            time.sleep(0.05)
+        if rate:
+            subprocess.run(["ip", "netns", "exec", self.ns, "tc", "qdisc", "add", "dev", "lo", "root", "tbf",
+                            "rate", rate, "burst", "16kb", "latency", "500ms"], check=True)
+
+    def assertReceivedAsGiven(self, out: dict, rec: Path) -> dict:
+        self.assertNothingDropped(out)
+        (srt,) = [d for d in out["stats"]["destinations"] if d["kind"] == "srt"]
+        self.assertEqual(srt["link"]["packets_dropped"], 0, srt)
+        self.assertEverythingAsGiven(rec, audio_edit_list=True)
+        time.sleep(0.5)
+        self.recv.terminate()
+        self.recv.wait(timeout=10)
+        self.assertEverythingAsGiven(self.ts, audio_edit_list=False)
+        return srt
+
+    def test_sends_at_the_media_pace_and_the_receiver_gets_everything_as_given(self):
+        self.receive(None)
+        rec = self.tmp / "block.mp4"
+        out = self.run_host(rec, "srt://127.0.0.1:9000", "", netns=self.ns)
+        # Not a speed figure: a lower bound. 20 s of media (and the producer's 3 s pause) cannot
+        # go out in real time in less, whatever the machine's load.
+        self.assertGreaterEqual(out["seconds"], 20.0, "the SRT destination did not pace to media time")
+        self.assertReceivedAsGiven(out, rec)
+
+    def test_link_slower_than_the_stream_slows_the_producer_and_loses_nothing(self):
+        # 600 kbit/s carries about two thirds of the stream (800 kbit/s video + 128 kbit/s AAC):
+        # the 20 s of media take about 30 s.
+        self.receive("600kbit")
+        rec = self.tmp / "block.mp4"
+        out = self.run_host(rec, "srt://127.0.0.1:9000", "", netns=self.ns, timeout=240)
+        self.assertReceivedAsGiven(out, rec)
+
 if __name__ == "__main__":
     unittest.main()

@@ -26,6 +26,10 @@ package final class Destination: @unchecked Sendable {
     /// Block mode (`Backpressure.stageWaitNs`): pushes wait for this sink while it is live, and
     /// `finish` drains it for as long as it makes progress.
     private let blockWaitNs: Int64?
+    /// Block mode into a real-time transport (`TagSink.needsRealTimeInput`): the wall time of
+    /// media time 0 for pacing sends (sender thread only; 0 until the first media tag).
+    private let pacesToMediaTime: Bool
+    private var paceOriginNs: Int64 = 0
     private let reconnectCount = Atomic<Int>(0)
     /// The run ended while this destination was reconnecting (reported as "lost").
     private let endedDown = Atomic<Bool>(false)
@@ -58,6 +62,7 @@ package final class Destination: @unchecked Sendable {
         self.stats = stats
         self.reconnect = reconnect
         self.blockWaitNs = blockWaitNs
+        pacesToMediaTime = blockWaitNs != nil && sink.needsRealTimeInput
         queue = SendQueue(policy: policy, stats: stats, blockWaitNs: blockWaitNs)
         thread = WorkerThread(name: isPrimary || sink.isNetworkPublisher ? "bk-send" : "bk-record")
     }
@@ -176,6 +181,7 @@ package final class Destination: @unchecked Sendable {
                 if tag.type == .video && !tag.isHeader && tag.isKeyframe && sink.reconnectRequested {
                     guard reconnectAtKeyframe() else { return }
                 }
+                if pacesToMediaTime && !tag.isHeader { pace(tag) }
                 do throws(TransportError) {
                     try sink.write(tag)
                     lastWriteNs = MediaTime.now()
@@ -194,6 +200,26 @@ package final class Destination: @unchecked Sendable {
             }
             if state == .reconnecting { reconnectLoop() }
             if !got && stopping.load(ordering: .acquiring) { break }
+        }
+    }
+
+    /// Holds a media tag until its media time, counted from when the first one went out (as
+    /// `ffmpeg -re` reads its input): a producer far ahead of real time then waits in its push.
+    /// A tag more than a second late (the producer paused, the link is slower than the stream, a
+    /// reconnect) starts the count again from now, so lateness never turns into a burst.
+    private func pace(_ tag: FLVTag) {
+        let media = Int64(tag.timestampMs) * 1_000_000
+        let now = MediaTime.now()
+        if paceOriginNs == 0 || now - (paceOriginNs + media) > 1_000_000_000 {
+            paceOriginNs = now - media
+            return
+        }
+        let due = paceOriginNs + media
+        while !stopping.load(ordering: .acquiring) {
+            let left = due - MediaTime.now()
+            if left <= 0 { return }
+            var ts = timespec(tv_sec: 0, tv_nsec: Int(min(left, 20_000_000)))
+            nanosleep(&ts, nil)
         }
     }
 

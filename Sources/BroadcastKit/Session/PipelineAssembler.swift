@@ -159,7 +159,8 @@ package enum PipelineAssembler {
             case .srt(let url, let key, let passphrase):
                 return SRTPublisher(url: url, streamKey: key, passphrase: passphrase, hasVideo: cfg.hasVideo,
                                     audio: cfg.hasAudio ? cfg.audio : nil, maxBitrateKbps: cfg.video.maxBitrateKbps,
-                                    connectTimeoutSeconds: cfg.connectTimeoutSeconds)
+                                    connectTimeoutSeconds: cfg.connectTimeoutSeconds,
+                                    linkStallNs: cfg.backpressure.stageWaitNs == nil ? nil : SRTBuffers.blockModeStallNs)
             case .whip(let url, let token):
                 return WHIPPublisher(url: url, token: token, hasVideo: cfg.hasVideo, hasAudio: cfg.hasAudio,
                                      connectTimeoutSeconds: cfg.connectTimeoutSeconds, caFile: cfg.tlsCAFile)

@@ -47,6 +47,11 @@ public protocol TagSink: AnyObject {
     /// with an edit list keeps so that the stream's first samples decode whole. FLV, RTMP, TS and
     /// RTP cannot carry a time before 0: default false, and they never see them.
     var takesPriming: Bool { get }
+    /// Carries a real-time stream only (live SRT: libsrt stamps each packet as it is handed over
+    /// and drops on the sender what waits past the latency). In block mode, where the producer is
+    /// the clock and may run far ahead of real time, the destination paces its sends to media
+    /// time, so the producer slows to real time. Default false.
+    var needsRealTimeInput: Bool { get }
 }
 
 /// The kind of a destination's sink, as its line in the stats names it.
@@ -68,6 +73,7 @@ extension TagSink {
     public var peerEstimatedKbps: Int? { nil }
     public var deliveredKbps: Int? { nil }
     public var takesPriming: Bool { false }
+    public var needsRealTimeInput: Bool { false }
 }
 
 /// Transport failures, each mapped to a CLI exit code.

@@ -41,6 +41,9 @@ int bk_srt_connect(const void *address, int address_len, const bk_srt_options *o
 /* Sends one message of at most 1316 bytes, blocking up to the send timeout. Returns the bytes sent
    or -1 with the reason in `error`. */
 int bk_srt_send(int sock, const void *data, int length, char *error, size_t error_size);
+/* The bytes in the send buffer now (sent and not yet acknowledged, or not yet sent), or -1.
+   srt_bstats reports a moving average of the same, which lags a sender that waits on it. */
+int64_t bk_srt_unacknowledged_bytes(int sock);
 /* Closes the socket (libsrt sends its shutdown to the peer). */
 void bk_srt_close(int sock);
 

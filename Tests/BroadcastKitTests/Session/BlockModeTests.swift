@@ -22,6 +22,21 @@ final class SlowTagLog: TagSink, @unchecked Sendable {
     var tags: [(FLVTagType, UInt32)] { log.withLock { $0 } }
 }
 
+/// A sink for a real-time transport (as live SRT): keeps each media tag's timestamp and when it
+/// was written.
+final class RealTimeLog: TagSink, @unchecked Sendable {
+    private let log = Mutex<[(ms: UInt32, atNs: Int64)]>([])
+    var displayName: String { "real-time-log" }
+    var needsRealTimeInput: Bool { true }
+    func open() throws(TransportError) {}
+    func write(_ tag: FLVTag) throws(TransportError) {
+        if tag.isHeader { return }
+        log.withLock { $0.append((tag.timestampMs, MediaTime.now())) }
+    }
+    func close() {}
+    var writes: [(ms: UInt32, atNs: Int64)] { log.withLock { $0 } }
+}
+
 /// Timestamps a sender thread took, in order.
 final class Received: Sendable {
     let values = Mutex<[UInt32]>([])
@@ -206,6 +221,37 @@ final class Received: Sendable {
         let t0 = MediaTime.now()
         #expect(q.push(tag(3000)) == .queueFull)
         #expect(MediaTime.now() - t0 < 100_000_000)
+    }
+}
+
+/// Block mode into a real-time transport: the destination paces its sends to media time.
+@Suite(.timeLimit(.minutes(3))) struct BlockModePacingTests {
+    @Test func realTimeSinkGetsEachTagAtItsMediaTimeAndALateOneIsNotCaughtUp() throws {
+        let sink = RealTimeLog()
+        let d = Destination(sink: sink, policy: CongestionPolicy(maxBytes: 1 << 20).byteCapOnly, isPrimary: false,
+                            stats: BroadcastStats(), blockWaitNs: 2_000_000_000)
+        try d.open()
+        let body = UnsafeMutableRawBufferPointer.allocate(byteCount: 100, alignment: 1)
+        defer { body.deallocate() }
+        body.initializeMemory(as: UInt8.self, repeating: 0x27)
+        let tag = { (ms: UInt32) in FLVTag(type: .video, timestampMs: ms, body: UnsafeRawBufferPointer(body), isKeyframe: true) }
+        // Half a second of media handed over at once: it goes out over half a second.
+        for ms in stride(from: UInt32(0), through: 500, by: 100) { _ = d.queue.push(tag(ms)) }
+        while sink.writes.count < 6 { usleep(10_000) }
+        // The producer pauses 1.5 s, longer than the catch-up bound: the next tags are late, and
+        // go out at their own pace from now, not in a burst to make up the pause.
+        usleep(1_500_000)
+        for ms in [UInt32(600), 700, 800] { _ = d.queue.push(tag(ms)) }
+        d.finish(deadlineNs: MediaTime.now() + 5_000_000_000)
+        let w = sink.writes
+        #expect(w.map(\.ms) == [0, 100, 200, 300, 400, 500, 600, 700, 800])
+        // Lower bounds only (a loaded machine is late, never early); 2 ms for the first write's
+        // own time after its anchor.
+        for i in 1..<6 {
+            #expect(w[i].atNs - w[0].atNs >= Int64(w[i].ms) * 1_000_000 - 2_000_000, "tag \(w[i].ms) ms sent early")
+        }
+        #expect(w[7].atNs - w[6].atNs >= 98_000_000, "the late tags went out in a burst")
+        #expect(w[8].atNs - w[6].atNs >= 198_000_000, "the late tags went out in a burst")
     }
 }
 

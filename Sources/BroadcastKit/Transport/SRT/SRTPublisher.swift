@@ -21,6 +21,7 @@ package final class SRTPublisher: TagSink, TSChunkOutput, @unchecked Sendable {
     package let displayName: String
     package var isNetworkPublisher: Bool { true }
     package var kind: TagSinkKind { .srt }
+    package var needsRealTimeInput: Bool { true }
     private let url: SRTURL
     private let streamID: String?
     private let buffers: SRTBuffers
@@ -36,7 +37,7 @@ package final class SRTPublisher: TagSink, TSChunkOutput, @unchecked Sendable {
     /// `streamKey` fills the stream id when the URL has none (an empty key: no stream id).
     /// `passphrase` (from `--srt-passphrase-file`) wins over one in the URL.
     package init(url text: String, streamKey: String, passphrase: String?, hasVideo: Bool, audio: AudioEncoderSettings?,
-                 maxBitrateKbps: Int, connectTimeoutSeconds: Int) {
+                 maxBitrateKbps: Int, connectTimeoutSeconds: Int, linkStallNs: Int64? = nil) {
         // Checked before assembly (`PipelineAssembler.validateNetworkDestinations`); an unparsable
         // URL here connects nowhere and says so at open.
         let url = (try? SRTURL(parsing: text)) ?? SRTURL(invalid: ())
@@ -48,12 +49,17 @@ package final class SRTPublisher: TagSink, TSChunkOutput, @unchecked Sendable {
         displayName = url.redacted
         buffers = SRTBuffers(latencyMs: url.latencyMs, maxBitrateKbps: maxBitrateKbps)
         self.connectTimeoutSeconds = connectTimeoutSeconds
+        self.linkStallNs = linkStallNs
         muxer = TSMuxer(layout: TSStreamLayout(hasVideo: hasVideo, audioCodec: audio?.codec, audioChannels: audio?.channels ?? 2))
         error = .allocate(capacity: Self.errorCapacity)
         error.initialize(repeating: 0, count: Self.errorCapacity)
     }
 
     private let urlWithSecret: SRTURL
+    /// Block mode: sends wait for libsrt's buffer to drain under a window (`waitForWindow`), and
+    /// a link that takes nothing for this long (`SRTBuffers.blockModeStallNs`) is stalled. nil:
+    /// live SRT as usual (the stream goes out as it comes; libsrt drops what is too late).
+    private let linkStallNs: Int64?
     /// Wakes the connect (the lookup and the handshake) at once: the process's stop by default.
     package var stop: StopFlag? = .process
 
@@ -113,22 +119,53 @@ package final class SRTPublisher: TagSink, TSChunkOutput, @unchecked Sendable {
     package func sendChunk(_ chunk: UnsafeRawBufferPointer) throws(TransportError) {
         let s = socket.load(ordering: .acquiring)
         guard s >= 0 else { throw .writeFailed("\(displayName): connection closed") }
+        if let stall = linkStallNs { try waitForWindow(s, stallNs: stall) }
         if bk_srt_send(s, chunk.baseAddress, Int32(chunk.count), error, Self.errorCapacity) < 0 {
             throw .writeFailed("\(displayName): \(String(cString: error))")
         }
     }
 
-    /// Waits (up to `SRTBuffers.drainTimeoutMs`) for the receiver to acknowledge what was sent,
-    /// then closes: in live mode libsrt would drop unacknowledged packets at once, and the last
+    /// Block mode: holds the next packet until libsrt's unacknowledged data is under
+    /// `SRTBuffers.blockModeWindowBytes`. The data then waits in our send queue, where it holds
+    /// the producer, and never long in libsrt's buffer, where the sender drops what outlives the
+    /// latency; nor does it overfill a slow link's queue, so the link carries it without loss at
+    /// its own pace, slower than the stream if it must. A buffer that does not shrink for the
+    /// stall bound is a stalled link.
+    private func waitForWindow(_ s: Int32, stallNs: Int64) throws(TransportError) {
+        var least = Int64.max
+        var since = MediaTime.now()
+        while case let held = bk_srt_unacknowledged_bytes(s), held > buffers.blockModeWindowBytes,
+              !aborted.load(ordering: .acquiring) {
+            let now = MediaTime.now()
+            if held < least {
+                least = held
+                since = now
+            } else if now - since > stallNs {
+                throw .writeFailed("\(displayName): the link took nothing for \((now - since) / 1_000_000_000) s "
+                                   + "(the receiver acknowledged no packet)")
+            }
+            var t = timespec(tv_sec: 0, tv_nsec: 1_000_000)
+            nanosleep(&t, nil)
+        }
+    }
+
+    /// Waits (up to `SRTBuffers.drainTimeoutMs`; in block mode while it makes progress) for the
+    /// receiver to acknowledge what was sent, then closes: in live mode libsrt would drop unacknowledged packets at once, and the last
     /// GOP's end with them.
     package func close() {
         let s = socket.load(ordering: .acquiring)
         guard s >= 0 else { return }
         if !aborted.load(ordering: .acquiring) {
+            // Block mode waits while the buffer still shrinks (the link's pace), up to the stall bound.
             var raw = bk_srt_stats()
             var waitedMs = 0
-            while waitedMs < SRTBuffers.drainTimeoutMs, bk_srt_stats_read(s, &raw) == 0, raw.send_buffer_bytes > 0,
-                  !aborted.load(ordering: .acquiring) {
+            var least = Int64.max
+            while waitedMs < (linkStallNs == nil ? SRTBuffers.drainTimeoutMs : Int(linkStallNs! / 1_000_000)),
+                  bk_srt_stats_read(s, &raw) == 0, raw.send_buffer_bytes > 0, !aborted.load(ordering: .acquiring) {
+                if linkStallNs != nil && raw.send_buffer_bytes < least {
+                    least = raw.send_buffer_bytes
+                    waitedMs = 0
+                }
                 var t = timespec(tv_sec: 0, tv_nsec: 10_000_000)
                 nanosleep(&t, nil)
                 waitedMs += 10

@@ -114,6 +114,9 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     }
 
     package var kind: TagSinkKind { .whip }
+    /// RTP is real time: receivers play each packet out by its arrival (a jitter buffer of a few
+    /// frames), so block mode paces sends to media time as for SRT.
+    package var needsRealTimeInput: Bool { true }
 
     /// Loss stands in for a queue: RTP over UDP never backs up in a send buffer, so congestion
     /// shows as the fraction lost in the endpoint's receiver reports about our video. As in
