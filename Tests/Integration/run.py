@@ -60,6 +60,10 @@ UNKNOWN_LOAD = float(os.environ.get("BK_RUN_UNKNOWN_LOAD", "1.0"))
 # bursts, so a real-time encode in a non-exclusive test keeps its frames); beside an exclusive unit, half.
 BUSY_SHARE = 0.75
 QUIET_SHARE = 0.5
+# A unit whose recorded load is at least this is batch work (builds, installs, media generated as
+# fast as the CPU goes): it has no frame deadline to miss, so two of them may share the machine,
+# one a core, when nothing else runs (alone, each waited for the other at the end of the run).
+BATCH_LOAD = 0.9
 
 
 def machine_cores() -> int:
@@ -277,6 +281,7 @@ def worker_main(args) -> int:
             except Exception:  # an id that no longer loads: an error, never a silent loss
                 send({"ev": "end", "id": tid, "outcome": "error", "reason": "could not load", "seconds": 0.0,
                       "reports": [("ERROR", tid, traceback.format_exc())]})
+        began, cpu_began = time.monotonic(), cpu_seconds()
         suite.run(result)
         # Class and module tear-downs run at the end of a top-level suite run. unittest remembers
         # the last class on the result, and skips setUpClass/setUpModule for a test of that class
@@ -284,7 +289,9 @@ def worker_main(args) -> int:
         # tests are a unit of their own), would find the fixtures already torn down.
         result._previousTestClass = None
         sys.stdout.flush()
-        send({"ev": "unit-done"})
+        # The whole unit, fixtures included: a class whose setUpClass starts daemons takes longer
+        # than its tests, and a short test's own load is too noisy to record (see note_event).
+        send({"ev": "unit-done", "seconds": time.monotonic() - began, "cpu": cpu_seconds() - cpu_began})
     return 0
 
 
@@ -365,6 +372,7 @@ class Parent:
         self.phase_seconds: dict[str, float] = {}
         self.loads: dict[str, float] = {}    # id -> cores used (CPU seconds / seconds)
         self.unit_log: list[tuple[float, float, str, Unit]] = []   # (start, end, worker tag, unit)
+        self.unit_records: dict[str, tuple[float, float]] = {}   # unit name -> (seconds, load), fixtures included
         self.busy_seconds: dict[str, float] = {}
         self.lock = threading.Lock()
         self.started_at = time.monotonic()
@@ -430,7 +438,8 @@ class Parent:
         """Runs every unit on up to `n` worker processes (see admissible): an alone unit with nothing
         else; while any exclusive unit runs, or to start one, the recorded loads of everything running
         and the new unit add up to at most QUIET_SHARE of the cores, so a whole core (of two) stays idle
-        beside a measurement; otherwise up to BUSY_SHARE. The units that need the machine to themselves
+        beside a measurement; batch units (BATCH_LOAD) beside batch units only, one a core; otherwise
+        up to BUSY_SHARE. The units that need the machine to themselves
         (alone, or exclusive and heavier than the quiet share) go first, then the exclusive units, then
         the rest, each the most CPU time first; a unit that does not fit lets a later one that does go ahead, but a unit that needs the machine holds every
         later start until it has it, so it never starves.
@@ -492,10 +501,12 @@ class Parent:
                 running[w] = chosen
                 chosen.started = time.monotonic()
 
-        def unit_done(w: Worker) -> None:
+        def unit_done(w: Worker, ev: dict) -> None:
             u = running.pop(w, None)
             if u is not None:
                 self.unit_log.append((u.started - began, time.monotonic() - began, w.tag, u))
+                if ev.get("seconds", 0) >= 0.5 and ev.get("cpu") is not None:
+                    self.unit_records[u.name] = (ev["seconds"], max(0.0, ev["cpu"]) / ev["seconds"])
             w.unit = None
             admit()
 
@@ -537,7 +548,7 @@ class Parent:
                             w.give(w.queued.ids)
                             w.queued = None
                         elif ev.get("ev") == "unit-done":
-                            unit_done(w)
+                            unit_done(w, ev)
             for i, w in enumerate(slots):
                 if w is None or not (w.exited and w.proc.poll() is not None):
                     continue
@@ -588,13 +599,16 @@ class Parent:
 
 class Unit:
     """Tests that run together in one worker (a class, or a module with module fixtures), with
-    their expected seconds and load (cores: their CPU seconds over their seconds, from the recorded times)."""
+    their expected seconds and load (cores: their CPU seconds over their seconds, from the recorded
+    times). `name` ("kind:class or module:tests") finds the unit's own record (`unit:NAME` in the
+    times): its whole time, fixtures included, and its load."""
 
     def __init__(self, ids: list[str], exclusive: str, alone: str,
-                 known: dict[str, tuple[float, float | None]], cores: float | None = None):
+                 known: dict[str, tuple[float, float | None]], cores: float | None = None, name: str = ""):
         self.ids = ids
         self.exclusive = exclusive
         self.alone = alone
+        self.name = name or f"{'alone' if alone else 'exclusive' if exclusive else 'parallel'}:{ids[0]}:{len(ids)}"
         self.cost = sum(known.get(t, (UNKNOWN_TEST_SECONDS, None))[0] for t in ids)
         # The unit's load is its tests' CPU over their time (a test never timed with its load counts
         # as UNKNOWN_LOAD for UNKNOWN_TEST_SECONDS, or its known time), like one long test's.
@@ -605,8 +619,21 @@ class Unit:
             cpu += sec * (load if load is not None else UNKNOWN_LOAD)
             seconds += sec
         self.load = cpu / seconds
+        # Every load here was measured (a unit whose tests all lack one counts a guessed busy core).
+        measured_load = all(known.get(t, (0.0, None))[1] is not None for t in ids)
+        record = known.get(f"unit:{self.name}")
+        if record is not None and record[1] is not None:
+            # The unit's own record: its fixtures' time counts, and a test too short to have a load
+            # of its own (under 0.5 s) no longer counts a busy core. Never under the load of its
+            # tests that have one (a long fixture's idle time would dilute a measurement's load).
+            self.cost = record[0]
+            measured = [(max(known[t][0], 0.1), known[t][1]) for t in ids if t in known and known[t][1] is not None]
+            tests_load = sum(s * l for s, l in measured) / sum(s for s, _ in measured) if measured else 0.0
+            self.load = max(record[1], tests_load)
+            measured_load = True
         if cores is not None:          # declared: the average hides bursts that matter
             self.load = max(self.load, cores)
+        self.batch = measured_load and not exclusive and not alone and cores is None and self.load >= BATCH_LOAD
         self.started = 0.0
 
     def __repr__(self) -> str:
@@ -615,12 +642,15 @@ class Unit:
 
 def admissible(u: Unit, running: list[Unit], cores: int) -> bool:
     """May `u` start now, beside `running`? The rules of Parent.run: an alone unit with nothing else;
-    with nothing running anything starts; otherwise the recorded loads add up to at most BUSY_SHARE
-    of the cores, or QUIET_SHARE of them when an exclusive unit is among them."""
+    with nothing running anything starts; batch units (BATCH_LOAD) beside batch units only, one a
+    core; otherwise the recorded loads add up to at most BUSY_SHARE of the cores, or QUIET_SHARE of
+    them when an exclusive unit is among them."""
     if any(r.alone for r in running):
         return False
     if u.alone or not running:
         return not running
+    if u.batch and all(r.batch for r in running) and len(running) < cores:
+        return True                     # batch beside batch: one a core, no deadline to miss
     load = sum(r.load for r in running) + u.load
     quiet = u.exclusive or any(r.exclusive for r in running)
     return load <= cores * (QUIET_SHARE if quiet else BUSY_SHARE) + 1e-6
@@ -705,7 +735,8 @@ def main() -> int:
         c = declared_cores(t)
         if c is not None:
             declared[k] = max(declared.get(k, 0.0), c)
-    units = [Unit(ids, marks[k][0], marks[k][1], known, declared.get(k)) for k, ids in groups.items()]
+    units = [Unit(ids, marks[k][0], marks[k][1], known, declared.get(k), name=f"{k[0]}:{k[1]}:{len(ids)}")
+             for k, ids in groups.items()]
     n = args.workers if args.workers is not None else default_workers()
     n = max(1, n)
     parent = Parent(args, out)
@@ -772,7 +803,9 @@ def main() -> int:
         # seconds, id, cores (CPU seconds over seconds: the load the next run schedules by)
         args.times.write_text("".join(
             f"{t:.1f}\t{name}\t{parent.loads[name]:.2f}\n" if name in parent.loads else f"{t:.1f}\t{name}\n"
-            for t, name in times))
+            for t, name in times) + "".join(
+            # Each unit's own record, fixtures included (Unit: `unit:NAME`).
+            f"{sec:.1f}\tunit:{name}\t{load:.2f}\n" for name, (sec, load) in sorted(parent.unit_records.items())))
         # When each unit ran, where, and how it was marked: the schedule, for reading after the fact.
         args.times.with_name(args.times.name + ".schedule").write_text("".join(
             f"{a:7.1f}\t{b:7.1f}\t{tag}\t{'alone' if u.alone else 'exclusive' if u.exclusive else 'parallel'}"

@@ -634,6 +634,22 @@ class RunnerScheduleTests(unittest.TestCase):
         self.assertFalse(run.admissible(self.unit(0.4, exclusive="VmHWM"), [soak, self.unit(0.4)], 2))
         self.assertTrue(run.admissible(self.unit(0.5, exclusive="sync"), [self.unit(0.4)], 4))  # 0.9 of 2 (of 4)
 
+    def test_batch_units_share_the_machine_only_with_each_other(self):
+        import run
+        build, install = self.unit(1.0), self.unit(1.2)
+        self.assertTrue(build.batch and install.batch)
+        self.assertTrue(run.admissible(install, [build], 2))                # one a core
+        self.assertFalse(run.admissible(self.unit(0.95), [build, install], 2))  # no third on 2 cores
+        self.assertFalse(run.admissible(install, [self.unit(0.4)], 2))      # beside a real-time stream: the load rule (1.6)
+        self.assertFalse(run.admissible(self.unit(0.6), [build], 2))
+        self.assertFalse(run.admissible(install, [self.unit(0.3, exclusive="sync")], 2))
+        self.assertFalse(self.unit(1.0, exclusive="CPU").batch)
+        # A guessed load (tests too short to have one, no unit record) is not batch work.
+        guessed = run.Unit(["g.T.test_short"], "", "", {"g.T.test_short": (0.2, None)})
+        self.assertEqual(guessed.load, run.UNKNOWN_LOAD)
+        self.assertFalse(guessed.batch)
+        self.assertFalse(run.admissible(guessed, [build], 2))
+
     def test_alone_and_machine_hungry_tests(self):
         import run
         rebuild = self.unit(0.1, alone="rebuilds the element")
@@ -676,6 +692,27 @@ class RunnerScheduleTests(unittest.TestCase):
         self.assertAlmostEqual(u.load, cpu / u.cost)
         self.assertAlmostEqual(run.Unit(["a.B.test_x"], "", "", known).load, 0.31)
 
+    def test_a_units_own_record_counts_its_fixtures(self):
+        import run
+        # Three tests too short for a load of their own (each counts a busy core) in a class whose
+        # setUpClass takes 15 s: without the unit's record it is 0.9 s at 1 core, and never joins
+        # an exclusive test; with it, 16 s at 0.1 cores.
+        ids = ["p.C.test_a", "p.C.test_b", "p.C.test_c"]
+        known = {t: (0.3, None) for t in ids}
+        bare = run.Unit(ids, "", "", known, name="parallel:p.C:3")
+        self.assertAlmostEqual(bare.cost, 0.9)
+        self.assertAlmostEqual(bare.load, run.UNKNOWN_LOAD)
+        known["unit:parallel:p.C:3"] = (16.0, 0.1)
+        recorded = run.Unit(ids, "", "", known, name="parallel:p.C:3")
+        self.assertEqual((recorded.cost, recorded.load), (16.0, 0.1))
+        self.assertTrue(run.admissible(recorded, [self.unit(0.45, exclusive="VmHWM")], 2))
+        # A record of another selection of the class (run.py -k one test) is not this unit's.
+        self.assertAlmostEqual(run.Unit(ids[:2], "", "", known, name="parallel:p.C:2").cost, 0.6)
+        # A long fixture's idle time never dilutes the load of a test that has one.
+        known2 = {"x.S.test_sync": (130.0, 0.76), "unit:exclusive:x.S:1": (145.0, 0.69)}
+        sync = run.Unit(["x.S.test_sync"], "A/V sync", "", known2, name="exclusive:x.S:1")
+        self.assertEqual((sync.cost, sync.load), (145.0, 0.76))
+
 
 class ClassFixtureProbe(unittest.TestCase):
     """Not discovered (no test_ methods): RunnerWorkerFixtureTests loads its probes by name, as two
@@ -715,7 +752,8 @@ class RunnerWorkerFixtureTests(unittest.TestCase):
                 p.stdin.write(json.dumps([f"test_tools.ClassFixtureProbe.{probe}"]) + "\n")
             p.stdin.close()
             with os.fdopen(r) as events:
-                ends = [e for e in map(json.loads, events) if e.get("ev") == "end"]
+                evs = list(map(json.loads, events))
+            ends = [e for e in evs if e.get("ev") == "end"]
             self.assertEqual(p.wait(timeout=30), 0)
         finally:
             if p.poll() is None:
@@ -723,3 +761,9 @@ class RunnerWorkerFixtureTests(unittest.TestCase):
                 p.wait()
         self.assertEqual([(e["id"].rsplit(".", 1)[-1], e["outcome"]) for e in ends],
                          [("probe_first", "passed"), ("probe_second", "passed")], ends)
+        # Each unit's end carries its whole time and CPU, fixtures included: the unit's own record.
+        done = [e for e in evs if e.get("ev") == "unit-done"]
+        self.assertEqual(len(done), 2, evs)
+        for e in done:
+            self.assertGreater(e["seconds"], 0.0, e)
+            self.assertGreaterEqual(e["cpu"], 0.0, e)

@@ -38,6 +38,8 @@
 ///   link carried (a path's buffers can hide such a step for seconds, not a larger one);
 /// - with no failure remembered: first to the ceiling, then 2.5% above it twice, then 9%, 27%
 ///   and 50% for a link that carries those.
+/// - a failed probe's own loss repair (`probeRepairSeconds`) counts no lower than the ceiling
+///   it stood on: seconds of it are not the link.
 ///
 /// The receiver's estimate (`TagSink.peerEstimatedKbps`, WebRTC REMB), when the followed
 /// destination gives one, less audio and never under the floor, bounds every probe; it never
@@ -163,6 +165,17 @@ package final class BitrateController: @unchecked Sendable {
     let pathClimbSteps = (0.25, 0.5)
     /// Probes held in a row through the path (a failure or a congestion resets it).
     private var pathHeld = 0
+    /// Seconds after a failed probe in which a congested second counts no lower than the ceiling
+    /// the probe stood on (it held calm: the link carried it); the cut still drains the queue
+    /// (`settleFraction`, `drainSeconds`). The probe's own loss repair reads low: delivery-rate
+    /// samples of 55-65% of a 1200 kbit/s link in the seconds after a failed probe
+    /// (tools/bitrate_shaped.py), and in a CI run one second near nothing (TCP's retransmission
+    /// timeout after a tail-drop queue's losses), which alone put the ceiling, and the target,
+    /// at the floor (1160 probe, 872 rest, then 312). A link that did slow down keeps the queue
+    /// up past these seconds and is followed then.
+    let probeRepairSeconds = 3
+    /// Seconds since the last probe failed (saturates).
+    private var secondsSinceProbeFailed = Int.max / 2
     /// The last congestion showed as a queue in the path (RTT growth): the bottleneck is before
     /// the TCP peer, so the RTT shows at once whether a probe fits, and the kernel's delivery
     /// rate measures the bottleneck. (A slow-reading peer or a relay behind it never shows so:
@@ -279,6 +292,7 @@ package final class BitrateController: @unchecked Sendable {
         // following it down on top of the loss rule put the target at the floor (312 kbps through
         // a 1200 kbit/s link in CI); loss and queues already bring the target down.
         peerCapKbps = peerEstimatedKbps.map { max(floorKbps, min(targetKbps, $0 - audioKbps)) }
+        secondsSinceProbeFailed = min(secondsSinceProbeFailed + 1, Int.max / 2)
         let previous = lastBacklog
         lastBacklog = backlog
         let episodeContinues = inEpisode
@@ -299,7 +313,12 @@ package final class BitrateController: @unchecked Sendable {
                 // Once seen, the path's queue stays the explanation until a congested second
                 // shows none at all (a peer reading slowly: the queue is at its end).
                 if p.queueingMs >= pathQueueMs { bottleneckInPath = true }
-                if p.queueingMs < noPathQueueMs { bottleneckInPath = false }
+                // Not on a probe's second: a probe over the link fills our socket's buffer before
+                // the path's queue shows in the RTT (1 ms through a 1200 kbit/s tbf while the
+                // kernel held 108 ms unsent), and leaving the path's rules then left the recovery
+                // to the 12 s probes: never back at 80% within the 16 s after the link returned
+                // (tools/bitrate_shaped.py).
+                if p.queueingMs < noPathQueueMs && !probing { bottleneckInPath = false }
                 if bottleneckInPath {
                     // The path's own queue is full: the kernel's delivery-rate sample is what the
                     // bottleneck carries (one second's acknowledged bytes swing 0.3-1.7x of it
@@ -310,6 +329,9 @@ package final class BitrateController: @unchecked Sendable {
                     // (TCP's own cut); the next seconds measure the link.
                     if !episodeContinues { sample = max(sample, p.ackedKbps, (currentKbps + audioKbps) / 2) }
                 }
+            }
+            if secondsSinceProbeFailed <= probeRepairSeconds {
+                sample = max(sample, ceilingKbps + audioKbps)
             }
             if episodeSeconds <= 2 {
                 congestedSent = (sample, sample, sample)
@@ -497,6 +519,7 @@ package final class BitrateController: @unchecked Sendable {
     private func endProbe(failed: Bool) {
         probing = false
         guard failed else { return }
+        secondsSinceProbeFailed = 0
         probesHeld = 0
         probeInterval = min(maxProbeIntervalSeconds, probeInterval * 2)
     }

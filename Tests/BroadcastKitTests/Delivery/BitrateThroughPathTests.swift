@@ -79,6 +79,63 @@ import Testing
         #expect(seconds <= 10, "back at 80% of the configured rate after \(seconds) s")
     }
 
+    /// A probe through the path fails and the next congested second delivers almost nothing (TCP's
+    /// retransmission timeout after the tail-drop queue's losses). That second is the probe's loss
+    /// repair, not the link: the ceiling stays where the probe stood, the target is cut only to
+    /// drain the queue (a CI run: 1160 probe, 872 rest, then 312, the floor). A link that stays
+    /// that slow past `probeRepairSeconds` is followed down.
+    @Test func aFailedProbesLossRepairDoesNotSinkTheCeilingToTheFloor() {
+        let (c, _) = controller()
+        congest(c)
+        let link = 1100 - audio
+        // Calm at rest until a probe is out, then the probe fails: the path's queue grows.
+        var guardSeconds = 0
+        while !c.probing && guardSeconds < 20 {
+            c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0,
+                    path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: 10, deliveryKbps: nil))
+            guardSeconds += 1
+        }
+        #expect(c.probing, "a probe within 20 calm seconds")
+        let ceiling = c.ceilingKbps
+        c.adapt(sentKbps: link + audio, backlogMs: 500, path: PathSample(ackedKbps: link + audio, queueingMs: 400, deliveryKbps: 1150))
+        #expect(!c.probing)
+        // The retransmission timeout: one second that delivered 300 kbit/s.
+        c.adapt(sentKbps: 300, backlogMs: 900, path: PathSample(ackedKbps: 300, queueingMs: 700, deliveryKbps: 300))
+        #expect(c.ceilingKbps == ceiling, "ceiling \(c.ceilingKbps), was \(ceiling)")
+        #expect(c.currentKbps >= Int(Double(ceiling) * c.lowestFitFraction) && c.currentKbps < ceiling,
+                "target \(c.currentKbps): under the ceiling \(ceiling) to drain, by no more than the usual cut")
+        // So are the next seconds of its repair (the delivery-rate samples read 55-65% of the link).
+        c.adapt(sentKbps: 700, backlogMs: 700, path: PathSample(ackedKbps: 700, queueingMs: 500, deliveryKbps: 700))
+        #expect(c.ceilingKbps == ceiling, "ceiling \(c.ceilingKbps), was \(ceiling)")
+        // The link did slow down to 600 kbit/s: the queue stays, and once the repair seconds are
+        // over the ceiling follows the link.
+        for _ in 0..<6 {
+            c.adapt(sentKbps: 600, backlogMs: 1200, path: PathSample(ackedKbps: 600, queueingMs: 900, deliveryKbps: 600))
+        }
+        #expect(c.ceilingKbps <= 600 - audio, "ceiling \(c.ceilingKbps) over a link of 600")
+    }
+
+    /// A probe over the link fills our socket's buffer before the path's queue shows in the RTT:
+    /// that second is the probe failing, not a slow reader. The path's rules stay (a recovery at
+    /// the 12 s probes of the byte counts never got back to 80% within 16 s of the link's return).
+    @Test func aProbesSecondWithoutRTTGrowthKeepsThePathsRules() {
+        let (c, _) = controller()
+        congest(c)
+        var guardSeconds = 0
+        while !c.probing && guardSeconds < 20 {
+            c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0,
+                    path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: 10, deliveryKbps: nil))
+            guardSeconds += 1
+        }
+        #expect(c.probing && c.bottleneckInPath)
+        c.adapt(sentKbps: 1100, backlogMs: 108, path: PathSample(ackedKbps: 1100, queueingMs: 1, deliveryKbps: nil))
+        #expect(!c.probing, "the probe failed")
+        #expect(c.bottleneckInPath, "still the path's rules")
+        // A congested second with no queue in the path and no probe out: a slow reader.
+        c.adapt(sentKbps: 900, backlogMs: 800, path: PathSample(ackedKbps: 900, queueingMs: 1, deliveryKbps: nil))
+        #expect(!c.bottleneckInPath)
+    }
+
     /// A busy machine: the encoder sends half of any target, the path stays idle. That shows
     /// nothing of the link, so a probe does not hold and the target does not climb.
     @Test func aProbeTheEncoderDidNotFillDoesNotHold() {
