@@ -662,15 +662,24 @@ def needs_machine(u: Unit, cores: int) -> bool:
     return bool(u.alone) or bool(u.exclusive and u.load > cores * QUIET_SHARE + 1e-6)
 
 
+def is_wide(u: Unit, cores: int) -> bool:
+    """An exclusive unit that uses more than half the quiet share: no other unit like it fits beside
+    it, only light ones."""
+    return bool(u.exclusive) and u.load > cores * QUIET_SHARE / 2 + 1e-6
+
+
 def order_units(units: list[Unit], cores: int | None = None) -> list[Unit]:
     """The units that need the machine to themselves first (they run at the start, one after the
-    other, instead of holding every start until the long units beside them end); then the
-    exclusive units, then the rest, each the most CPU time first (seconds x load: the quiet share
-    is what the exclusive units wait for, so the ones that use most of it must not be left for
-    the end, where they run one after the other; last known times, a test never timed counts
-    UNKNOWN_TEST_SECONDS at UNKNOWN_LOAD)."""
+    other, instead of holding every start until the long units beside them end); then the wide
+    exclusive units (`is_wide`), then the other exclusive units, then the rest, each the most CPU
+    time first (seconds x load; last known times, a test never timed counts UNKNOWN_TEST_SECONDS
+    at UNKNOWN_LOAD). The quiet share is what the exclusive units wait for: a wide unit fits only
+    beside light units, which are plentiful early and used up late, so left for the end it runs
+    with a core idle beside it (R16: 212 s of such units, one after the other, at the end), and the
+    ones that use most of the share must not be left for the end either."""
     c = cores if cores is not None else machine_cores()
-    return sorted(units, key=lambda u: (not needs_machine(u, c), not u.exclusive, -u.cost * u.load))
+    return sorted(units, key=lambda u: (not needs_machine(u, c), not u.exclusive, not is_wide(u, c),
+                                        -u.cost * u.load))
 
 
 def main() -> int:

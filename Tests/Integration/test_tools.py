@@ -676,6 +676,12 @@ class RunnerScheduleTests(unittest.TestCase):
         long_light = self.unit(0.1, seconds=400.0)
         heavy = self.unit(1.0, seconds=50.0)
         self.assertEqual(run.order_units([long_light, thin, heavy, sync], cores=2), [sync, thin, heavy, long_light])
+        # A wide exclusive unit (over half the quiet share: it fits only beside light units) goes
+        # before a narrow one with more CPU time: left for the end, it runs with a core idle beside it.
+        wide_short = self.unit(0.55, exclusive="sync", seconds=20.0)
+        narrow_long = self.unit(0.45, exclusive="VmHWM", seconds=300.0)
+        self.assertTrue(run.is_wide(wide_short, 2) and not run.is_wide(narrow_long, 2))
+        self.assertEqual(run.order_units([narrow_long, wide_short], cores=2), [wide_short, narrow_long])
 
     def test_times_file_round_trip_and_unknown_tests(self):
         import run
