@@ -505,7 +505,7 @@ class Parent:
             u = running.pop(w, None)
             if u is not None:
                 self.unit_log.append((u.started - began, time.monotonic() - began, w.tag, u))
-                if ev.get("seconds", 0) >= 0.5 and ev.get("cpu") is not None:
+                if u.name and ev.get("seconds", 0) >= 0.5 and ev.get("cpu") is not None:
                     self.unit_records[u.name] = (ev["seconds"], max(0.0, ev["cpu"]) / ev["seconds"])
             w.unit = None
             admit()
@@ -600,15 +600,15 @@ class Parent:
 class Unit:
     """Tests that run together in one worker (a class, or a module with module fixtures), with
     their expected seconds and load (cores: their CPU seconds over their seconds, from the recorded
-    times). `name` ("kind:class or module:tests") finds the unit's own record (`unit:NAME` in the
-    times): its whole time, fixtures included, and its load."""
+    times). `name` ("kind:class or module:tests", as main() makes it; empty: none) finds the unit's
+    own record (`unit:NAME` in the times): its whole time, fixtures included, and its load."""
 
     def __init__(self, ids: list[str], exclusive: str, alone: str,
                  known: dict[str, tuple[float, float | None]], cores: float | None = None, name: str = ""):
         self.ids = ids
         self.exclusive = exclusive
         self.alone = alone
-        self.name = name or f"{'alone' if alone else 'exclusive' if exclusive else 'parallel'}:{ids[0]}:{len(ids)}"
+        self.name = name
         self.cost = sum(known.get(t, (UNKNOWN_TEST_SECONDS, None))[0] for t in ids)
         # The unit's load is its tests' CPU over their time (a test never timed with its load counts
         # as UNKNOWN_LOAD for UNKNOWN_TEST_SECONDS, or its known time), like one long test's.
@@ -621,7 +621,7 @@ class Unit:
         self.load = cpu / seconds
         # Every load here was measured (a unit whose tests all lack one counts a guessed busy core).
         measured_load = all(known.get(t, (0.0, None))[1] is not None for t in ids)
-        record = known.get(f"unit:{self.name}")
+        record = known.get(f"unit:{name}") if name else None
         if record is not None and record[1] is not None:
             # The unit's own record: its fixtures' time counts, and a test too short to have a load
             # of its own (under 0.5 s) no longer counts a busy core. Never under the load of its
