@@ -16,6 +16,9 @@ struct StreamLoop {
     /// The hidden test-only crash trigger (`BROADCAST_TEST_FAULT`), nil in normal runs.
     var testFault: TestFault? = nil
 
+    /// How long the other inputs may run on once one input reached its end.
+    static let endOfInputGraceNs: Int64 = 200_000_000
+
     /// Runs until a stop condition; returns the exit code.
     func run() -> ExitCode {
         let startNs = MediaTime.now()
@@ -25,6 +28,7 @@ struct StreamLoop {
         var exitCode = ExitCode.success
         var exitMessage: String?
         var replayRequests = ReplaySignal.count
+        var endGraceNs: Int64?
         while true {
             var ts = timespec(tv_sec: 0, tv_nsec: 100_000_000)
             nanosleep(&ts, nil)
@@ -46,7 +50,15 @@ struct StreamLoop {
                 exitMessage = e.message
                 break
             }
-            if !ended.isEmpty { break }
+            // Inputs of one length end together, within a buffer of each other (a Y4M input ends at
+            // its last frame's start, a PCM input at its last buffer's end): the others get a short
+            // grace to reach their own end, so neither loses its last moments to the poll's timing.
+            if !ended.isEmpty {
+                if ended.count == sources.count { break }
+                let deadline = endGraceNs ?? now + StreamLoop.endOfInputGraceNs
+                endGraceNs = deadline
+                if now >= deadline { break }
+            }
             if let l = limitNs, now >= l { break }
             if now >= nextReport {
                 nextReport += 1_000_000_000

@@ -23,6 +23,14 @@ def video_times(path: Path) -> list[float]:
         return sorted(float(p.pts * p.time_base) for p in c.demux(vs) if p.pts is not None)
 
 
+def audio_end(path: Path) -> float:
+    """The end of the last audio packet, in seconds."""
+    import av
+    with av.open(str(path)) as c:
+        s = c.streams.audio[0]
+        return max(float((p.pts + (p.duration or 0)) * p.time_base) for p in c.demux(s) if p.pts is not None)
+
+
 class EndOfInputTest(BroadcastTestCase):
     def test_y4m_writer_that_exits_ends_the_run_unpadded(self) -> None:
         rec = self.tmp / "eof.flv"
@@ -56,3 +64,6 @@ class EndOfInputTest(BroadcastTestCase):
         # ffmpeg made 300 frames; a padded run would hold many more (1935 repeats were seen).
         self.assertGreaterEqual(len(times), 297, len(times))
         self.assertLessEqual(len(times), 303, f"{len(times)} frames from a 300-frame input: padded")
+        # The PCM input runs on alone for the end-of-input grace only (0.2 s, seen at a 100 ms tick).
+        tail = audio_end(rec) - (times[-1] + 1 / 30)
+        self.assertLessEqual(tail, 0.45, f"audio ran {tail:.2f} s past the last picture: padded with audio alone")

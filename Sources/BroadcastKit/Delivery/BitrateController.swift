@@ -109,6 +109,8 @@ package final class BitrateController: @unchecked Sendable {
     private var probesHeld = 0
     /// What the current probe handed over and what the link delivered (kbit/s summed per second).
     private var probeHanded = 0
+    /// What the current probe handed over in its last second (kbit/s).
+    private var probeLastHanded = 0
     private var probeDelivered = 0
     private var probeSeconds = 0
     /// The level of the last probe that failed (or the level congestion struck): a level the link
@@ -298,6 +300,7 @@ package final class BitrateController: @unchecked Sendable {
         let episodeContinues = inEpisode
         inEpisode = false
         if probing {
+            probeLastHanded = handedKbps ?? sentKbps
             probeHanded += handedKbps ?? sentKbps
             probeDelivered += sentKbps
             probeSeconds += 1
@@ -476,9 +479,12 @@ package final class BitrateController: @unchecked Sendable {
         let limit = min(targetKbps, peerCapKbps ?? targetKbps)
         if probing {
             guard calmSinceChange >= calmSeconds else { return }
-            // Held only once the encoder did send at the probe's rate: a starved encoder (a busy
-            // machine) leaves the path idle under any target, which shows nothing of the link.
-            guard probeHanded * 100 >= (currentKbps + audioKbps) * probeSeconds * probeFilledPercent else { return }
+            // Held only once the encoder did send at the probe's rate in its last second: a starved
+            // encoder (a busy machine) leaves the path idle under any target, which shows nothing
+            // of the link. (Not over the whole probe: x264's rate control takes a second to reach
+            // a new rate, and averaging that second in held a 25% step a third second, 1 s of the
+            // 11 s a CI run took to come back after the link returned.)
+            guard probeLastHanded * 100 >= (currentKbps + audioKbps) * probeFilledPercent else { return }
             ceilingKbps = max(ceilingKbps, currentKbps)
             failedKbps = nil
             endProbe(failed: false)
@@ -491,7 +497,10 @@ package final class BitrateController: @unchecked Sendable {
         guard currentKbps < limit else { return }
         if currentKbps < restLevel {
             apply(min(restLevel, currentKbps * 125 / 100 + 50))
-        } else if calmSinceChange >= pathProbeIntervalSeconds {
+        } else if calm >= pathProbeIntervalSeconds && calmSinceChange >= 1 {
+            // The interval counts calm seconds, not seconds at rest: a climb back to rest after a
+            // drain has waited its calm seconds already (waiting 3 s more at rest cost a link that
+            // returned then 2 s of the 10 s in which it must be back at 80%).
             let next = min(limit, Int(Double(max(ceilingKbps, currentKbps)) * (1 + pathProbeStep)))
             if next > currentKbps { startProbe(next) }
         }
@@ -510,6 +519,7 @@ package final class BitrateController: @unchecked Sendable {
     private func startProbe(_ kbps: Int) {
         probing = true
         probeHanded = 0
+        probeLastHanded = 0
         probeDelivered = 0
         probeSeconds = 0
         apply(kbps)

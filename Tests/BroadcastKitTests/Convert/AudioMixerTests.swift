@@ -41,6 +41,29 @@ final class MixCollector: @unchecked Sendable {
         #expect(abs(c.firstSample[10] - 0.75) < 1e-6)
     }
 
+    /// The end of a live stream sends every sample a source gave: the last partial frame and the
+    /// encoder's delay are padded with silence (a 2 s PCM input once lost its last 80 ms).
+    @Test func liveFlushSendsTheLastPartialFrameAndTheEncodersDelay() {
+        let c = MixCollector()
+        let m = AudioMixer(frameSize: 1024) { p, pos in
+            c.positions.append(pos)
+            c.firstSample.append(p[0])
+        }
+        m.flushPaddingFrames = 2_048
+        let a = buffer(500, value: 0.25)
+        var pos: Int64 = 0
+        while pos < 10_000 {
+            a.withUnsafeBufferPointer { m.write(source: 0, samples: $0, position: pos, nowNs: 1_000_000_000) }
+            pos += 500
+        }
+        m.flush()
+        let end = (c.positions.last ?? 0) + 1024
+        // 10 000 frames given, 2048 of delay after them: whole frames up to 12 288.
+        #expect(end == 12_288, "mixed out to \(end)")
+        #expect(c.positions.firstIndex(of: 9_216).map { abs(c.firstSample[$0] - 0.25) < 1e-6 } == true)
+        for (i, p) in c.positions.enumerated() { #expect(p == Int64(i) * 1024) }
+    }
+
     @Test func stalledSourceDoesNotHoldOutputBeyondWait() {
         let c = MixCollector()
         let m = AudioMixer(frameSize: 960) { _, pos in c.positions.append(pos) }
