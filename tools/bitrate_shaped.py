@@ -15,8 +15,17 @@ Figures (printed as JSON, and written to OUT/figures.json):
   the machine's, are counted apart);
 - recovery_s: seconds from the release until the target is >= 80% of the configured rate.
 
+- band_outside: the seconds from 10 s after the onset to the release whose target is outside
+  the issue's strict band (70-95% of the link and 500-1150 kbps), as "t:target" pairs.
+
+With --slow-reader BYTES the link is not shaped by the kernel: a relay in the namespace
+(tools/throttle_proxy.py) reads at RATE over the episode with BYTES of socket buffer on each side
+(the far end whose buffers hold seconds: the sender's own queue stays empty until they fill), and
+"link" is what the relay forwarded.
+
 Run as root: tools/bitrate_shaped.py --latency 500ms --out /tmp/b500 [--plot]
-(`--rate 800kbit --onset 20 --release 50 --duration 80` for the 800 kbit/s episode.)
+(`--rate 800kbit --onset 20 --release 50 --duration 80` for the 800 kbit/s episode;
+`--slow-reader 4194304` for the slow-reading relay.)
 The integration test Tests/Integration/test_bitrate_shaped.py uses `run_episode` from here.
 """
 
@@ -62,6 +71,8 @@ class Episode:
     res: str = "720p"
     video_kbps: int = 2500
     extra_args: list[str] = field(default_factory=list)
+    # > 0: no tbf; a relay reads at `rate` with this much socket buffer on each side.
+    slow_reader_bytes: int = 0
 
 
 @dataclass
@@ -90,6 +101,14 @@ def _link_bytes(ns: str) -> int | None:
         return None
 
 
+def _relay_bytes(status: Path) -> int | None:
+    """Bytes the relay forwarded to the ingest (its status file; None until it writes one)."""
+    try:
+        return int(json.loads(status.read_text())["bytes_client_to_server"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def run_episode(ep: Episode, workdir: Path, tag: str, broadcast_bin: Path = DEFAULT_BIN,
                 key: str | None = None) -> tuple[list[Sample], dict]:
     """Runs one shaped episode in namespace `bkbr{tag}`; returns per-second samples and figures.
@@ -98,7 +117,7 @@ def run_episode(ep: Episode, workdir: Path, tag: str, broadcast_bin: Path = DEFA
     ns = f"bkbr{tag}"
     subprocess.run(["ip", "netns", "del", ns], capture_output=True)
     sh("ip", "netns", "add", ns)
-    nginx = proc = None
+    nginx = proc = relay = None
     try:
         sh("ip", "-n", ns, "link", "set", "lo", "mtu", "1500")
         sh("ip", "-n", ns, "link", "set", "lo", "up")
@@ -122,6 +141,21 @@ def run_episode(ep: Episode, workdir: Path, tag: str, broadcast_bin: Path = DEFA
             if time.monotonic() > deadline:
                 raise RuntimeError("nginx does not listen after 10 s")
             time.sleep(0.05)
+        port = 1935
+        relay_status = workdir / "relay.json"
+        if ep.slow_reader_bytes > 0:
+            relay_status.unlink(missing_ok=True)
+            relay = subprocess.Popen(
+                ["ip", "netns", "exec", ns, sys.executable, str(REPO_ROOT / "tools" / "throttle_proxy.py"),
+                 "--listen-port", "1936", "--target-port", "1935",
+                 "--throttle-kbps", str(parse_rate_kbit(ep.rate)), "--throttle-from", str(ep.onset_s),
+                 "--throttle-for", str(ep.release_s - ep.onset_s), "--rcvbuf", str(ep.slow_reader_bytes),
+                 "--status-json", str(relay_status)],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            line = relay.stdout.readline() if relay.stdout else ""
+            if "listening" not in line:
+                raise RuntimeError(f"the relay did not start: {line!r}")
+            port = 1936
         stats = workdir / "stats.jsonl"
         stats.unlink(missing_ok=True)
         err = workdir / "stderr.txt"
@@ -129,7 +163,7 @@ def run_episode(ep: Episode, workdir: Path, tag: str, broadcast_bin: Path = DEFA
         with err.open("wb") as e:
             proc = subprocess.Popen(["ip", "netns", "exec", ns, "env", f"STREAM_KEY={key}", str(broadcast_bin),
                                      "--source", "test", "--res", ep.res, "--video-bitrate", str(ep.video_kbps),
-                                     "--duration", str(int(ep.duration_s)), "--url", "rtmp://127.0.0.1:1935/live",
+                                     "--duration", str(int(ep.duration_s)), "--url", f"rtmp://127.0.0.1:{port}/live",
                                      "--stats-json", str(stats), "--reconnect-attempts", "0", *ep.extra_args],
                                     stdout=subprocess.DEVNULL, stderr=e)
         start = time.monotonic()
@@ -139,13 +173,15 @@ def run_episode(ep: Episode, workdir: Path, tag: str, broadcast_bin: Path = DEFA
         shape = ["tbf", "rate", ep.rate, "burst", ep.burst, "latency", ep.latency]
         while proc.poll() is None:
             now = time.monotonic() - start
-            if state == "free" and now >= shaped_span[0]:
+            if ep.slow_reader_bytes > 0:
+                pass  # the relay keeps its own schedule (it started just before broadcast)
+            elif state == "free" and now >= shaped_span[0]:
                 sh("ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", *shape)
                 state = "shaped"
             elif state == "shaped" and now >= shaped_span[1]:
                 sh("ip", "netns", "exec", ns, "tc", "qdisc", "del", "dev", "lo", "root")
                 state = "released"
-            b = _link_bytes(ns)
+            b = _relay_bytes(relay_status) if ep.slow_reader_bytes > 0 else _link_bytes(ns)
             if b is not None:
                 link.append((now, b))
             time.sleep(0.25)
@@ -158,9 +194,10 @@ def run_episode(ep: Episode, workdir: Path, tag: str, broadcast_bin: Path = DEFA
         if proc is not None and proc.poll() is None:
             proc.kill()
             proc.wait(timeout=10)
-        if nginx is not None:
-            nginx.kill()
-            nginx.wait(timeout=10)
+        for p in (relay, nginx):
+            if p is not None:
+                p.kill()
+                p.wait(timeout=10)
         subprocess.run(["ip", "netns", "del", ns], capture_output=True)
     lines = [json.loads(l) for l in stats.read_text().splitlines() if l.strip()]
     samples = _samples(lines, link, ep)
@@ -218,6 +255,8 @@ def figures_of(samples: list[Sample], ep: Episode) -> dict:
         if all(0.70 <= share(x) <= 0.95 for x in shaped[i:]):
             settle_s = round(s.t - on, 1)
             break
+    outside = [f"{s.t:.0f}:{s.target}" for s in at10
+               if not (0.70 <= share(s) <= 0.95 and 500 <= s.target <= 1150)]
     after = [s for s in samples if s.t >= off]
     recovery_s = next((round(s.t - off, 1) for s in after if s.target >= 0.8 * ep.video_kbps), None)
     before = [s.kbps for s in samples if on - 15 <= s.t < on]
@@ -235,6 +274,7 @@ def figures_of(samples: list[Sample], ep: Episode) -> dict:
         "band_max": max(targets) if targets else None,
         "band_median": statistics.median(targets) if targets else None,
         "band_ratio": round(max(targets) / max(1, min(targets)), 2) if targets else None,
+        "band_outside": outside,
         "floor_seconds": sum(1 for s in shaped if s.target <= max(150, ep.video_kbps // 8)),
         "congestion_drops": drops, "congestion_drops_while_shaped": shaped_drops, "frames": produced,
         "encoder_busy_drops": samples[-1].cpu_drops if samples else 0,
@@ -282,16 +322,21 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--bin", type=Path, default=DEFAULT_BIN)
     ap.add_argument("--plot", action="store_true")
+    ap.add_argument("--slow-reader", type=int, default=0, metavar="BYTES",
+                    help="no tbf: a relay reads at --rate with BYTES of socket buffer (see above)")
     a = ap.parse_args()
     # A SIGTERM ends the run through run_episode's cleanup (broadcast, nginx, the namespace).
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     if os.geteuid() != 0:
         print("needs root (network namespace, tc)", file=sys.stderr)
         return 2
-    ep = Episode(rate=a.rate, latency=a.latency, onset_s=a.onset, release_s=a.release, duration_s=a.duration)
+    ep = Episode(rate=a.rate, latency=a.latency, onset_s=a.onset, release_s=a.release, duration_s=a.duration,
+                 slow_reader_bytes=a.slow_reader)
     samples, figures = run_episode(ep, a.out, f"t{os.getpid()}", a.bin)
     if a.plot:
-        plot(samples, ep, a.out / "target_vs_link.png", f"tbf {a.rate}, latency {a.latency}")
+        title = (f"relay reading {a.rate}, {a.slow_reader} B buffers" if a.slow_reader
+                 else f"tbf {a.rate}, latency {a.latency}")
+        plot(samples, ep, a.out / "target_vs_link.png", title)
     figures.pop("stderr_tail", None)
     print(json.dumps(figures, indent=1))
     return 0 if figures["exit_code"] == 0 else 1

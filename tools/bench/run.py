@@ -22,6 +22,9 @@ keeps what it measured):
             VmHWM read from /proc (shared buffers count), the Rss split, the plan of the same run
   destinations  issue 14: one 720p encode to 1, 2 and 4 nginx-rtmp destinations next to ffmpeg's
             tee muxer on the same noisy testsrc2 frames (tools/bench/destinations.py per row)
+  shaped    issue 38: the adaptive bitrate on a 1200 kbit/s tbf with a 500 ms and a 2000 ms
+            queue, behind a relay that reads 1200 kbit/s with 1 MiB buffers, and through 30 s of
+            800 kbit/s (tools/bitrate_shaped.py, two episodes at once; root)
   replay    issue 16: the replay ring's VmHWM per second at 480p/720p/1080p (with vs without
             --replay-seconds N, next to the plan's ring line); clip save time through the control
             socket and the process CPU over the save against the same time without one
@@ -69,7 +72,7 @@ def main() -> int:
     ap.add_argument("--dest-counts", default="1,2,4", help="destinations section: destination counts to (re)run")
     ap.add_argument("--avsync-sequential", action="store_true",
                     help="run the A/V sync cases one after another instead of at once (a busy machine)")
-    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,embedding,capture,destinations,srt,replay,avsync,quality,x264model,memmatrix")
+    ap.add_argument("--sections", default="machine,trivial,floor,realtime,scale,levers,embedding,capture,destinations,srt,shaped,replay,avsync,quality,x264model,memmatrix")
     ap.add_argument("--replay-seconds", type=int, default=20,
                     help="replay ring length of the replay section (its pushes last 2 (N + 2) + 5 s)")
     ap.add_argument("--quick", action="store_true", help="smoke test: 1 run each, short real-time runs")
@@ -93,7 +96,7 @@ def main() -> int:
     b.ingest_start()
     try:
         for s in ("machine", "trivial", "floor", "realtime", "scale", "levers", "embedding", "capture", "destinations",
-                  "srt", "replay", "avsync", "quality", "x264model", "memmatrix"):
+                  "srt", "shaped", "replay", "avsync", "quality", "x264model", "memmatrix"):
             if s in sections:
                 log(f"section {s}")
                 t0 = time.time()

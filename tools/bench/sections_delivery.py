@@ -1,4 +1,4 @@
-"""Sections about what reaches the ingest: destinations, srt, avsync, quality."""
+"""Sections about what reaches the ingest: destinations, srt, shaped, avsync, quality."""
 from __future__ import annotations
 import argparse
 import json
@@ -131,6 +131,54 @@ class DeliverySections:
             "setup": f"{srt_bench.W}x{srt_bench.H}@{srt_bench.FPS}, {srt_bench.KBPS} kbps, Y4M pipe with a time code; "
                      "receivers: srt-live-transmit (SRT, 120 ms latency) and ffmpeg -listen (RTMP), decoded by PyAV; "
                      "Tests/Integration/whip_endpoint.py (WHIP: aiortc, its own decoders)",
+            "loadavg_start": load0, "loadavg_end": sh("cat /proc/loadavg")}
+        self.save()
+
+    def shaped(self) -> None:
+        # The adaptive bitrate against the kernel's shaper and a slow-reading relay (issue 38),
+        # through tools/bitrate_shaped.py: two episodes at a time (each a 720p test source, about a
+        # quarter of a core), every one in its own network namespace. Needs root.
+        import threading
+        sys.path.insert(0, str(REPO / "tools"))
+        import bitrate_shaped as bs
+        quick = self.a.quick
+        on, off, end = (10, 48, 64) if quick else (20, 140, 170)
+        episodes = [
+            ("tbf 1200 kbit/s, 500 ms queue", bs.Episode(rate="1200kbit", latency="500ms", onset_s=on, release_s=off, duration_s=end)),
+            ("tbf 1200 kbit/s, 2000 ms queue", bs.Episode(rate="1200kbit", latency="2000ms", onset_s=on, release_s=off, duration_s=end)),
+            ("relay reading 1200 kbit/s, 1 MiB buffers", bs.Episode(rate="1200kbit", onset_s=on, release_s=off, duration_s=end,
+                                                                   slow_reader_bytes=1 << 20)),
+            ("tbf 800 kbit/s for 30 s, 500 ms queue", bs.Episode(rate="800kbit", latency="500ms", onset_s=20, release_s=50,
+                                                                duration_s=80)),
+        ]
+        load0 = sh("cat /proc/loadavg")
+        work = Path(self.a.work) / "shaped"
+        rows: list[dict] = [{} for _ in episodes]
+
+        def one(i: int) -> None:
+            name, ep = episodes[i]
+            try:
+                samples, fig = bs.run_episode(ep, work / f"e{i}", f"bench{i}", Path(self.broadcast))
+            except Exception as e:  # a failed episode is a row that says so, not a lost section
+                rows[i] = {"name": name, "error": str(e)}
+                return
+            fig.pop("stderr_tail", None)
+            rows[i] = {"name": name, "episode": {k: v for k, v in ep.__dict__.items() if k != "extra_args"},
+                       "figures": fig, "samples": [[round(x.t, 1), x.target, round(x.link_kbps), round(x.kbps)]
+                                                   for x in samples]}
+            log(f"shaped {name}: {json.dumps({k: fig.get(k) for k in ('band_min', 'band_max', 'band_median', 'recovery_s')})}")
+
+        for pair in ((0, 1), (2, 3)):
+            threads = [threading.Thread(target=one, args=(i,)) for i in pair]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        self.results["shaped"] = {
+            "rows": rows, "commit": sh("git -C " + str(REPO) + " rev-parse --short HEAD"),
+            "command": "sudo tools/bitrate_shaped.py --latency 500ms|2000ms [--slow-reader 1048576] "
+                       "[--rate 800kbit --onset 20 --release 50 --duration 80] --out DIR --plot",
+            "setup": "720p test source at 2500 kbps to nginx-rtmp in a private network namespace (two episodes at once)",
             "loadavg_start": load0, "loadavg_end": sh("cat /proc/loadavg")}
         self.save()
 

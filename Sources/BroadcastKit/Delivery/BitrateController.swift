@@ -165,6 +165,14 @@ package final class BitrateController: @unchecked Sendable {
     /// low (25% over it fails within a second under a throttle); a 25% step held is a link that
     /// returned, and 50% steps follow. (10% first cost the 500 ms tbf run 11 s to recover.)
     let pathClimbSteps = (0.25, 0.5)
+    /// What the peer acknowledged (kbit/s) in the current episode's last congested seconds with
+    /// the bottleneck in the path, the episode's first second left out; newest last.
+    private var pathAcked = (0, 0, 0)
+    private var pathAckedSeconds = 0
+    /// The video rate the path carried in the last congestion through it (`pathAcked`'s mean less
+    /// audio): held probes climb back up to it in large steps, no further. Forgotten once a probe
+    /// at it holds.
+    private(set) var pathMeasuredKbps: Int?
     /// Probes held in a row through the path (a failure or a congestion resets it).
     private var pathHeld = 0
     /// Seconds after a failed probe in which a congested second counts no lower than the ceiling
@@ -309,6 +317,10 @@ package final class BitrateController: @unchecked Sendable {
             // The first second of an episode counts alone, and leaves the window at the second:
             // it includes what the path's buffers took in as the queue built.
             episodeSeconds = episodeContinues ? episodeSeconds + 1 : 1
+            if !episodeContinues {
+                pathAcked = (0, 0, 0)
+                pathAckedSeconds = 0
+            }
             // What the receiver says arrived, when it says: a loss fraction counted against this
             // second's bytes describes an earlier, higher rate (WHIP's cuts compounded to the floor).
             var sample = reportedKbps ?? sentKbps
@@ -323,14 +335,25 @@ package final class BitrateController: @unchecked Sendable {
                 // (tools/bitrate_shaped.py).
                 if p.queueingMs < noPathQueueMs && !probing { bottleneckInPath = false }
                 if bottleneckInPath {
-                    // The path's own queue is full: the kernel's delivery-rate sample is what the
-                    // bottleneck carries (one second's acknowledged bytes swing 0.3-1.7x of it
-                    // while TCP repairs the losses of a tail-drop queue).
-                    if let d = p.deliveryKbps { sample = d }
-                    // The first second of an episode measures the loss repair that began it (a
-                    // 1200 kbit/s link gave 540 and 564): no lower than half of what was sent
-                    // (TCP's own cut); the next seconds measure the link.
-                    if !episodeContinues { sample = max(sample, p.ackedKbps, (currentKbps + audioKbps) / 2) }
+                    if !episodeContinues {
+                        // The first second of an episode measures the loss repair that began it
+                        // (a 1200 kbit/s link gave 540 and 564): no lower than half of what was
+                        // sent (TCP's own cut), nor than the kernel's delivery-rate sample.
+                        sample = max(p.deliveryKbps ?? sample, p.ackedKbps, (currentKbps + audioKbps) / 2)
+                    } else {
+                        // The path's own queue is full, so the bottleneck is busy every moment:
+                        // what the peer acknowledged over the episode's next seconds (up to 3,
+                        // the first left out) is what it carries. One second alone is off by what
+                        // ACKs carried across the tick (947-1300 through a 1200 kbit/s tbf); the
+                        // kernel's delivery-rate sample swings further (685-1762 in the same
+                        // seconds), and one high sample put the ceiling, and rest, over the link.
+                        pathAcked = (pathAcked.1, pathAcked.2, p.ackedKbps)
+                        pathAckedSeconds = min(3, pathAckedSeconds + 1)
+                        let sum = pathAckedSeconds == 3 ? pathAcked.0 + pathAcked.1 + pathAcked.2
+                            : pathAckedSeconds == 2 ? pathAcked.1 + pathAcked.2 : pathAcked.2
+                        sample = sum / pathAckedSeconds
+                        pathMeasuredKbps = max(floorKbps, sample - audioKbps)
+                    }
                 }
             }
             if secondsSinceProbeFailed <= probeRepairSeconds {
@@ -365,8 +388,15 @@ package final class BitrateController: @unchecked Sendable {
                 apply(restLevel)
                 return
             }
-            // Already at rest or below and the queue shrinks: let it drain.
-            if backlog < previous && currentKbps <= restLevel { return }
+            // Already at rest or below and the queue shrinks: let it drain. (Through the path the
+            // seconds of a draining queue still measure the link: its ceiling follows them, so a
+            // low second early in the episode, loss repair, does not stay the ceiling.)
+            if backlog < previous && currentKbps <= restLevel {
+                if bottleneckInPath && reportedKbps == nil && episodeContinues {
+                    ceilingKbps = min(episodeBaseKbps, carried)
+                }
+                return
+            }
             // What got through while the queue was full is what the link carries now, and a
             // congestion never raises the ceiling (only held probes do): a second's count can
             // include a burst into buffers.
@@ -461,7 +491,8 @@ package final class BitrateController: @unchecked Sendable {
     /// need no long holds and no memory of failed levels. Every `pathProbeIntervalSeconds` at
     /// rest one probe `pathProbeStep` over the ceiling; it fails when the path's queue adds
     /// `pathProbeFailMs` (back to rest, the ceiling kept), and held `calmSeconds` it becomes the
-    /// ceiling and the next steps are `pathClimbSteps`, then `pathClimbStep`. It fails too when the kernel measured the
+    /// ceiling and the next steps are `pathClimbSteps`, then `pathClimbStep` (from under
+    /// `pathMeasuredKbps`, no further than it). It fails too when the kernel measured the
     /// path full at no more than the probe's rate (a probe just over the link queues too slowly
     /// for the RTT to show it in two seconds; the 50% step after it did not).
     private func probeThroughPath(_ p: PathSample) {
@@ -489,8 +520,18 @@ package final class BitrateController: @unchecked Sendable {
             failedKbps = nil
             endProbe(failed: false)
             pathHeld += 1
+            if let measured = pathMeasuredKbps, currentKbps * 100 >= measured * (100 - pathFullMarginPercent) {
+                // Held at what the path last carried (or above): the steps from here are the
+                // climb's, from the first (one small step more first cost a link that returned
+                // 2 s, 11 s in all to be back at 80%).
+                pathMeasuredKbps = nil
+                pathHeld = 1
+            }
             let step = pathHeld >= 3 ? pathClimbStep : pathHeld == 2 ? pathClimbSteps.1 : pathClimbSteps.0
-            let next = min(limit, Int(Double(currentKbps) * (1 + step)))
+            var next = min(limit, Int(Double(currentKbps) * (1 + step)))
+            // Climbing back after a drain: up to what the path last carried, no further (a 50%
+            // step from a drained level went to 1.3x the link).
+            if let measured = pathMeasuredKbps { next = min(next, measured) }
             if next > currentKbps { startProbe(next) }
             return
         }

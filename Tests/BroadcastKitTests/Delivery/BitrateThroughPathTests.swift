@@ -18,22 +18,33 @@ import Testing
     }
 
     /// A shaped 1200 kbit/s link: the first second's counts are loss repair (540-600), the next
-    /// seconds' delivery-rate samples the link (~1100).
+    /// seconds' acknowledged bytes the link (~1100).
     func congest(_ c: BitrateController) {
         c.adapt(sentKbps: 600, backlogMs: 900, path: PathSample(ackedKbps: 600, queueingMs: 600, deliveryKbps: 540))
-        c.adapt(sentKbps: 700, backlogMs: 1200, path: PathSample(ackedKbps: 700, queueingMs: 600, deliveryKbps: 1100))
+        c.adapt(sentKbps: 1100, backlogMs: 1200, path: PathSample(ackedKbps: 1100, queueingMs: 600, deliveryKbps: 1000))
     }
 
-    @Test func aQueueInThePathMakesTheDeliveryRateTheCeiling() {
+    /// Through a full path queue the bottleneck is busy every moment: the ceiling is what the peer
+    /// acknowledged over the episode's seconds after the first, not the kernel's delivery-rate
+    /// sample (a 2000 ms tbf queue read 685-1762 against 947-1300 acknowledged; one 1739 sample put
+    /// the ceiling at 1214, rest over the link).
+    @Test func aQueueInThePathMakesTheAcknowledgedBytesTheCeiling() {
         let (c, enc) = controller()
         c.adapt(sentKbps: 600, backlogMs: 900, path: PathSample(ackedKbps: 600, queueingMs: 600, deliveryKbps: 540))
         #expect(c.bottleneckInPath)
         // The first second: no lower than half of what was sent (540 would be 44% of the link).
         #expect(c.ceilingKbps == (target + audio) / 2 - audio, "\(c.ceilingKbps)")
-        c.adapt(sentKbps: 700, backlogMs: 1200, path: PathSample(ackedKbps: 700, queueingMs: 600, deliveryKbps: 1100))
-        #expect(c.ceilingKbps == 1100 - audio, "the second second: the delivery-rate sample, not the 700 counted")
-        #expect(c.currentKbps >= Int(c.lowestFitFraction * Double(1100 - audio)) && c.currentKbps < 1100 - audio,
-                "\(enc.requested)")
+        // The seconds of the real run (r1 at 1c8e13c): acknowledged 959, 1300, 947; delivery-rate
+        // samples 946, 1739, 1739.
+        c.adapt(sentKbps: 983, backlogMs: 2100, path: PathSample(ackedKbps: 959, queueingMs: 680, deliveryKbps: 946))
+        c.adapt(sentKbps: 1273, backlogMs: 2800, path: PathSample(ackedKbps: 1300, queueingMs: 800, deliveryKbps: 1739))
+        c.adapt(sentKbps: 963, backlogMs: 2900, path: PathSample(ackedKbps: 947, queueingMs: 830, deliveryKbps: 1739))
+        let link = (959 + 1300 + 947) / 3 - audio
+        #expect(c.ceilingKbps <= link, "ceiling \(c.ceilingKbps) over the \(link) acknowledged")
+        #expect(c.ceilingKbps >= 959 - audio, "ceiling \(c.ceilingKbps)")
+        #expect(Int(Double(c.ceilingKbps) * c.returnFraction) + audio < 1100, "rest over the link")
+        // Cut under it to drain the queue (by the 2 s of queue in the second second), never to the floor.
+        #expect(c.currentKbps > c.floorKbps && c.currentKbps < c.ceilingKbps, "\(enc.requested)")
     }
 
     @Test func withoutRTTGrowthTheByteCountsStay() {
@@ -174,6 +185,38 @@ import Testing
             seconds += 1
         }
         #expect(seconds <= 9, "back at 80% of the configured rate after \(seconds) s: \(trace)")
+    }
+
+    /// A 2000 ms tbf queue: the episode's second second is loss repair (500 acknowledged), and
+    /// the target is cut to drain. The seconds while the queue drains still measure the path
+    /// (1100): the ceiling follows them (it stayed at the repair's 372 before, and probes from
+    /// there climbed in 25% and 50% steps to 1.3x the link). Climbing back, held probes stop at
+    /// what the path carried before any larger step.
+    @Test func aDrainingQueuesSecondsStillMeasureThePathAndBoundTheClimb() {
+        let (c, _) = controller()
+        c.adapt(sentKbps: 600, backlogMs: 3000, path: PathSample(ackedKbps: 600, queueingMs: 900, deliveryKbps: 540))
+        c.adapt(sentKbps: 500, backlogMs: 3500, path: PathSample(ackedKbps: 500, queueingMs: 900, deliveryKbps: 500))
+        let repair = c.ceilingKbps
+        #expect(repair <= 500 - audio, "\(repair)")
+        for backlog in [3000, 2500, 2000] {
+            c.adapt(sentKbps: 1100, backlogMs: backlog, path: PathSample(ackedKbps: 1100, queueingMs: 800, deliveryKbps: 1100))
+        }
+        #expect(c.ceilingKbps >= 700, "ceiling \(c.ceilingKbps) after three seconds that carried 1100")
+        #expect(c.pathMeasuredKbps == 1100 - audio)
+        // Calm: the path carries 972 of video; a second over it shows as RTT growth.
+        let link = 1100 - audio
+        var levels: [Int] = []
+        for _ in 0..<12 {
+            let over = c.currentKbps > link
+            c.adapt(sentKbps: min(c.currentKbps, link) + audio, backlogMs: 0,
+                    path: PathSample(ackedKbps: min(c.currentKbps, link) + audio, queueingMs: over ? 90 : 10, deliveryKbps: nil))
+            levels.append(c.currentKbps)
+        }
+        // The first level over the link is a step from the measured rate, not a 50% one from below.
+        if let first = levels.first(where: { $0 > link }) {
+            #expect(first <= Int(Double(link) * (1 + c.pathClimbSteps.0)) + 1, "\(levels)")
+        }
+        #expect(levels.contains(link), "the climb stops at the measured \(link): \(levels)")
     }
 
     /// A busy machine: the encoder sends half of any target, the path stays idle. That shows
