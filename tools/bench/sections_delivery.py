@@ -152,7 +152,7 @@ class DeliverySections:
                                                                 duration_s=80)),
         ]
         load0 = sh("cat /proc/loadavg")
-        work = Path(self.a.work) / "shaped"
+        work = Path(self.a.work).resolve() / "shaped"
         rows: list[dict] = [{} for _ in episodes]
 
         def one(i: int) -> None:
