@@ -36,7 +36,7 @@ package final class AudioMixer: @unchecked Sendable {
     package private(set) var skippedFrames: Int64 = 0
     /// Writes that ended a pause of every source.
     package private(set) var resumes: Int64 = 0
-    /// Extra silence mixed out when every source pauses: the audio encoder's delay.
+    /// Extra silence mixed out when every source pauses, and at the end: the audio encoder's delay.
     package var flushPaddingFrames: Int64 = 0
     /// 10 s: longer gaps are skipped rather than filled.
     package let maxSilenceFrames: Int64 = 480_000
@@ -214,13 +214,18 @@ package final class AudioMixer: @unchecked Sendable {
                 return
             }
             guard outPosition != Int64.min else { return }
-            // Pad past the encoder's delay too: tags are stamped `delay` earlier, so without it the
-            // audio covering the last video frames would only come after the pause, too late.
-            let fs = Int64(frameSize)
-            let end = newest + flushPaddingFrames
-            let flushLimit = end > outPosition ? outPosition + (end - outPosition + fs - 1) / fs * fs : outPosition
-            emitLocked(upTo: max(flushLimit, wallPosition - margin))
+            emitLocked(upTo: max(paddedEnd(newest: newest), wallPosition - margin))
         }
+    }
+
+    /// Where mixing out stops so that every sample up to `newest` is sent: the last frame padded
+    /// with silence, and the encoder's delay after it (`flushPaddingFrames`): tags are stamped
+    /// `delay` earlier, so without it the audio covering the last video frames would only come
+    /// after a pause, or never at the end.
+    private func paddedEnd(newest: Int64) -> Int64 {
+        let fs = Int64(frameSize)
+        let end = newest + flushPaddingFrames
+        return end > outPosition ? outPosition + (end - outPosition + fs - 1) / fs * fs : outPosition
     }
 
     /// No source has delivered yet: after `noSourceGraceNs` of timeline, mix silence out from
@@ -236,22 +241,14 @@ package final class AudioMixer: @unchecked Sendable {
         emitLocked(upTo: elapsed / 1_000 * AudioClock.rate / 1_000_000 - 2 * Int64(frameSize))
     }
 
-    /// Emits everything up to the newest written sample (end of stream). Every sample a source gave
-    /// is sent: the last frame is padded with silence, and so is the encoder's delay after it
-    /// (`flushPaddingFrames`), which its packets are stamped back by (without it a live run's
-    /// last 80 ms of a 2 s input never reached the output).
+    /// Emits everything up to the newest written sample (end of stream), in both modes, padded as
+    /// `paddedEnd` says (a live run once lost the last 64 ms of a 2 s input).
     package func flush() {
         lock.withLock {
             var newest = Int64.min
             for w in written where w > newest { newest = w }
-            guard newest != Int64.min else { return }
-            if outPosition != Int64.min {
-                let fs = Int64(frameSize)
-                let end = newest + flushPaddingFrames
-                if end > outPosition { emitLocked(upTo: outPosition + (end - outPosition + fs - 1) / fs * fs) }
-            } else {
-                emitLocked(upTo: newest)
-            }
+            guard newest != Int64.min, outPosition != Int64.min else { return }
+            emitLocked(upTo: paddedEnd(newest: newest))
         }
     }
 

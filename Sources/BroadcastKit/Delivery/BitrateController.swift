@@ -166,7 +166,8 @@ package final class BitrateController: @unchecked Sendable {
     /// returned, and 50% steps follow. (10% first cost the 500 ms tbf run 11 s to recover.)
     let pathClimbSteps = (0.25, 0.5)
     /// What the peer acknowledged (kbit/s) in the current episode's last congested seconds with
-    /// the bottleneck in the path, the episode's first second left out; newest last.
+    /// the bottleneck in the path, the episode's first second left out; newest last, 0 where not
+    /// yet filled.
     private var pathAcked = (0, 0, 0)
     private var pathAckedSeconds = 0
     /// The video rate the path carried in the last congestion through it (`pathAcked`'s mean less
@@ -349,9 +350,8 @@ package final class BitrateController: @unchecked Sendable {
                         // seconds), and one high sample put the ceiling, and rest, over the link.
                         pathAcked = (pathAcked.1, pathAcked.2, p.ackedKbps)
                         pathAckedSeconds = min(3, pathAckedSeconds + 1)
-                        let sum = pathAckedSeconds == 3 ? pathAcked.0 + pathAcked.1 + pathAcked.2
-                            : pathAckedSeconds == 2 ? pathAcked.1 + pathAcked.2 : pathAcked.2
-                        sample = sum / pathAckedSeconds
+                        // Slots not yet filled this episode hold 0 (reset at its start).
+                        sample = (pathAcked.0 + pathAcked.1 + pathAcked.2) / pathAckedSeconds
                         pathMeasuredKbps = max(floorKbps, sample - audioKbps)
                     }
                 }

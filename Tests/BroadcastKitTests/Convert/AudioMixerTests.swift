@@ -42,7 +42,7 @@ final class MixCollector: @unchecked Sendable {
     }
 
     /// The end of a live stream sends every sample a source gave: the last partial frame and the
-    /// encoder's delay are padded with silence (a 2 s PCM input once lost its last 80 ms).
+    /// encoder's delay are padded with silence (a 2 s PCM input once lost its last 64 ms).
     @Test func liveFlushSendsTheLastPartialFrameAndTheEncodersDelay() {
         let c = MixCollector()
         let m = AudioMixer(frameSize: 1024) { p, pos in
