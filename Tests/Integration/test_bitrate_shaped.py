@@ -12,7 +12,9 @@ same). From the run's --stats-json lines and the loopback's transmitted bytes
   band, every second within 70-95% and 500-1150 kbps, is not met yet: see the comment below);
 - once settled, at most 1% of the frames are dropped for congestion (encoder_busy drops are the
   machine's; the onset's drops, before the first cut, are in the message);
-- within 10 s of the link's return the target is back at >= 80% of the configured 2500 kbps.
+- within 10 s of the link's return the target is back at >= 80% of the configured 2500 kbps;
+- a far end that reads at 1200 kbit/s behind 1 MiB socket buffers (no tbf): from 20 s after the
+  onset every second's target within 500-1150 kbps, never the floor, and back once it reads fast.
 
 Needs root (network namespaces and tc), like test_pmtu_blackhole.
 
@@ -87,6 +89,41 @@ class ShapedLinkBitrateTest(BroadcastTestCase):
                              f"{dropped} of {encoded} frames dropped once settled ({fig['congestion_drops']} in all)")
         self.assertIsNotNone(fig["recovery_s"], f"never back at 80% of {self.VIDEO_KBPS}: {trace}")
         self.assertLessEqual(fig["recovery_s"], self.RECOVER_S, f"back at 80% after {fig['recovery_s']} s: {trace}")
+
+    def test_slow_reading_far_end(self):
+        """The far end reads at 1200 kbit/s behind 1 MiB socket buffers (a relay or a busy server:
+        tools/throttle_proxy.py in the namespace, the link itself unshaped). Every byte is
+        acknowledged at once and the RTT stays that of an empty path until the buffers are full;
+        only the window the peer advertises shows it (issue 38: 312-2440 kbps and 35 s at the floor
+        before the controller read it)."""
+        shaped = 50
+        ep = bitrate_shaped.Episode(rate="1200kbit", onset_s=self.ONSET_S, release_s=self.ONSET_S + shaped,
+                                    duration_s=self.ONSET_S + shaped + 20, video_kbps=self.VIDEO_KBPS,
+                                    slow_reader_bytes=1 << 20)
+        work = self.tmp / "slow-reader"
+        samples, fig = bitrate_shaped.run_episode(ep, work, f"{worker_tag()}sr", BROADCAST_BIN, key=new_key())
+        self.track_file(work / "stderr.txt")
+        self.track_file(work / "stats.jsonl")
+        self._captured_texts.append(fig["stderr_tail"])
+        self.assertEqual(fig["exit_code"], 0, fig["stderr_tail"])
+        link = fig["link_delivered_kbps"]
+        self.assertTrue(1000 <= link <= 1300, f"the relay forwarded {link} kbit/s reading at 1200 kbit/s")
+        on, off = ep.onset_s, ep.release_s
+        trace = " ".join(f"{s.t:.0f}:{s.target}" for s in samples if on - 2 <= s.t < off + 20)
+        floor = max(150, self.VIDEO_KBPS // 8)
+        self.assertGreater(min(s.target for s in samples if on <= s.t < off), floor, f"at the floor: {trace}")
+        # The issue's row for this far end: within 500-1150 kbps after 30 s. Here from 20 s after
+        # the onset (the buffer taken in before the first cut drains in 10-15 s) to the release.
+        late = [s for s in samples if on + 20 <= s.t < off]
+        self.assertGreaterEqual(len(late), shaped - 20 - 3, "stats lines missing")
+        outside = [f"{s.t:.0f}:{s.target}" for s in late if not 500 <= s.target <= 1150]
+        self.assertEqual(outside, [], f"outside 500-1150 kbps from 20 s after the onset; by second: {trace}")
+        dropped = late[-1].drops - late[0].drops
+        encoded = late[-1].frames - late[0].frames
+        self.assertLessEqual(dropped, 0.01 * encoded, f"{dropped} of {encoded} frames dropped once settled")
+        # Back once the far end reads fast again (no 10 s target for this far end in the issue:
+        # its probes hold 10 s at a level that failed, as on any link without a queue in the path).
+        self.assertIsNotNone(fig["recovery_s"], f"never back at 80% of {self.VIDEO_KBPS}: {trace}")
 
     def test_short_bottleneck_queue_500ms(self):
         self.run_shaped("500ms")

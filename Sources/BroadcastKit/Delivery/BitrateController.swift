@@ -165,12 +165,17 @@ package final class BitrateController: @unchecked Sendable {
     /// low (25% over it fails within a second under a throttle); a 25% step held is a link that
     /// returned, and 50% steps follow. (10% first cost the 500 ms tbf run 11 s to recover.)
     let pathClimbSteps = (0.25, 0.5)
-    /// What the peer acknowledged (kbit/s) in the current episode's last congested seconds with
-    /// the bottleneck in the path, the episode's first second left out; newest last, 0 where not
-    /// yet filled.
-    private var pathAcked = (0, 0, 0)
+    /// What the peer acknowledged (kbit/s summed over seconds) in the current episode's congested
+    /// seconds with the bottleneck in the path, the episode's first second left out, and how many
+    /// seconds the sum holds: at most `pathAckedWindow`, older seconds fading out of it.
+    private var pathAckedSum = 0
     private var pathAckedSeconds = 0
-    /// The video rate the path carried in the last congestion through it (`pathAcked`'s mean less
+    /// Seconds the path's acknowledged rate is averaged over: a loss repair's seconds read low,
+    /// and the cumulative acknowledgement that ends it high (681 and 1526 through a 1200 kbit/s
+    /// tbf), so three seconds put the ceiling 6% over what the link carries for us; the episode's
+    /// whole length is the link.
+    let pathAckedWindow = 6
+    /// The video rate the path carried in the last congestion through it (`pathAckedSum`'s mean less
     /// audio): held probes climb back up to it in large steps, no further. Forgotten once a probe
     /// at it holds.
     private(set) var pathMeasuredKbps: Int?
@@ -195,6 +200,8 @@ package final class BitrateController: @unchecked Sendable {
     /// The followed destination's TCP_INFO at the previous tick, and which destination it was.
     private var lastLink: TCPLinkInfo?
     private var lastLinkIndex = -1
+    /// What the followed TCP peer holds unread (`PeerReadBacklog`).
+    private var peerUnread = PeerReadBacklog()
 
     init(encoder: VideoEncoder, destinations: [Destination], follows: BitrateFollows, targetKbps: Int, audioKbps: Int,
          stats: BroadcastStats) {
@@ -252,7 +259,15 @@ package final class BitrateController: @unchecked Sendable {
         let i = followed()
         let sent = destinations[i].bytesSent
         let before = lastBytes[i]
-        let undelivered = destinations[i].sink.undeliveredBytes
+        // The kernel's view of the path (one getsockopt a second): what the peer acknowledged,
+        // the share of the second data was in flight, RTT growth, its delivery-rate sample, and
+        // the window the peer advertises.
+        let rtmp = destinations[i].sink as? RTMPPublisher
+        let link = rtmp?.linkInfo
+        // What the peer acknowledged but has not read counts as undelivered and queued, like our
+        // own send buffer: what it took is then what it reads, and a probe over that fails.
+        let unread = peerUnread.unread(link, source: i)
+        let undelivered = destinations[i].sink.undeliveredBytes + unread
         let undeliveredBefore = lastUndelivered[i]
         defer {
             for (j, d) in destinations.enumerated() {
@@ -268,14 +283,11 @@ package final class BitrateController: @unchecked Sendable {
         let delivered = max(0, (sent - before) - (undelivered - undeliveredBefore))
         let sentKbps = Int(Double(delivered) * 8 / 1000 / seconds)
         let handedKbps = Int(Double(max(0, sent - before)) * 8 / 1000 / seconds)
-        // The backlog includes what waits in the transport (SRT's unacknowledged data) and in
-        // the kernel's send buffer (~128 KB: most of a second at 1 Mbit/s), so a link that is slightly over-driven shows at once, not once it is full.
-        let rtmp = destinations[i].sink as? RTMPPublisher
-        let unsent = rtmp?.unsentBytes ?? 0
+        // The backlog includes what waits in the transport (SRT's unacknowledged data), in the
+        // kernel's send buffer (~128 KB: most of a second at 1 Mbit/s) and unread at the TCP peer,
+        // so a link that is slightly over-driven shows at once, not once it is full.
+        let unsent = (rtmp?.unsentBytes ?? 0) + unread
         let kernelMs = unsent * 8 / max(1, currentKbps + audioKbps)
-        // The kernel's view of the path (one getsockopt a second): what the peer acknowledged,
-        // the share of the second data was in flight, RTT growth, its delivery-rate sample.
-        let link = rtmp?.linkInfo
         var path: PathSample?
         if let a = lastLink, let b = link, lastLinkIndex == i { path = PathSample(from: a, to: b, seconds: seconds) }
         lastLink = link
@@ -314,12 +326,21 @@ package final class BitrateController: @unchecked Sendable {
             probeDelivered += sentKbps
             probeSeconds += 1
         }
-        if backlog > backlogMs || (probing && backlog >= 100 && backlog > previous) {
+        // A probe fails on a growing queue of ours, unless the path shows it empty (no queueing)
+        // and the kernel had too little to send to fill it (its delivery-rate sample app-limited):
+        // then what waits in our socket is a keyframe that the congestion window paces through
+        // (16-24 KB unsent, 107-183 ms, every other second through a 1200 kbit/s tbf at 0.75 of
+        // it: probes at 847-933 kbps failed for 30 s on them). A probe over the link keeps the
+        // path full, so the kernel's sample is not app-limited.
+        let burstOnly = bottleneckInPath && reportedKbps == nil
+            && path.map { $0.queueingMs < noPathQueueMs && $0.deliveryKbps == nil } ?? false
+        // (Such a second counts as calm too: a keyframe every 2 s kept a probe from ever holding.)
+        if backlog > backlogMs || (probing && backlog >= 100 && backlog > previous && !burstOnly) {
             // The first second of an episode counts alone, and leaves the window at the second:
             // it includes what the path's buffers took in as the queue built.
             episodeSeconds = episodeContinues ? episodeSeconds + 1 : 1
             if !episodeContinues {
-                pathAcked = (0, 0, 0)
+                pathAckedSum = 0
                 pathAckedSeconds = 0
             }
             // What the receiver says arrived, when it says: a loss fraction counted against this
@@ -343,15 +364,18 @@ package final class BitrateController: @unchecked Sendable {
                         sample = max(p.deliveryKbps ?? sample, p.ackedKbps, (currentKbps + audioKbps) / 2)
                     } else {
                         // The path's own queue is full, so the bottleneck is busy every moment:
-                        // what the peer acknowledged over the episode's next seconds (up to 3,
-                        // the first left out) is what it carries. One second alone is off by what
-                        // ACKs carried across the tick (947-1300 through a 1200 kbit/s tbf); the
+                        // what the peer acknowledged over the episode's next seconds (the first
+                        // left out) is what it carries. One second alone is off by what ACKs
+                        // carried across the tick (947-1300 through a 1200 kbit/s tbf); the
                         // kernel's delivery-rate sample swings further (685-1762 in the same
                         // seconds), and one high sample put the ceiling, and rest, over the link.
-                        pathAcked = (pathAcked.1, pathAcked.2, p.ackedKbps)
-                        pathAckedSeconds = min(3, pathAckedSeconds + 1)
-                        // Slots not yet filled this episode hold 0 (reset at its start).
-                        sample = (pathAcked.0 + pathAcked.1 + pathAcked.2) / pathAckedSeconds
+                        if pathAckedSeconds == pathAckedWindow {
+                            pathAckedSum -= pathAckedSum / pathAckedWindow
+                        } else {
+                            pathAckedSeconds += 1
+                        }
+                        pathAckedSum += p.ackedKbps
+                        sample = pathAckedSum / pathAckedSeconds
                         pathMeasuredKbps = max(floorKbps, sample - audioKbps)
                     }
                 }
@@ -418,7 +442,7 @@ package final class BitrateController: @unchecked Sendable {
         // A probe above the ceiling whose bytes the link did not carry (the transport's own
         // buffers took the difference) fails before any queue shows; the ceiling stays the level
         // the link last carried (what got through in two seconds includes what path buffers took).
-        if probing && currentKbps > ceilingKbps && probeSeconds >= 2
+        if probing && currentKbps > ceilingKbps && probeSeconds >= 2 && !burstOnly
             && probeDelivered * 100 < probeHanded * (100 - carriedShortfallPercent) {
             failed(at: currentKbps)
             endProbe(failed: true)
@@ -426,7 +450,7 @@ package final class BitrateController: @unchecked Sendable {
             apply(restLevel)
             return
         }
-        guard backlog < 100 else {
+        guard backlog < 100 || burstOnly else {
             calm = 0
             return
         }

@@ -1,8 +1,8 @@
 import Glibc
 
 /// What the kernel knows about a TCP connection's path (`TCP_INFO`), read once a second by the
-/// bitrate controller: the bytes the peer acknowledged, the smoothed and the lowest RTT, and the
-/// kernel's delivery-rate sample.
+/// bitrate controller: the bytes the peer acknowledged, the smoothed and the lowest RTT, the
+/// kernel's delivery-rate sample, and the receive window the peer last advertised.
 ///
 /// Read with one `getsockopt` into a fixed buffer on the stack (no allocation). Offsets are those
 /// of `struct tcp_info` in linux/tcp.h (stable ABI: fields are only ever appended); a kernel whose
@@ -19,14 +19,19 @@ package struct TCPLinkInfo: Sendable, Equatable {
     /// The sample was taken while the sender had too little to send to fill the path: it
     /// then shows what was sent, not what the path carries.
     package var deliveryRateAppLimited: Bool
+    /// The receive window the peer last advertised, bytes (`tcpi_snd_wnd`, Linux 6.2 and later;
+    /// nil on older kernels): the free space of the peer's socket buffer. It shrinks while the
+    /// peer's application reads slower than the data arrives, which no RTT shows.
+    package var sendWindowBytes: UInt32?
 
     package init(bytesAcked: UInt64, rttMicros: UInt32, minRttMicros: UInt32,
-                 deliveryRateBytesPerSecond: UInt64, deliveryRateAppLimited: Bool) {
+                 deliveryRateBytesPerSecond: UInt64, deliveryRateAppLimited: Bool, sendWindowBytes: UInt32? = nil) {
         self.bytesAcked = bytesAcked
         self.rttMicros = rttMicros
         self.minRttMicros = minRttMicros
         self.deliveryRateBytesPerSecond = deliveryRateBytesPerSecond
         self.deliveryRateAppLimited = deliveryRateAppLimited
+        self.sendWindowBytes = sendWindowBytes
     }
 
     /// Milliseconds the path's queues add to its RTT now (smoothed RTT over the lowest).
@@ -38,6 +43,7 @@ package struct TCPLinkInfo: Sendable, Equatable {
     private static let bytesAckedOffset = 120
     private static let minRttOffset = 148
     private static let deliveryRateOffset = 160
+    private static let sendWindowOffset = 228
     /// Bytes up to and including `tcpi_delivery_rate`.
     private static let needed = deliveryRateOffset + 8
 
@@ -61,7 +67,9 @@ package struct TCPLinkInfo: Sendable, Equatable {
                         rttMicros: b.loadUnaligned(fromByteOffset: rttOffset, as: UInt32.self),
                         minRttMicros: b.loadUnaligned(fromByteOffset: minRttOffset, as: UInt32.self),
                         deliveryRateBytesPerSecond: b.loadUnaligned(fromByteOffset: deliveryRateOffset, as: UInt64.self),
-                        deliveryRateAppLimited: b[appLimitedByte] & 1 != 0)
+                        deliveryRateAppLimited: b[appLimitedByte] & 1 != 0,
+                        sendWindowBytes: Int(len) >= sendWindowOffset + 4
+                            ? b.loadUnaligned(fromByteOffset: sendWindowOffset, as: UInt32.self) : nil)
         }
     }
 }
