@@ -6,7 +6,8 @@
 /// - congested (more than `backlogMs` queued): the video the link carried (the rate it delivered:
 ///   what the receiver reports arrived over its report's span, `TagSink.deliveredKbps`, when the
 ///   transport learns it (WHIP); else handed-over bytes less the growth of the transport's
-///   undelivered bytes; less audio; the
+///   undelivered bytes (RTMP: the kernel's unsent ones and the peer's unread ones,
+///   `PeerReadBacklog`); less audio; the
 ///   first second of an episode alone, then the median of the last three seconds without it,
 ///   since the first includes what path buffers took in) sets the ceiling, never above the
 ///   ceiling the episode began with (a congestion never raises it: only held probes do; one
@@ -137,6 +138,10 @@ package final class BitrateController: @unchecked Sendable {
     private var episodeBaseKbps = 0
     /// Congested seconds in a row.
     private var episodeSeconds = 0
+    /// The last congested second's count that was not a stall (kbit/s), and whether the last
+    /// congested second was one.
+    private var lastCongestedKbps = 0
+    private var lastSecondStalled = false
     /// The previous second was congested too (one congestion episode).
     private var inEpisode = false
     private var calm = 0
@@ -192,16 +197,20 @@ package final class BitrateController: @unchecked Sendable {
     let probeRepairSeconds = 3
     /// Seconds since the last probe failed (saturates).
     private var secondsSinceProbeFailed = Int.max / 2
-    /// The last congestion showed as a queue in the path (RTT growth): the bottleneck is before
-    /// the TCP peer, so the RTT shows at once whether a probe fits, and the kernel's delivery
-    /// rate measures the bottleneck. (A slow-reading peer or a relay behind it never shows so:
-    /// its seconds keep the byte counts and the slow probes.)
+    /// The last congestion showed as a queue before the reader (`PathSample.queueMs`): RTT growth
+    /// (the bottleneck is before the TCP peer) or the peer's unread bytes (a far end that reads
+    /// slowly). The queue then shows at once whether a probe fits, and what the peer's reader
+    /// took measures the bottleneck. (A slow reader on a kernel that does not report the window
+    /// never shows so: its seconds keep the byte counts and the slow probes.)
     private(set) var bottleneckInPath = false
     /// The followed destination's TCP_INFO at the previous tick, and which destination it was.
     private var lastLink: TCPLinkInfo?
     private var lastLinkIndex = -1
-    /// What the followed TCP peer holds unread (`PeerReadBacklog`).
+    /// What the followed TCP peer holds unread (`PeerReadBacklog`), and at the previous tick.
     private var peerUnread = PeerReadBacklog()
+    private var lastUnread = 0
+    /// Unread bytes a peer that keeps up holds at a tick (nginx-rtmp: 1-8 KB): not a queue.
+    let peerNoiseBytes = 12_288
 
     init(encoder: VideoEncoder, destinations: [Destination], follows: BitrateFollows, targetKbps: Int, audioKbps: Int,
          stats: BroadcastStats) {
@@ -289,7 +298,14 @@ package final class BitrateController: @unchecked Sendable {
         let unsent = (rtmp?.unsentBytes ?? 0) + unread
         let kernelMs = unsent * 8 / max(1, currentKbps + audioKbps)
         var path: PathSample?
-        if let a = lastLink, let b = link, lastLinkIndex == i { path = PathSample(from: a, to: b, seconds: seconds) }
+        if let a = lastLink, let b = link, lastLinkIndex == i, var p = PathSample(from: a, to: b, seconds: seconds) {
+            // The peer's unread bytes are a queue before its reader, as the path's is before the
+            // link; what its reader took is what it acknowledged less what it took in unread.
+            p.peerUnreadMs = max(0, unread - peerNoiseBytes) * 8 / max(1, currentKbps + audioKbps)
+            p.ackedKbps = max(0, p.ackedKbps - Int(Double(unread - lastUnread) * 8 / 1000 / seconds))
+            path = p
+        }
+        lastUnread = unread
         lastLink = link
         lastLinkIndex = i
         adapt(sentKbps: sentKbps, backlogMs: destinations[i].backlogMs + kernelMs, handedKbps: handedKbps,
@@ -333,7 +349,7 @@ package final class BitrateController: @unchecked Sendable {
         // it: probes at 847-933 kbps failed for 30 s on them). A probe over the link keeps the
         // path full, so the kernel's sample is not app-limited.
         let burstOnly = bottleneckInPath && reportedKbps == nil
-            && path.map { $0.queueingMs < noPathQueueMs && $0.deliveryKbps == nil } ?? false
+            && path.map { $0.queueMs < noPathQueueMs && $0.deliveryKbps == nil } ?? false
         // (Such a second counts as calm too: a keyframe every 2 s kept a probe from ever holding.)
         if backlog > backlogMs || (probing && backlog >= 100 && backlog > previous && !burstOnly) {
             // The first second of an episode counts alone, and leaves the window at the second:
@@ -346,22 +362,34 @@ package final class BitrateController: @unchecked Sendable {
             // What the receiver says arrived, when it says: a loss fraction counted against this
             // second's bytes describes an earlier, higher rate (WHIP's cuts compounded to the floor).
             var sample = reportedKbps ?? sentKbps
+            // A TCP second in which almost nothing got through while the queue was full is the
+            // sender waiting out a retransmission timeout after a tail drop, not the link: 45
+            // kbit/s in the second second of a 2000 ms tbf's onset put the ceiling, and the
+            // target, at the floor for 4 s. It measures nothing: the previous congested second's
+            // count stands. (One second: a link that did collapse shows the next second too.)
+            let stalled = reportedKbps == nil && path != nil && episodeContinues && !lastSecondStalled
+                && sample * 4 < lastCongestedKbps
+            lastSecondStalled = stalled
+            if stalled { sample = lastCongestedKbps } else { lastCongestedKbps = sample }
             if reportedKbps == nil, let p = path {
-                // Once seen, the path's queue stays the explanation until a congested second
-                // shows none at all (a peer reading slowly: the queue is at its end).
-                if p.queueingMs >= pathQueueMs { bottleneckInPath = true }
+                // Once seen, the queue before the reader stays the explanation until a congested
+                // second shows none at all (a peer reading slowly that the kernel cannot see).
+                if p.queueMs >= pathQueueMs { bottleneckInPath = true }
                 // Not on a probe's second: a probe over the link fills our socket's buffer before
                 // the path's queue shows in the RTT (1 ms through a 1200 kbit/s tbf while the
                 // kernel held 108 ms unsent), and leaving the path's rules then left the recovery
                 // to the 12 s probes: never back at 80% within the 16 s after the link returned
                 // (tools/bitrate_shaped.py).
-                if p.queueingMs < noPathQueueMs && !probing { bottleneckInPath = false }
+                if p.queueMs < noPathQueueMs && !probing { bottleneckInPath = false }
                 if bottleneckInPath {
                     if !episodeContinues {
                         // The first second of an episode measures the loss repair that began it
                         // (a 1200 kbit/s link gave 540 and 564): no lower than half of what was
                         // sent (TCP's own cut), nor than the kernel's delivery-rate sample.
-                        sample = max(p.deliveryKbps ?? sample, p.ackedKbps, (currentKbps + audioKbps) / 2)
+                        // (With the queue at the peer that sample is of the path to it, not of
+                        // its reader: 26-37 Mbit/s over loopback to a relay reading 1.2.)
+                        let pathRate = p.queueAtPeer ? nil : p.deliveryKbps
+                        sample = max(pathRate ?? sample, p.ackedKbps, (currentKbps + audioKbps) / 2)
                     } else {
                         // The path's own queue is full, so the bottleneck is busy every moment:
                         // what the peer acknowledged over the episode's next seconds (the first
@@ -369,14 +397,18 @@ package final class BitrateController: @unchecked Sendable {
                         // carried across the tick (947-1300 through a 1200 kbit/s tbf); the
                         // kernel's delivery-rate sample swings further (685-1762 in the same
                         // seconds), and one high sample put the ceiling, and rest, over the link.
-                        if pathAckedSeconds == pathAckedWindow {
-                            pathAckedSum -= pathAckedSum / pathAckedWindow
-                        } else {
-                            pathAckedSeconds += 1
+                        if !stalled {
+                            if pathAckedSeconds == pathAckedWindow {
+                                pathAckedSum -= pathAckedSum / pathAckedWindow
+                            } else {
+                                pathAckedSeconds += 1
+                            }
+                            pathAckedSum += p.ackedKbps
                         }
-                        pathAckedSum += p.ackedKbps
-                        sample = pathAckedSum / pathAckedSeconds
-                        pathMeasuredKbps = max(floorKbps, sample - audioKbps)
+                        if pathAckedSeconds > 0 {
+                            sample = pathAckedSum / pathAckedSeconds
+                            pathMeasuredKbps = max(floorKbps, sample - audioKbps)
+                        }
                     }
                 }
             }
@@ -523,7 +555,7 @@ package final class BitrateController: @unchecked Sendable {
         // The kernel measured the path full (not app-limited) at no more than the probe sends:
         // the probe is at or over the link, before its queue shows in the RTT.
         let full = p.deliveryKbps.map { $0 * 100 < (currentKbps + audioKbps) * (100 + pathFullMarginPercent) } ?? false
-        if probing && (p.queueingMs >= pathProbeFailMs || full) {
+        if probing && (p.queueMs >= pathProbeFailMs || full) {
             pathHeld = 0
             endProbe(failed: true)
             calm = 0

@@ -175,6 +175,23 @@ import Testing
         #expect(c.currentKbps > probe, "the next step: \(c.currentKbps)")
     }
 
+    /// A 2000 ms tbf's onset (a real run): the first congested second carried 1214, the second
+    /// only 45 (TCP waiting out a retransmission timeout after the tail drop; the RTT had not yet
+    /// shown the queue). That second measures nothing: the ceiling stays near the first second's,
+    /// not the floor (it went to 312 for 4 s). A link that did collapse shows it the next seconds
+    /// too, and is followed.
+    @Test func aRetransmissionTimeoutsSecondIsNotTheLink() {
+        let (c, _) = controller()
+        c.adapt(sentKbps: 1214, backlogMs: 671, path: PathSample(ackedKbps: 1267, queueingMs: 214, deliveryKbps: 1643))
+        c.adapt(sentKbps: 45, backlogMs: 2331, path: PathSample(ackedKbps: 45, queueingMs: 174, deliveryKbps: 1643))
+        #expect(c.ceilingKbps >= 1000, "ceiling \(c.ceilingKbps) after a stalled second")
+        #expect(c.currentKbps > c.floorKbps)
+        for backlog in [2500, 2600, 2700] {
+            c.adapt(sentKbps: 200, backlogMs: backlog, path: PathSample(ackedKbps: 200, queueingMs: 174, deliveryKbps: 200))
+        }
+        #expect(c.ceilingKbps <= c.floorKbps, "ceiling \(c.ceilingKbps) over a link of 200")
+    }
+
     /// The CI run that came back in 11 s (R19): a 25% probe failed under the throttle, its loss
     /// repair cut the target under rest, and the link returned then. The encoder reaches a new rate
     /// over a second (x264's rate control): its first second sends a third of the step. Counted
