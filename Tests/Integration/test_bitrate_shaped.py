@@ -78,18 +78,23 @@ class ShapedLinkBitrateTest(BroadcastTestCase):
     SETTLE_S = 10
     RECOVER_S = 10
 
+    def run_episode(self, ep: bitrate_shaped.Episode, name: str, tag: str) -> tuple[list, dict]:
+        """Runs one episode in namespace bkbr<worker><tag> (a fresh key, its files scanned for it);
+        asserts the run exited 0."""
+        work = self.tmp / name
+        samples, fig = bitrate_shaped.run_episode(ep, work, f"{worker_tag()}{tag}", BROADCAST_BIN, key=new_key())
+        self.track_file(work / "stderr.txt")
+        self.track_file(work / "stats.jsonl")
+        self._captured_texts.append(fig["stderr_tail"])
+        self.assertEqual(fig["exit_code"], 0, fig["stderr_tail"])
+        return samples, fig
+
     def run_shaped(self, latency: str) -> None:
         ep = bitrate_shaped.Episode(rate="1200kbit", latency=latency, onset_s=self.ONSET_S,
                                     release_s=self.ONSET_S + self.SHAPED_S,
                                     duration_s=self.ONSET_S + self.SHAPED_S + self.AFTER_S,
                                     video_kbps=self.VIDEO_KBPS)
-        key = new_key()
-        work = self.tmp / f"shaped-{latency}"
-        samples, fig = bitrate_shaped.run_episode(ep, work, f"{worker_tag()}{latency[:-2]}", BROADCAST_BIN, key=key)
-        self.track_file(work / "stderr.txt")
-        self.track_file(work / "stats.jsonl")
-        self._captured_texts.append(fig["stderr_tail"])
-        self.assertEqual(fig["exit_code"], 0, fig["stderr_tail"])
+        samples, fig = self.run_episode(ep, f"shaped-{latency}", latency[:-2])
         link = fig["link_delivered_kbps"]
         # The shaper did shape: the loopback carried about the tbf rate while it was on.
         self.assertTrue(1000 <= link <= 1300, f"the loopback delivered {link} kbit/s under a 1200 kbit/s tbf")
@@ -130,12 +135,7 @@ class ShapedLinkBitrateTest(BroadcastTestCase):
         ep = bitrate_shaped.Episode(rate="1200kbit", onset_s=self.ONSET_S, release_s=self.ONSET_S + shaped,
                                     duration_s=self.ONSET_S + shaped + 20, video_kbps=self.VIDEO_KBPS,
                                     slow_reader_bytes=1 << 20)
-        work = self.tmp / "slow-reader"
-        samples, fig = bitrate_shaped.run_episode(ep, work, f"{worker_tag()}sr", BROADCAST_BIN, key=new_key())
-        self.track_file(work / "stderr.txt")
-        self.track_file(work / "stats.jsonl")
-        self._captured_texts.append(fig["stderr_tail"])
-        self.assertEqual(fig["exit_code"], 0, fig["stderr_tail"])
+        samples, fig = self.run_episode(ep, "slow-reader", "sr")
         link = fig["link_delivered_kbps"]
         self.assertTrue(1000 <= link <= 1300, f"the relay forwarded {link} kbit/s reading at 1200 kbit/s")
         on, off = ep.onset_s, ep.release_s

@@ -24,6 +24,14 @@ import Testing
         c.adapt(sentKbps: 1100, backlogMs: 1200, path: PathSample(ackedKbps: 1100, queueingMs: 600, deliveryKbps: 1000))
     }
 
+    /// Calm seconds through the path, every byte carried, until the controller probes (20 at most).
+    func calmUntilAProbe(_ c: BitrateController, queueingMs: Int) {
+        for _ in 0..<20 where !c.probing {
+            c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0,
+                    path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: queueingMs, deliveryKbps: nil))
+        }
+    }
+
     /// Through a full path queue the bottleneck is busy every moment: the ceiling is what the peer
     /// acknowledged over the episode's seconds after the first, not the kernel's delivery-rate
     /// sample (a 2000 ms tbf queue read 685-1762 against 947-1300 acknowledged; one 1739 sample put
@@ -100,12 +108,7 @@ import Testing
         congest(c)
         let link = 1100 - audio
         // Calm at rest until a probe is out, then the probe fails: the path's queue grows.
-        var guardSeconds = 0
-        while !c.probing && guardSeconds < 20 {
-            c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0,
-                    path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: 10, deliveryKbps: nil))
-            guardSeconds += 1
-        }
+        calmUntilAProbe(c, queueingMs: 10)
         #expect(c.probing, "a probe within 20 calm seconds")
         let ceiling = c.ceilingKbps
         c.adapt(sentKbps: link + audio, backlogMs: 500, path: PathSample(ackedKbps: link + audio, queueingMs: 400, deliveryKbps: 1150))
@@ -135,12 +138,7 @@ import Testing
     @Test func aProbesSecondWithoutRTTGrowthKeepsThePathsRules() {
         let (c, _) = controller()
         congest(c)
-        var guardSeconds = 0
-        while !c.probing && guardSeconds < 20 {
-            c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0,
-                    path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: 10, deliveryKbps: nil))
-            guardSeconds += 1
-        }
+        calmUntilAProbe(c, queueingMs: 10)
         #expect(c.probing && c.bottleneckInPath)
         c.adapt(sentKbps: 1100, backlogMs: 108, path: PathSample(ackedKbps: 1100, queueingMs: 1, deliveryKbps: nil))
         #expect(c.probing, "a burst in our socket through an empty path fails no probe")
@@ -159,12 +157,7 @@ import Testing
     @Test func keyframeBurstsThroughAnEmptyPathFailNoProbe() {
         let (c, _) = controller()
         congest(c)
-        var seconds = 0
-        while !c.probing && seconds < 20 {
-            c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0,
-                    path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: 0, deliveryKbps: nil))
-            seconds += 1
-        }
+        calmUntilAProbe(c, queueingMs: 0)
         #expect(c.probing)
         let probe = c.currentKbps
         for k in 0..<4 {
@@ -284,22 +277,9 @@ import Testing
 
     /// TCP_INFO of a real loopback connection: what was acknowledged, RTTs, a sane queueing.
     @Test func tcpInfoOfALoopbackConnection() throws {
-        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(server); close(client) }
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p in
-                bind(server, p, len) == 0 && listen(server, 1) == 0 && getsockname(server, p, &len) == 0
-                    && connect(client, p, len) == 0
-            }
-        }
-        try #require(bound)
-        let peer = accept(server, nil, nil)
-        defer { close(peer) }
+        let pair = try #require(LoopbackTCPPair())
+        defer { pair.close() }
+        let (client, peer) = (pair.client, pair.peer)
         #expect(TCPLinkInfo.read(-1) == nil)
         let bytes = [UInt8](repeating: 7, count: 10_000)
         #expect(bytes.withUnsafeBytes { send(client, $0.baseAddress, $0.count, 0) } == 10_000)

@@ -45,25 +45,10 @@ import Testing
     /// The real kernel: a loopback peer that stops reading. The window it advertises shrinks by
     /// what it holds, and grows back once it reads.
     @Test func theKernelsWindowShowsAReaderThatStopped() throws {
-        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(server); close(client) }
-        // A peer buffer of 1 MiB, set before listen() as a relay does (the window scale is fixed then).
-        var rcvbuf: Int32 = 1 << 20
-        _ = setsockopt(server, SOL_SOCKET, SO_RCVBUF, &rcvbuf, socklen_t(MemoryLayout<Int32>.size))
-        var addr = sockaddr_in()
-        addr.sin_family = sa_family_t(AF_INET)
-        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { p in
-                bind(server, p, len) == 0 && listen(server, 1) == 0 && getsockname(server, p, &len) == 0
-                    && connect(client, p, len) == 0
-            }
-        }
-        try #require(bound)
-        let peer = accept(server, nil, nil)
-        defer { close(peer) }
+        // A peer buffer of 1 MiB, as the relay of tools/bitrate_shaped.py --slow-reader has.
+        let pair = try #require(LoopbackTCPPair(peerReceiveBuffer: 1 << 20))
+        defer { pair.close() }
+        let (client, peer) = (pair.client, pair.peer)
         var backlog = PeerReadBacklog()
         // The peer reads everything of a first 4 MB: its window opens as wide as its buffer lets it
         // (it grows with what arrives, as on a long stream).
