@@ -86,6 +86,9 @@ class Sample:
     cpu_drops: int     # encoder_busy drops so far (the machine, not the link)
     frames: int        # video_frames_encoded + drops so far (frames produced)
     shaped: bool
+    probes_failed: int = 0         # failed bitrate probes so far
+    failed_probe_kbps: int = 0     # the last failed probe's level
+    failed_probe_ms: int = 0       # how long its target stood
 
 
 # The drop reasons of the send queue's congestion policy (see CongestionPolicy).
@@ -230,7 +233,10 @@ def _samples(lines: list[dict], link: list[tuple[float, int]], ep: Episode) -> l
         out.append(Sample(t=t, target=int(l["target_video_kbps"]), kbps=float(l["kbps"]), link_kbps=link_rate(t),
                           queue_ms=int(l.get("queue_ms", 0)), drops=drops, cpu_drops=cpu,
                           frames=int(l.get("video_frames_encoded", 0)) + cpu,
-                          shaped=ep.onset_s <= t < ep.release_s))
+                          shaped=ep.onset_s <= t < ep.release_s,
+                          probes_failed=int(l.get("probes_failed", 0)),
+                          failed_probe_kbps=int(l.get("last_failed_probe_kbps", 0)),
+                          failed_probe_ms=int(l.get("last_failed_probe_ms", 0))))
     return out
 
 
@@ -257,6 +263,19 @@ def figures_of(samples: list[Sample], ep: Episode) -> dict:
             break
     outside = [f"{s.t:.0f}:{s.target}" for s in at10
                if not (0.70 <= share(s) <= 0.95 and 500 <= s.target <= 1150)]
+    # Every failed probe, from the stats lines that first show it: its level against the link and
+    # how long its target stood. `missed`: failures between two lines after the first (their
+    # levels and times are not seen).
+    failed_probes, missed, seen = [], 0, samples[0].probes_failed if samples else 0
+    for s in samples:
+        if s.probes_failed > seen:
+            missed += s.probes_failed - seen - 1
+            failed_probes.append({"t": round(s.t, 1), "kbps": s.failed_probe_kbps,
+                                  "share": round(s.failed_probe_kbps / link, 3),
+                                  "ms": s.failed_probe_ms})
+            seen = s.probes_failed
+    above = [p for p in failed_probes if p["share"] > 0.95 or p["kbps"] > 1150]
+    over = [p for p in failed_probes if p["share"] > 1.0]
     after = [s for s in samples if s.t >= off]
     recovery_s = next((round(s.t - off, 1) for s in after if s.target >= 0.8 * ep.video_kbps), None)
     before = [s.kbps for s in samples if on - 15 <= s.t < on]
@@ -280,6 +299,12 @@ def figures_of(samples: list[Sample], ep: Episode) -> dict:
         "encoder_busy_drops": samples[-1].cpu_drops if samples else 0,
         "drop_share": round(drops / produced, 4) if produced else None,
         "recovery_s": recovery_s,
+        "failed_probes": failed_probes,
+        "failed_probes_missed": missed,
+        "failed_probes_above_band": len(above),
+        "failed_probe_above_band_longest_ms": max((p["ms"] for p in above), default=None),
+        "failed_probes_over_link": len(over),
+        "failed_probe_over_link_longest_ms": max((p["ms"] for p in over), default=None),
         "kbps_before": round(statistics.mean(before), 1) if before else None,
         "kbps_last15": round(statistics.mean(last15), 1) if last15 else None,
     }

@@ -211,6 +211,25 @@ package final class BitrateController: @unchecked Sendable {
     private var lastUnread = 0
     /// Unread bytes a peer that keeps up holds at a tick (nginx-rtmp: 1-8 KB): not a queue.
     let peerNoiseBytes = 12_288
+    /// Between ticks, while a probe through the path is on, its queue is read this often
+    /// (`watch(nowNs:)`)...
+    let probeWatchIntervalNs: Int64 = 100_000_000
+    /// ...and the probe fails once this many readings in a row find it at `pathProbeFailMs` or
+    /// more and grown by `probeWatchGrowthMs` since the reading before (or the path measured
+    /// full). A keyframe is handed over at once and its queue then only shrinks (21 KB in our
+    /// socket, then 66-168 ms in the path for 200-300 ms through a 1200 kbit/s tbf); a probe over
+    /// the link keeps it growing: 53, 103, 215, 291 ms at 100 ms steps for a 25% probe, once
+    /// x264 had reached its rate (about half a second).
+    let probeWatchReadings = 2
+    let probeWatchGrowthMs = 15
+    /// The monotonic time of the current tick or watch reading (0 when driven through `adapt`).
+    private var clockNs: Int64 = 0
+    /// When the current probe began, the last watch reading, its queue (ms; nil: none yet in this
+    /// probe), and readings in a row that failed the probe.
+    private var probeStartNs: Int64 = 0
+    private var watchNs: Int64 = 0
+    private var watchQueueMs: Int?
+    private var watchOver = 0
 
     init(encoder: VideoEncoder, destinations: [Destination], follows: BitrateFollows, targetKbps: Int, audioKbps: Int,
          stats: BroadcastStats) {
@@ -265,6 +284,7 @@ package final class BitrateController: @unchecked Sendable {
 
     func tick(nowNs: Int64) {
         guard !destinations.isEmpty else { return }
+        clockNs = nowNs
         let i = followed()
         let sent = destinations[i].bytesSent
         let before = lastBytes[i]
@@ -311,6 +331,45 @@ package final class BitrateController: @unchecked Sendable {
         adapt(sentKbps: sentKbps, backlogMs: destinations[i].backlogMs + kernelMs, handedKbps: handedKbps,
               peerEstimatedKbps: destinations[i].sink.peerEstimatedKbps, reportedKbps: destinations[i].sink.deliveredKbps,
               path: path)
+    }
+
+    /// Between ticks (the housekeeper calls it every 20 ms; it returns at once unless a probe
+    /// through the path is on): every `probeWatchIntervalNs` reads all that is queued before the
+    /// followed peer's reader (our send queue, the kernel's unsent bytes, the path's RTT growth,
+    /// the peer's unread bytes) and the kernel's delivery-rate sample, so that a probe over the
+    /// link fails as soon as that shows, not at the next tick: the issue allows a failed probe
+    /// less than a second above the link.
+    func watch(nowNs: Int64) {
+        guard probing, bottleneckInPath, lastLinkIndex >= 0, lastLinkIndex < destinations.count,
+              nowNs - watchNs >= probeWatchIntervalNs else { return }
+        let d = destinations[lastLinkIndex]
+        guard let rtmp = d.sink as? RTMPPublisher, let link = rtmp.linkInfo else { return }
+        let unread = peerUnread.unread(link, source: lastLinkIndex)
+        let kbps = max(1, currentKbps + audioKbps)
+        let ours = d.backlogMs + rtmp.unsentBytes * 8 / kbps
+        let unreadMs = max(0, unread - peerNoiseBytes) * 8 / kbps
+        let rate = link.deliveryRateAppLimited || link.deliveryRateBytesPerSecond == 0
+            ? nil : Int(min(link.deliveryRateBytesPerSecond, UInt64(Int32.max)) * 8 / 1000)
+        watchReading(queueMs: ours + link.queueingMs + unreadMs, deliveryKbps: rate, nowNs: nowNs)
+    }
+
+    /// One reading of the watch (`watch(nowNs:)`): `queueMs` queued before the peer's reader, and
+    /// the kernel's latest delivery-rate sample (nil: app-limited). `probeWatchReadings` in a row
+    /// whose queue is at `pathProbeFailMs` or more and grew by `probeWatchGrowthMs` since the
+    /// reading before, or that measured the path full at no more than the probe sends (over the
+    /// link), fail the probe now: back to rest, the ceiling kept, as the tick's path rule does.
+    func watchReading(queueMs: Int, deliveryKbps: Int?, nowNs: Int64) {
+        guard probing, bottleneckInPath else { return }
+        clockNs = nowNs
+        watchNs = nowNs
+        let growing = watchQueueMs.map { queueMs >= pathProbeFailMs && queueMs - $0 >= probeWatchGrowthMs } ?? false
+        watchQueueMs = queueMs
+        watchOver = growing || pathFull(deliveryKbps) ? watchOver + 1 : 0
+        guard watchOver >= probeWatchReadings else { return }
+        pathHeld = 0
+        endProbe(failed: true)
+        calm = 0
+        apply(restLevel)
     }
 
     /// One second's decision from what the followed destination delivered (`sentKbps`, audio
@@ -554,8 +613,7 @@ package final class BitrateController: @unchecked Sendable {
     private func probeThroughPath(_ p: PathSample) {
         // The kernel measured the path full (not app-limited) at no more than the probe sends:
         // the probe is at or over the link, before its queue shows in the RTT.
-        let full = p.deliveryKbps.map { $0 * 100 < (currentKbps + audioKbps) * (100 + pathFullMarginPercent) } ?? false
-        if probing && (p.queueMs >= pathProbeFailMs || full) {
+        if probing && (p.queueMs >= pathProbeFailMs || pathFull(p.deliveryKbps)) {
             pathHeld = 0
             endProbe(failed: true)
             calm = 0
@@ -603,6 +661,12 @@ package final class BitrateController: @unchecked Sendable {
         }
     }
 
+    /// The kernel measured the path full (its sample not app-limited: nil) at no more than the
+    /// current level sends: it is at or over the link, before its queue shows in the RTT.
+    private func pathFull(_ deliveryKbps: Int?) -> Bool {
+        deliveryKbps.map { $0 * 100 < (currentKbps + audioKbps) * (100 + pathFullMarginPercent) } ?? false
+    }
+
     /// No probe goes past the target, the receiver's estimate, or a level that failed recently.
     private var probeLimit: Int { min(targetKbps, peerCapKbps ?? targetKbps, failedKbps ?? targetKbps) }
 
@@ -615,6 +679,10 @@ package final class BitrateController: @unchecked Sendable {
 
     private func startProbe(_ kbps: Int) {
         probing = true
+        probeStartNs = clockNs
+        watchNs = clockNs
+        watchQueueMs = nil
+        watchOver = 0
         probeHanded = 0
         probeLastHanded = 0
         probeDelivered = 0
@@ -626,6 +694,14 @@ package final class BitrateController: @unchecked Sendable {
     private func endProbe(failed: Bool) {
         probing = false
         guard failed else { return }
+        // In the stats: how long the failed probe's target stood (from the tick or reading that
+        // set it to the one that ended it) and at what level.
+        let level = currentKbps, ms = Int(max(0, clockNs - probeStartNs) / 1_000_000)
+        stats.update {
+            $0.probesFailed += 1
+            $0.lastFailedProbeKbps = level
+            $0.lastFailedProbeMs = ms
+        }
         secondsSinceProbeFailed = 0
         probesHeld = 0
         probeInterval = min(maxProbeIntervalSeconds, probeInterval * 2)

@@ -21,6 +21,11 @@ public struct StatsSnapshot: Sendable {
     public var queueBytes = 0
     public var queueMs = 0
     public var targetVideoKbps = 0
+    /// Bitrate probes that failed (the link did not carry them), and the last one's level and how
+    /// long its target stood, ms (the tick or queue reading that set it to the one that ended it).
+    public var probesFailed = 0
+    public var lastFailedProbeKbps = 0
+    public var lastFailedProbeMs = 0
     public var reconnects = 0
     public var lateTagsClamped = 0
     /// Video frames whose capture PTS the timestamp smoother moved by 1 ms or more.

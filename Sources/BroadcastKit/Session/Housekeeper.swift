@@ -5,8 +5,8 @@ import Synchronization
 
 /// The session's one periodic thread. Every 20 ms it releases audio and tags whose bounded
 /// waits expired (a silent source must not hold the stream back) and reports destination
-/// failures; once a second it samples the primary queue into the stats and lets the bitrate
-/// controller decide.
+/// failures, and lets the bitrate controller watch a probe's queue; once a second it samples the
+/// primary queue into the stats and lets the bitrate controller decide.
 package final class Housekeeper: @unchecked Sendable {
     private let pipeline: Pipeline
     private let stats: BroadcastStats
@@ -40,6 +40,7 @@ package final class Housekeeper: @unchecked Sendable {
             pipeline.mixer?.poll(nowNs: now)
             pipeline.interleaver.poll(nowNs: now)
             reportFailures()
+            bitrate?.watch(nowNs: now)
             if now >= nextSecond {
                 nextSecond += MediaTime.nanosPerSecond
                 if let primary = pipeline.destinations.primary {

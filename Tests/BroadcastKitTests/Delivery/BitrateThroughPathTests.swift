@@ -32,6 +32,53 @@ import Testing
         }
     }
 
+    /// Between ticks the housekeeper's watch reads a probe's queue every 100 ms: two readings in a
+    /// row at `pathProbeFailMs` or more and grown by `probeWatchGrowthMs` (or with the path
+    /// measured full at no more than the probe sends) fail it there, under a second after it
+    /// began (the tick alone left a 25% probe above a 1200 kbit/s link for one or two seconds).
+    /// A keyframe's queue, handed over at once and then shrinking, fails nothing; the stats carry
+    /// the failed probe's level and how long it stood. (The readings are a real run's, ms queued
+    /// before the reader at 100 ms steps: a keyframe's 19, 168, 150, 66; a 25% probe's 14, 52,
+    /// 102, 215 once x264 reached its rate.)
+    @Test func theWatchFailsAProbeOverTheLinkWithinTheSecond() {
+        let stats = BroadcastStats()
+        let c = BitrateController(encoder: BitrateRecordingEncoder(kbps: target), destinations: [], follows: .primary,
+                                  targetKbps: target, audioKbps: audio, stats: stats)
+        congest(c)
+        calmUntilAProbe(c, queueingMs: 10)
+        #expect(c.probing && c.bottleneckInPath)
+        let probe = c.currentKbps, rest = Int(Double(c.ceilingKbps) * c.returnFraction)
+        // The probe began at time 0 (no tick clock in this test).
+        var ms: Int64 = 0
+        func read(_ queue: Int, delivery: Int? = nil) {
+            ms += 100
+            c.watchReading(queueMs: queue, deliveryKbps: delivery, nowNs: ms * 1_000_000)
+        }
+        for q in [19, 168, 150, 66, 14] { read(q) }
+        #expect(c.probing, "a keyframe's queue, which only shrinks once handed over, fails no probe")
+        for q in [52, 102] { read(q) }
+        #expect(c.probing, "one reading grown past the limit")
+        read(215)
+        #expect(!c.probing, "two readings in a row grown past \(c.pathProbeFailMs) ms fail the probe")
+        #expect(c.currentKbps == rest, "target \(c.currentKbps), rest \(rest)")
+        let s = stats.snapshot()
+        #expect(s.probesFailed == 1 && s.lastFailedProbeKbps == probe && s.lastFailedProbeMs == 800,
+                "\(s.probesFailed) \(s.lastFailedProbeKbps) \(s.lastFailedProbeMs)")
+        // Without a probe the watch reads nothing: rest is not a probe.
+        for q in [300, 400, 500] { read(q) }
+        #expect(c.currentKbps == rest && stats.snapshot().probesFailed == 1)
+        // The next probe: the kernel measured the path full at no more than it sends (our socket
+        // fills before the RTT grows), twice in a row. A measure well over it is room.
+        calmUntilAProbe(c, queueingMs: 10)
+        #expect(c.probing)
+        let sends = c.currentKbps + audio
+        read(5, delivery: sends * 2)
+        read(5, delivery: sends)
+        #expect(c.probing)
+        read(5, delivery: sends - 50)
+        #expect(!c.probing && stats.snapshot().probesFailed == 2)
+    }
+
     /// Through a full path queue the bottleneck is busy every moment: the ceiling is what the peer
     /// acknowledged over the episode's seconds after the first, not the kernel's delivery-rate
     /// sample (a 2000 ms tbf queue read 685-1762 against 947-1300 acknowledged; one 1739 sample put
