@@ -522,9 +522,14 @@ package final class BitrateController: @unchecked Sendable {
             // Under what the link carries by enough to drain the queue within `drainSeconds`, once
             // a second congested second confirms the estimate (one second alone can be far low:
             // WHIP's first congested second put it at 37% of the link).
+            // In a failed probe's repair seconds the queue is the probe's own excess, a second or
+            // two of it, which `settleFraction` empties in seconds: the deeper drain, sized by a
+            // backlog that the path's queue swells, put a 2000 ms tbf's target at 0.65 of the
+            // link for 4 s after a 25% probe that stood 2 s (753 after 1277, in CI). A link that
+            // did slow down keeps the queue up past these seconds and is drained then.
             let queuedKbit = backlog * (currentKbps + audioKbps) / 1000
             let settle = Int(Double(ceilingKbps) * settleFraction)
-            let drain = episodeSeconds < 2 ? settle
+            let drain = episodeSeconds < 2 || secondsSinceProbeFailed <= probeRepairSeconds ? settle
                 : max(Int(Double(ceilingKbps) * lowestFitFraction), ceilingKbps - queuedKbit / drainSeconds)
             let fit = max(floorKbps, min(settle, drain))
             if fit < currentKbps * 95 / 100 { apply(fit) }

@@ -79,6 +79,34 @@ import Testing
         #expect(!c.probing && stats.snapshot().probesFailed == 2)
     }
 
+    /// A failed probe's queue is its own excess, a second or two of it: in its repair seconds the
+    /// cut is to `settleFraction` of the ceiling, not the deeper drain a full path's backlog asks
+    /// for (0.7 of the ceiling, 0.65 of a 2000 ms tbf's link for 4 s, in CI). A link that did slow
+    /// down keeps the queue up past them, and is drained then.
+    @Test func aFailedProbesQueueIsDrainedAtTheSettleLevel() {
+        let (c, _) = controller()
+        congest(c)
+        for _ in 0..<3 {
+            c.adapt(sentKbps: 1100, backlogMs: 1500, path: PathSample(ackedKbps: 1100, queueingMs: 700, deliveryKbps: 1100))
+        }
+        calmUntilAProbe(c, queueingMs: 10)
+        #expect(c.probing)
+        let ceiling = c.ceilingKbps
+        // The probe stood two seconds over the link: the queue its excess built, growing.
+        c.adapt(sentKbps: 1100, backlogMs: 500, path: PathSample(ackedKbps: 1100, queueingMs: 400, deliveryKbps: 1100))
+        #expect(!c.probing)
+        c.adapt(sentKbps: 1100, backlogMs: 2200, path: PathSample(ackedKbps: 1100, queueingMs: 900, deliveryKbps: 1100))
+        let settle = Int(Double(ceiling) * c.settleFraction)
+        #expect(c.ceilingKbps == ceiling && c.currentKbps >= settle - 1,
+                "target \(c.currentKbps), ceiling \(c.ceilingKbps): the settle level is \(settle)")
+        // The queue stays up past the repair seconds: the link did slow down, drained then.
+        for _ in 0..<6 {
+            c.adapt(sentKbps: 700, backlogMs: 3000, path: PathSample(ackedKbps: 700, queueingMs: 1200, deliveryKbps: 700))
+        }
+        #expect(c.ceilingKbps < ceiling && c.currentKbps < Int(Double(c.ceilingKbps) * c.settleFraction),
+                "target \(c.currentKbps), ceiling \(c.ceilingKbps) (was \(ceiling)): a link of 700 is followed and drained")
+    }
+
     /// Through a full path queue the bottleneck is busy every moment: the ceiling is what the peer
     /// acknowledged over the episode's seconds after the first, not the kernel's delivery-rate
     /// sample (a 2000 ms tbf queue read 685-1762 against 947-1300 acknowledged; one 1739 sample put
