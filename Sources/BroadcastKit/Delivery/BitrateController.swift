@@ -214,14 +214,16 @@ package final class BitrateController: @unchecked Sendable {
     /// Between ticks, while a probe through the path is on, its queue is read this often
     /// (`watch(nowNs:)`)...
     let probeWatchIntervalNs: Int64 = 100_000_000
-    /// ...and the probe fails once this many readings in a row find it at `pathProbeFailMs` or
+    /// ...and the probe fails once this many readings in a row find it at `probeWatchLevelMs` or
     /// more and grown by `probeWatchGrowthMs` since the reading before (or the path measured
     /// full). A keyframe is handed over at once and its queue then only shrinks (21 KB in our
     /// socket, then 66-168 ms in the path for 200-300 ms through a 1200 kbit/s tbf); a probe over
-    /// the link keeps it growing: 53, 103, 215, 291 ms at 100 ms steps for a 25% probe, once
-    /// x264 had reached its rate (about half a second).
+    /// the link keeps it growing: 14, 52, 102, 215 ms at 100 ms steps for a 25% probe, once
+    /// x264 had reached its rate (about half a second). A probe 10% over the link adds only ~10
+    /// ms a reading: it shows after about a second, at the tick as much as here.
     let probeWatchReadings = 2
-    let probeWatchGrowthMs = 15
+    let probeWatchLevelMs = 40
+    let probeWatchGrowthMs = 10
     /// The monotonic time of the current tick or watch reading (0 when driven through `adapt`).
     private var clockNs: Int64 = 0
     /// When the current probe began, the last watch reading, its queue (ms; nil: none yet in this
@@ -355,14 +357,14 @@ package final class BitrateController: @unchecked Sendable {
 
     /// One reading of the watch (`watch(nowNs:)`): `queueMs` queued before the peer's reader, and
     /// the kernel's latest delivery-rate sample (nil: app-limited). `probeWatchReadings` in a row
-    /// whose queue is at `pathProbeFailMs` or more and grew by `probeWatchGrowthMs` since the
+    /// whose queue is at `probeWatchLevelMs` or more and grew by `probeWatchGrowthMs` since the
     /// reading before, or that measured the path full at no more than the probe sends (over the
     /// link), fail the probe now: back to rest, the ceiling kept, as the tick's path rule does.
     func watchReading(queueMs: Int, deliveryKbps: Int?, nowNs: Int64) {
         guard probing, bottleneckInPath else { return }
         clockNs = nowNs
         watchNs = nowNs
-        let growing = watchQueueMs.map { queueMs >= pathProbeFailMs && queueMs - $0 >= probeWatchGrowthMs } ?? false
+        let growing = watchQueueMs.map { queueMs >= probeWatchLevelMs && queueMs - $0 >= probeWatchGrowthMs } ?? false
         watchQueueMs = queueMs
         watchOver = growing || pathFull(deliveryKbps) ? watchOver + 1 : 0
         guard watchOver >= probeWatchReadings else { return }

@@ -33,13 +33,13 @@ import Testing
     }
 
     /// Between ticks the housekeeper's watch reads a probe's queue every 100 ms: two readings in a
-    /// row at `pathProbeFailMs` or more and grown by `probeWatchGrowthMs` (or with the path
+    /// row at `probeWatchLevelMs` or more and grown by `probeWatchGrowthMs` (or with the path
     /// measured full at no more than the probe sends) fail it there, under a second after it
     /// began (the tick alone left a 25% probe above a 1200 kbit/s link for one or two seconds).
     /// A keyframe's queue, handed over at once and then shrinking, fails nothing; the stats carry
     /// the failed probe's level and how long it stood. (The readings are a real run's, ms queued
     /// before the reader at 100 ms steps: a keyframe's 19, 168, 150, 66; a 25% probe's 14, 52,
-    /// 102, 215 once x264 reached its rate.)
+    /// 102, 215 once x264 reached its rate.) The test's probe grows from 30 ms.
     @Test func theWatchFailsAProbeOverTheLinkWithinTheSecond() {
         let stats = BroadcastStats()
         let c = BitrateController(encoder: BitrateRecordingEncoder(kbps: target), destinations: [], follows: .primary,
@@ -56,10 +56,10 @@ import Testing
         }
         for q in [19, 168, 150, 66, 14] { read(q) }
         #expect(c.probing, "a keyframe's queue, which only shrinks once handed over, fails no probe")
-        for q in [52, 102] { read(q) }
-        #expect(c.probing, "one reading grown past the limit")
-        read(215)
-        #expect(!c.probing, "two readings in a row grown past \(c.pathProbeFailMs) ms fail the probe")
+        for q in [30, 52] { read(q) }
+        #expect(c.probing, "one reading grown past the level")
+        read(102)
+        #expect(!c.probing, "two readings in a row grown past \(c.probeWatchLevelMs) ms fail the probe")
         #expect(c.currentKbps == rest, "target \(c.currentKbps), rest \(rest)")
         let s = stats.snapshot()
         #expect(s.probesFailed == 1 && s.lastFailedProbeKbps == probe && s.lastFailedProbeMs == 800,
