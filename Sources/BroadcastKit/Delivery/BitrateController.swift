@@ -232,6 +232,11 @@ package final class BitrateController: @unchecked Sendable {
     private var watchNs: Int64 = 0
     private var watchQueueMs: Int?
     private var watchOver = 0
+    /// A climb back to rest through the path is on, from this level (set by the step, cleared at
+    /// the next tick): the watch reads it as it reads a probe. After a drain, rest can stand over
+    /// the link (a ceiling the episode's first seconds read high: 1316 through a 1150 kbit/s
+    /// link for 2 s, then a congestion, in the bench).
+    private var climbFromKbps: Int?
 
     init(encoder: VideoEncoder, destinations: [Destination], follows: BitrateFollows, targetKbps: Int, audioKbps: Int,
          stats: BroadcastStats) {
@@ -342,7 +347,7 @@ package final class BitrateController: @unchecked Sendable {
     /// link fails as soon as that shows, not at the next tick: the issue allows a failed probe
     /// less than a second above the link.
     func watch(nowNs: Int64) {
-        guard probing, bottleneckInPath, lastLinkIndex >= 0, lastLinkIndex < destinations.count,
+        guard probing || climbFromKbps != nil, bottleneckInPath, lastLinkIndex >= 0, lastLinkIndex < destinations.count,
               nowNs - watchNs >= probeWatchIntervalNs else { return }
         let d = destinations[lastLinkIndex]
         guard let rtmp = d.sink as? RTMPPublisher, let link = rtmp.linkInfo else { return }
@@ -360,8 +365,10 @@ package final class BitrateController: @unchecked Sendable {
     /// whose queue is at `probeWatchLevelMs` or more and grew by `probeWatchGrowthMs` since the
     /// reading before, or that measured the path full at no more than the probe sends (over the
     /// link), fail the probe now: back to rest, the ceiling kept, as the tick's path rule does.
+    /// A climb step to rest that fails so shows the ceiling over the link: the level it climbed
+    /// from becomes the ceiling, and the target rests under it.
     func watchReading(queueMs: Int, deliveryKbps: Int?, nowNs: Int64) {
-        guard probing, bottleneckInPath else { return }
+        guard probing || climbFromKbps != nil, bottleneckInPath else { return }
         clockNs = nowNs
         watchNs = nowNs
         let growing = watchQueueMs.map { queueMs >= probeWatchLevelMs && queueMs - $0 >= probeWatchGrowthMs } ?? false
@@ -369,6 +376,10 @@ package final class BitrateController: @unchecked Sendable {
         watchOver = growing || pathFull(deliveryKbps) ? watchOver + 1 : 0
         guard watchOver >= probeWatchReadings else { return }
         pathHeld = 0
+        if !probing, let from = climbFromKbps {
+            ceilingKbps = from
+            climbFromKbps = nil
+        }
         endProbe(failed: true)
         calm = 0
         apply(restLevel)
@@ -393,6 +404,7 @@ package final class BitrateController: @unchecked Sendable {
         // a 1200 kbit/s link in CI); loss and queues already bring the target down.
         peerCapKbps = peerEstimatedKbps.map { max(floorKbps, min(targetKbps, $0 - audioKbps)) }
         secondsSinceProbeFailed = min(secondsSinceProbeFailed + 1, Int.max / 2)
+        climbFromKbps = nil
         let previous = lastBacklog
         lastBacklog = backlog
         let episodeContinues = inEpisode
@@ -658,7 +670,10 @@ package final class BitrateController: @unchecked Sendable {
         }
         guard currentKbps < limit else { return }
         if currentKbps < restLevel {
+            let from = currentKbps
+            startWatch()
             apply(min(restLevel, currentKbps * 125 / 100 + 50))
+            climbFromKbps = from
         } else if calm >= pathProbeIntervalSeconds && calmSinceChange >= 1 {
             // The interval counts calm seconds, not seconds at rest: a climb back to rest after a
             // drain has waited its calm seconds already (waiting 3 s more at rest cost a link that
@@ -686,10 +701,7 @@ package final class BitrateController: @unchecked Sendable {
 
     private func startProbe(_ kbps: Int) {
         probing = true
-        probeStartNs = clockNs
-        watchNs = clockNs
-        watchQueueMs = nil
-        watchOver = 0
+        startWatch()
         probeHanded = 0
         probeLastHanded = 0
         probeDelivered = 0
@@ -697,7 +709,16 @@ package final class BitrateController: @unchecked Sendable {
         apply(kbps)
     }
 
-    /// A failed probe doubles the wait before the next one and restarts the steps at 3%.
+    /// The watch's readings start over with a new level (`watch(nowNs:)`).
+    private func startWatch() {
+        probeStartNs = clockNs
+        watchNs = clockNs
+        watchQueueMs = nil
+        watchOver = 0
+    }
+
+    /// A failed probe doubles the wait before the next one and restarts the steps at 3%. (A climb
+    /// step the watch failed counts as a failed probe.)
     private func endProbe(failed: Bool) {
         probing = false
         guard failed else { return }

@@ -79,6 +79,43 @@ import Testing
         #expect(!c.probing && stats.snapshot().probesFailed == 2)
     }
 
+    /// After a drain the target climbs back to rest in steps, and rest can stand over the link
+    /// (a ceiling the episode's first seconds read high: 1316 through a 1150 kbit/s link for 2 s,
+    /// then a congestion, in the bench). The watch reads each climb step as it reads a probe: a
+    /// step whose queue grows ends the climb, and the level it climbed from becomes the ceiling.
+    @Test func aClimbBackToRestIsWatchedLikeAProbe() {
+        let stats = BroadcastStats()
+        let c = BitrateController(encoder: BitrateRecordingEncoder(kbps: target), destinations: [], follows: .primary,
+                                  targetKbps: target, audioKbps: audio, stats: stats)
+        congest(c)
+        c.adapt(sentKbps: 1100, backlogMs: 2500, path: PathSample(ackedKbps: 1100, queueingMs: 800, deliveryKbps: 1100))
+        let rest = Int(Double(c.ceilingKbps) * c.returnFraction)
+        #expect(c.currentKbps < rest * 9 / 10, "drained to \(c.currentKbps), rest \(rest)")
+        // Calm seconds until a climb step.
+        var from = c.currentKbps
+        for _ in 0..<5 where c.currentKbps == from {
+            from = c.currentKbps
+            c.adapt(sentKbps: from + audio, backlogMs: 0, path: PathSample(ackedKbps: from + audio, queueingMs: 5, deliveryKbps: nil))
+        }
+        #expect(c.currentKbps > from && !c.probing, "a climb step from \(from): \(c.currentKbps)")
+        var ms: Int64 = 0
+        for q in [30, 52, 102] {
+            ms += 100
+            c.watchReading(queueMs: q, deliveryKbps: nil, nowNs: ms * 1_000_000)
+        }
+        #expect(c.ceilingKbps == from, "ceiling \(c.ceilingKbps): the level the climb left, \(from)")
+        #expect(c.currentKbps == Int(Double(from) * c.returnFraction), "target \(c.currentKbps)")
+        #expect(stats.snapshot().probesFailed == 1)
+        // The next tick ends the watch of that step: readings then change nothing.
+        c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0, path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: 5, deliveryKbps: nil))
+        let now = c.currentKbps
+        for q in [300, 400, 500] {
+            ms += 100
+            c.watchReading(queueMs: q, deliveryKbps: nil, nowNs: ms * 1_000_000)
+        }
+        #expect(!c.probing && c.currentKbps == now, "target \(c.currentKbps), was \(now)")
+    }
+
     /// A failed probe's queue is its own excess, a second or two of it: in its repair seconds the
     /// cut is to `settleFraction` of the ceiling, not the deeper drain a full path's backlog asks
     /// for (0.7 of the ceiling, 0.65 of a 2000 ms tbf's link for 4 s, in CI). A link that did slow
