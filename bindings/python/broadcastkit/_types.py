@@ -148,6 +148,9 @@ class SessionStats(TypedDict):
     rss_file_bytes: int
     rss_shmem_bytes: int
     target_video_kbps: int
+    probes_failed: int
+    last_failed_probe_kbps: int
+    last_failed_probe_ms: int
     reconnects: int
     late_tags_clamped: int
     video_pts_corrections: int
