@@ -328,7 +328,7 @@ package final class BitrateController: @unchecked Sendable {
         if let a = lastLink, let b = link, lastLinkIndex == i, var p = PathSample(from: a, to: b, seconds: seconds) {
             // The peer's unread bytes are a queue before its reader, as the path's is before the
             // link; what its reader took is what it acknowledged less what it took in unread.
-            p.peerUnreadMs = max(0, unread - peerNoiseBytes) * 8 / max(1, currentKbps + audioKbps)
+            p.peerUnreadMs = unreadMs(unread)
             p.ackedKbps = max(0, p.ackedKbps - Int(Double(unread - lastUnread) * 8 / 1000 / seconds))
             path = p
         }
@@ -352,12 +352,8 @@ package final class BitrateController: @unchecked Sendable {
         let d = destinations[lastLinkIndex]
         guard let rtmp = d.sink as? RTMPPublisher, let link = rtmp.linkInfo else { return }
         let unread = peerUnread.unread(link, source: lastLinkIndex)
-        let kbps = max(1, currentKbps + audioKbps)
-        let ours = d.backlogMs + rtmp.unsentBytes * 8 / kbps
-        let unreadMs = max(0, unread - peerNoiseBytes) * 8 / kbps
-        let rate = link.deliveryRateAppLimited || link.deliveryRateBytesPerSecond == 0
-            ? nil : Int(min(link.deliveryRateBytesPerSecond, UInt64(Int32.max)) * 8 / 1000)
-        watchReading(queueMs: ours + link.queueingMs + unreadMs, deliveryKbps: rate, nowNs: nowNs)
+        let ours = d.backlogMs + rtmp.unsentBytes * 8 / max(1, currentKbps + audioKbps)
+        watchReading(queueMs: ours + link.queueingMs + unreadMs(unread), deliveryKbps: link.deliveryKbps, nowNs: nowNs)
     }
 
     /// One reading of the watch (`watch(nowNs:)`): `queueMs` queued before the peer's reader, and
@@ -681,6 +677,11 @@ package final class BitrateController: @unchecked Sendable {
             let next = min(limit, Int(Double(max(ceilingKbps, currentKbps)) * (1 + pathProbeStep)))
             if next > currentKbps { startProbe(next) }
         }
+    }
+
+    /// The peer's unread bytes beyond `peerNoiseBytes`, as ms of media at the current rate.
+    private func unreadMs(_ unread: Int) -> Int {
+        max(0, unread - peerNoiseBytes) * 8 / max(1, currentKbps + audioKbps)
     }
 
     /// The kernel measured the path full (its sample not app-limited: nil) at no more than the

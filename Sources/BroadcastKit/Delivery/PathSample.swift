@@ -37,7 +37,6 @@ package struct PathSample: Sendable, Equatable {
         ackedKbps = Int(Double(b.bytesAcked - a.bytesAcked) * 8 / 1000 / seconds)
         peerUnreadMs = 0
         queueingMs = b.queueingMs
-        deliveryKbps = b.deliveryRateAppLimited || b.deliveryRateBytesPerSecond == 0
-            ? nil : Int(min(b.deliveryRateBytesPerSecond, UInt64(Int32.max)) * 8 / 1000)
+        deliveryKbps = b.deliveryKbps
     }
 }

@@ -34,6 +34,12 @@ package struct TCPLinkInfo: Sendable, Equatable {
         self.sendWindowBytes = sendWindowBytes
     }
 
+    /// The delivery-rate sample in kbit/s when it measured the path (nil: app-limited or none).
+    package var deliveryKbps: Int? {
+        deliveryRateAppLimited || deliveryRateBytesPerSecond == 0
+            ? nil : Int(min(deliveryRateBytesPerSecond, UInt64(Int32.max)) * 8 / 1000)
+    }
+
     /// Milliseconds the path's queues add to its RTT now (smoothed RTT over the lowest).
     package var queueingMs: Int { Int(rttMicros &- min(rttMicros, minRttMicros)) / 1000 }
 
