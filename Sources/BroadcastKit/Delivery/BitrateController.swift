@@ -214,13 +214,16 @@ package final class BitrateController: @unchecked Sendable {
     /// Between ticks, while a probe through the path is on, its queue is read this often
     /// (`watch(nowNs:)`)...
     let probeWatchIntervalNs: Int64 = 100_000_000
-    /// ...and the probe fails once this many readings in a row find it at `probeWatchLevelMs` or
-    /// more and grown by `probeWatchGrowthMs` since the reading before (or the path measured
-    /// full). A keyframe is handed over at once and its queue then only shrinks (21 KB in our
-    /// socket, then 66-168 ms in the path for 200-300 ms through a 1200 kbit/s tbf); a probe over
-    /// the link keeps it growing: 14, 52, 102, 215 ms at 100 ms steps for a 25% probe, once
-    /// x264 had reached its rate (about half a second). A probe 10% over the link adds only ~10
-    /// ms a reading: it shows after about a second, at the tick as much as here.
+    /// ...and the probe fails once two readings in a row find it at `probeWatchLevelMs` or more and
+    /// grown by `probeWatchGrowthMs` each, or three in a row at that level each higher than the
+    /// one before and `probeWatchGrowthMs` over the first (or `probeWatchReadings` readings in a
+    /// row measured the path full). A keyframe is handed over at once and its queue then only
+    /// shrinks (21 KB in our socket, then 66-168 ms in the path for 200-300 ms through a 1200
+    /// kbit/s tbf); a probe over the link keeps it growing: 14, 52, 102, 215 ms at 100 ms steps
+    /// for a 25% probe, once x264 had reached its rate (about half a second). A probe a few
+    /// percent over the link grows a few ms a reading on top of a keyframe it did not let drain
+    /// (9, 46, 49, 58, 93, 113 for 1137 kbps through a 1200 kbit/s tbf): the pair's rule alone
+    /// left it standing 1034 ms; the three rising readings fail it at 825.
     let probeWatchReadings = 2
     let probeWatchLevelMs = 40
     let probeWatchGrowthMs = 10
@@ -231,6 +234,7 @@ package final class BitrateController: @unchecked Sendable {
     private var probeStartNs: Int64 = 0
     private var watchNs: Int64 = 0
     private var watchQueueMs: Int?
+    private var watchQueueBeforeMs: Int?
     private var watchOver = 0
     /// A climb back to rest through the path is on, from this level (set by the step, cleared at
     /// the next tick): the watch reads it as it reads a probe. After a drain, rest can stand over
@@ -357,20 +361,27 @@ package final class BitrateController: @unchecked Sendable {
     }
 
     /// One reading of the watch (`watch(nowNs:)`): `queueMs` queued before the peer's reader, and
-    /// the kernel's latest delivery-rate sample (nil: app-limited). `probeWatchReadings` in a row
-    /// whose queue is at `probeWatchLevelMs` or more and grew by `probeWatchGrowthMs` since the
-    /// reading before, or that measured the path full at no more than the probe sends (over the
-    /// link), fail the probe now: back to rest, the ceiling kept, as the tick's path rule does.
+    /// the kernel's latest delivery-rate sample (nil: app-limited). A queue that grows (see
+    /// `probeWatchReadings`), or `probeWatchReadings` readings in a row that measured the path
+    /// full at no more than the probe sends (over the link), fail the probe now: back to rest, the ceiling kept, as the tick's path rule does.
     /// A climb step to rest that fails so shows the ceiling over the link: the level it climbed
     /// from becomes the ceiling, and the target rests under it.
     func watchReading(queueMs: Int, deliveryKbps: Int?, nowNs: Int64) {
         guard probing || climbFromKbps != nil, bottleneckInPath else { return }
         clockNs = nowNs
         watchNs = nowNs
-        let growing = watchQueueMs.map { queueMs >= probeWatchLevelMs && queueMs - $0 >= probeWatchGrowthMs } ?? false
+        // The pair's 10 ms each (a fast probe), or three readings that keep rising 10 ms across
+        // them on top of a jump they did not let drain (a probe just over the link).
+        var growing = false
+        if let last = watchQueueMs, let before = watchQueueBeforeMs {
+            let level = probeWatchLevelMs, growth = probeWatchGrowthMs
+            growing = queueMs >= level && last >= level && queueMs - last >= growth && last - before >= growth
+                || before >= level && last > before && queueMs > last && queueMs - before >= growth
+        }
+        watchQueueBeforeMs = watchQueueMs
         watchQueueMs = queueMs
-        watchOver = growing || pathFull(deliveryKbps) ? watchOver + 1 : 0
-        guard watchOver >= probeWatchReadings else { return }
+        watchOver = pathFull(deliveryKbps) ? watchOver + 1 : 0
+        guard growing || watchOver >= probeWatchReadings else { return }
         pathHeld = 0
         if !probing, let from = climbFromKbps {
             ceilingKbps = from
@@ -715,6 +726,7 @@ package final class BitrateController: @unchecked Sendable {
         probeStartNs = clockNs
         watchNs = clockNs
         watchQueueMs = nil
+        watchQueueBeforeMs = nil
         watchOver = 0
     }
 

@@ -79,6 +79,38 @@ import Testing
         #expect(!c.probing && stats.snapshot().probesFailed == 2)
     }
 
+    /// A probe a few percent over the link grows its queue a few ms a reading, on top of a
+    /// keyframe it does not let drain (a real run's readings: 1137 kbps through a 1200 kbit/s
+    /// tbf, 9, 46, 49, 58, 93, 113 ms at 100 ms steps). Three readings at the level, each higher
+    /// than the one before and 10 ms over the first, fail it (825 ms into the probe in that run;
+    /// the pair's rule alone, 10 ms a reading, left it standing 1034 ms). A keyframe from an empty
+    /// path, or a queue that stands still, fails nothing.
+    @Test func theWatchFailsAProbeJustOverTheLinkOnAQueueThatKeepsRising() {
+        let stats = BroadcastStats()
+        let c = BitrateController(encoder: BitrateRecordingEncoder(kbps: target), destinations: [], follows: .primary,
+                                  targetKbps: target, audioKbps: audio, stats: stats)
+        congest(c)
+        calmUntilAProbe(c, queueingMs: 10)
+        #expect(c.probing)
+        var ms: Int64 = 0
+        func read(_ queues: [Int]) {
+            for q in queues {
+                ms += 100
+                c.watchReading(queueMs: q, deliveryKbps: nil, nowNs: ms * 1_000_000)
+            }
+        }
+        read([0, 0, 0, 0, 132, 33, 13, 9])
+        #expect(c.probing, "a keyframe from an empty path drains: no probe fails on it")
+        read([45, 46, 47, 46, 45, 46])
+        #expect(c.probing, "a queue that stands still is not growing")
+        read([13, 11, 8, 13, 9, 46, 49])
+        #expect(c.probing, "two readings at the level, 3 ms apart")
+        read([58])
+        #expect(!c.probing, "a third reading higher, 12 ms over the first, fails the probe")
+        #expect(stats.snapshot().probesFailed == 1 && stats.snapshot().lastFailedProbeMs == 2200,
+                "\(stats.snapshot().lastFailedProbeMs)")
+    }
+
     /// After a drain the target climbs back to rest in steps, and rest can stand over the link
     /// (a ceiling the episode's first seconds read high: 1316 through a 1150 kbit/s link for 2 s,
     /// then a congestion, in the bench). The watch reads each climb step as it reads a probe: a
