@@ -117,13 +117,14 @@ class ShapedLinkBitrateTest(BroadcastTestCase):
                          f"outside 70-95% of {link} kbit/s and 500-1150 kbps (beyond failed probes); "
                          f"by second: {trace}")
         # A probe that fails costs less than a second above the link (the issue): each failed
-        # probe whose video alone is 10% or more over the link (with the audio, 20% or more) stood
+        # probe whose video alone is 3% or more over the link (with the audio, 14% or more) stood
         # under 1000 ms, from the tick that set it to the reading that ended it (the watch
-        # between ticks; the tick alone ends one at 1000 ms or later). One just over the link
-        # grows its queue by ~10 ms a reading and shows after about a second: under 2000 ms.
+        # between ticks; the tick alone ends one at 1000 ms or later). One closer to the link
+        # grows its queue by a few ms a reading and can need a keyframe's jump to show: under
+        # 1500 ms. (At 3effc71: 1.018 at 713 ms, 1.049 at 822, 1.10-1.12 at 611-717.)
         self.assertEqual(fig["failed_probes_missed"], 0, f"failed probes not seen in the stats: {fig['failed_probes']}")
         over = [p for p in fig["failed_probes"] if p["share"] > 1.0 and on <= p["t"] < off]
-        self.assertEqual([p for p in over if p["ms"] >= (1000 if p["share"] > 1.1 else 2000)], [],
+        self.assertEqual([p for p in over if p["ms"] >= (1000 if p["share"] > 1.03 else 1500)], [],
                          f"failed probes over the {link} kbit/s link that stood too long: {over}")
         # Once settled, at most 1% of the frames dropped for congestion (the onset's own drops,
         # the second or two before the first cut, are reported in the message).
