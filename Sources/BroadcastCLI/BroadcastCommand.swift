@@ -156,9 +156,9 @@ package enum BroadcastCommand {
             let verdict = plan.fits ? "fits" : "DOES NOT FIT, even with the lightest x264 preset: \(levers)"
             if json {
                 print("{\"width\":\(video.width),\"height\":\(video.height),\"fps\":\(video.fps),"
-                      + "\"requested_preset\":\(jsonString(video.preset)),\"preset\":\(jsonString(preset)),"
+                      + "\"requested_preset\":\(JSONString.quoted(video.preset)),\"preset\":\(JSONString.quoted(preset)),"
                       + "\"video_kbps\":\(video.bitrateKbps),"
-                      + "\"note\":\(session.downgradeNote.map(jsonString) ?? "null"),\"verdict\":\(jsonString(verdict)),"
+                      + "\"note\":\(session.downgradeNote.map(JSONString.quoted) ?? "null"),\"verdict\":\(JSONString.quoted(verdict)),"
                       + "\"plan\":\(plan.json)}")
                 return plan.fits ? .success : .usage
             }

@@ -172,12 +172,12 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     /// The plan as one JSON object (the data `description` renders): `lines` in order with their
     /// keys, labels and bytes, then the derived figures. Byte counts are exact, not rounded.
     public var json: String {
-        var out = "{\"budget_bytes\":\(budgetBytes),\"budget_source\":\(jsonString(budgetSource)),"
-            + "\"budget_scope\":\"\(budgetScope.name)\",\"budget_scope_source\":\(jsonString(budgetScopeSource)),"
+        var out = "{\"budget_bytes\":\(budgetBytes),\"budget_source\":\(JSONString.quoted(budgetSource)),"
+            + "\"budget_scope\":\"\(budgetScope.name)\",\"budget_scope_source\":\(JSONString.quoted(budgetScopeSource)),"
             + "\"host_bytes_at_prepare\":\(hostBytesAtPrepare),"
-            + "\"x264_configuration\":\(jsonString(encoderChoice)),\"lines\":["
+            + "\"x264_configuration\":\(JSONString.quoted(encoderChoice)),\"lines\":["
         for (i, line) in lines.enumerated() {
-            out += (i == 0 ? "" : ",") + "{\"key\":\"\(line.key)\",\"label\":\(jsonString(line.label)),\"bytes\":\(line.bytes)}"
+            out += (i == 0 ? "" : ",") + "{\"key\":\"\(line.key)\",\"label\":\(JSONString.quoted(line.label)),\"bytes\":\(line.bytes)}"
         }
         out += "],\"total_bytes\":\(totalBytes),\"headroom_bytes\":\(headroomBytes),"
             + "\"needed_bytes\":\(totalBytes + headroomBytes),\"fits\":\(fits),"

@@ -144,37 +144,3 @@ package struct StatsReport {
         b.append("]}")
     }
 }
-
-/// `v` with a fixed number of decimals, without Foundation ("0" for NaN and infinities).
-package func fixed(_ v: Double, _ decimals: Int) -> String {
-    guard v.isFinite else { return "0" }
-    var scale = 1.0
-    for _ in 0..<decimals { scale *= 10 }
-    let n = Int((abs(v) * scale).rounded())
-    let whole = n / Int(scale), frac = n % Int(scale)
-    var f = String(frac)
-    while f.count < decimals { f = "0" + f }
-    return (v < 0 && n != 0 ? "-" : "") + String(whole) + (decimals > 0 ? "." + f : "")
-}
-
-/// `s` as a JSON string literal (quotes, backslashes and control characters escaped).
-package func jsonString(_ s: String) -> String {
-    var out = "\""
-    for u in s.unicodeScalars {
-        switch u {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        default:
-            if u.value < 0x20 {
-                let hex = String(u.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            } else {
-                out.unicodeScalars.append(u)
-            }
-        }
-    }
-    return out + "\""
-}

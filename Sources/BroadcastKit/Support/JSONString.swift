@@ -1,5 +1,5 @@
-/// The one JSON string escaper (RFC 8259), for the stats reports (`ReportBuffer`) and the control
-/// socket (`FlatJSON.quote`): `"` and `\` escaped, `\n`, `\r`, `\t` by name, every other control
+/// The one JSON string escaper (RFC 8259), for the stats reports (`ReportBuffer`), the memory
+/// plan's and the CLI's JSON (`quoted`) and the control socket (`FlatJSON.quote`): `"` and `\` escaped, `\n`, `\r`, `\t` by name, every other control
 /// character as `\u00XX`, the rest as UTF-8. Emits bytes, so a caller writing into preallocated
 /// memory allocates nothing.
 package enum JSONString {
@@ -21,6 +21,14 @@ package enum JSONString {
             }
         }
         emit(34)
+    }
+
+    /// `s` as a JSON string literal, quotes included.
+    package static func quoted(_ s: String) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(s.utf8.count + 2)
+        escape(s) { bytes.append($0) }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     @inline(__always)

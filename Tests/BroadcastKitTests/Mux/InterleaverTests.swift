@@ -7,7 +7,7 @@ final class TagLog: @unchecked Sendable {
 
 @Suite(.timeLimit(.minutes(2))) struct InterleaverTests {
     @Test func randomizedArrivalsComeOutNonDecreasing() {
-        var rng = SeededRandom(state: 42)
+        var rng = SplitMixRandom(seed: 42)
         let log = TagLog()
         let stats = BroadcastStats()
         let il = Interleaver(hasVideo: true, hasAudio: true, videoBytes: 1 << 20, stats: stats) { t in

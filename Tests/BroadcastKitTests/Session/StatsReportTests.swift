@@ -37,7 +37,7 @@ import Testing
             + "\"queue_bytes\":20,\"queue_ms\":30,\"drops\":4,\"reconnects\":1,\"downtime_s\":2.3},"
             + "{\"name\":\"/tmp/a \\\"b\\\".flv\",\"kind\":\"file\",\"state\":\"closed\",\"kbps\":0.0,\"bytes_sent\":10,"
             + "\"queue_bytes\":0,\"queue_ms\":0,\"drops\":0,\"reconnects\":0,\"downtime_s\":0.0}]}"))
-        #expect(jsonString("a\u{1}\n") == "\"a\\u0001\\n\"")
+        #expect(JSONString.quoted("a\u{1}\n") == "\"a\\u0001\\n\"")
     }
 
     @Test func fixedDecimals() {

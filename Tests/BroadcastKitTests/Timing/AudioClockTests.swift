@@ -1,24 +1,12 @@
 import Testing
 @testable import BroadcastKit
 
-/// Deterministic PRNG so randomized timelines replay exactly.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite(.timeLimit(.minutes(2))) struct AudioClockTests {
     /// Simulates a device whose sample clock runs `ppm` fast with ±jitter on capture times;
     /// returns the worst |position - truth| after the filter settles, in ms.
     func worstError(ppm: Double, jitterMs: Double, frames: Int, seconds: Double, seed: UInt64) -> Double {
         var clock = AudioClock()
-        var rng = SeededRandom(state: seed)
+        var rng = SplitMixRandom(seed: seed)
         var sampleCount: Int64 = 0
         var worst = 0.0
         let total = Int64(seconds * 48_000)

@@ -25,7 +25,7 @@ import Testing
     }
 
     func jittered(count: Int, periodNs: Double, jitterMs: Double, seed: UInt64, skewPPM: Double = 0) -> [Double] {
-        var rng = SeededRandom(state: seed)
+        var rng = SplitMixRandom(seed: seed)
         var out: [Double] = []
         var last = -Double.infinity
         for n in 0..<count {
@@ -73,7 +73,7 @@ import Testing
     /// tick (within 0.6 period) or is skipped; and the stream does not fall far behind the ticks.
     @Test func mutterAtAboutThirtyFpsLandsOnOneGrid() {
         for seed: UInt64 in [21, 22, 23] {
-            var rng = SeededRandom(state: seed)
+            var rng = SplitMixRandom(seed: seed)
             var times: [Double] = []
             var t = 0.0
             for _ in 0..<600 {
@@ -115,7 +115,7 @@ import Testing
     /// random. Each admitted picture is stamped on a tick of one grid: the stamps are whole
     /// periods apart, and no two share a tick.
     @Test func irregularFastSourceLandsOnOneGrid() {
-        var rng = SeededRandom(state: 11)
+        var rng = SplitMixRandom(seed: 11)
         var times: [Double] = []
         var t = 0.0
         for _ in 0..<1200 {

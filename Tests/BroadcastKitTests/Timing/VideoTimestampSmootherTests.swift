@@ -7,7 +7,7 @@ import Testing
     func run(fps: Int, frames: Int, jitterMs: Double, seed: UInt64, settleFrames: Int,
              truth: (Int) -> Double) -> (worstMs: Double, smoother: VideoTimestampSmoother) {
         var s = VideoTimestampSmoother(fps: fps)
-        var rng = SeededRandom(state: seed)
+        var rng = SplitMixRandom(seed: seed)
         var worst = 0.0
         var last = Int64.min
         let base: Int64 = 5_000_000_000_000  // an absolute CLOCK_MONOTONIC-like origin
@@ -81,7 +81,7 @@ import Testing
         // 30 fps with ±15 ms jitter, 3 s without frames, then the same clock again: the first
         // frame after the pause lands on its true time, not on its jittered PTS.
         var s = VideoTimestampSmoother(fps: 30)
-        var rng = SeededRandom(state: 21)
+        var rng = SplitMixRandom(seed: 21)
         var worstFirst = 0.0
         let base: Int64 = 9_000_000_000
         for n in 0..<(30 * 200) {
@@ -110,7 +110,7 @@ import Testing
     @Test func passesVariableRateInputThrough() {
         // A damage-driven screen source at nominal 30 fps: frames 5..120 ms apart.
         var s = VideoTimestampSmoother(fps: 30)
-        var rng = SeededRandom(state: 77)
+        var rng = SplitMixRandom(seed: 77)
         var t: Int64 = 2_000_000_000
         var last = Int64.min
         var unchanged = 0

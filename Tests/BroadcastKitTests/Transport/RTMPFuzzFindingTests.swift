@@ -24,7 +24,7 @@ import Glibc
     /// size 1, 1000 chunk streams that each announce 1 MB and send 1 byte made it map 1 GB for 13 KB
     /// of input. Now it holds what arrived, or ends the stream with a protocol error.
     @Test func announcedLengthsAreNotReserved() {
-        var reader = RTMPChunkReader()
+        let reader = RTMPChunkReader()
         // Set Chunk Size 1 (chunk stream 2, message stream 0).
         reader.append([0x02, 0, 0, 0, 0, 0, 4, 1, 0, 0, 0, 0, 0, 0, 0, 1])
         var input: [UInt8] = []

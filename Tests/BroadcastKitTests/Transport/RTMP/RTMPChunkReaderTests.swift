@@ -87,7 +87,7 @@ struct RTMPChunkReaderTests {
     }
 
     @Test func compressedHeadersStillCountAgainstTheChunkStreamBound() {
-        var reader = RTMPChunkReader()
+        let reader = RTMPChunkReader()
         var bytes: [UInt8] = []
         for i in 0..<(RTMPChunkReader.maxChunkStreams + 1) { bytes += [0x41, UInt8(i & 0xFF), UInt8(i >> 8)] + hex("000000 000000 14") }
         reader.append(bytes)
@@ -97,10 +97,10 @@ struct RTMPChunkReaderTests {
     }
 
     @Test func hostileInputIsAnError() {
-        var big = RTMPChunkReader()
+        let big = RTMPChunkReader()
         big.append(hex("03 000000 FFFFFF 14 00000000"))
         #expect(throws: RTMPProtocolError.messageTooLarge(0xFF_FFFF)) { _ = try big.next() }
-        var zero = RTMPChunkReader()
+        let zero = RTMPChunkReader()
         zero.append(hex("02 000000 000004 01 00000000 80000000"))
         #expect(throws: RTMPProtocolError.badChunkSize(0)) { _ = try zero.next() }
     }
@@ -109,7 +109,7 @@ struct RTMPChunkReaderTests {
     @Test func readsWhatTheWriterWrites() throws {
         var writer = RTMPChunkWriter()
         writer.setChunkSize(100)
-        var reader = RTMPChunkReader()
+        let reader = RTMPChunkReader()
         reader.append(hex("02 000000 000004 01 00000000 00000064"))
         _ = try reader.next()
         let stamps: [UInt32] = [0, 33, 66, 20, 0x0100_0000, 0x0100_0021, 0x0300_0000]

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""The references between BroadcastKit's folders that point up the layers.
+
+BroadcastKit's folders are meant to become SwiftPM targets in layers (issue 41): the core (Media,
+Timing, Support), the pipeline (Codec, Convert, Lanes, Memory, Mux, Delivery), the destinations
+(Transport), and the public face (Session, Control). Until they are, nothing stops a lower folder
+from naming a type of a higher one; this lists each such reference, by the type named, so a split
+knows what has to move first.
+
+A reference is a capitalised word in the code (comments removed) that a declaration in another
+folder introduces (class, struct, enum, protocol, actor, typealias). It is a reading aid, not a
+compiler: nested types and extensions are attributed to the file that declares the name.
+
+usage: tools/layers.py [--all]   (--all: every cross-folder reference, not only the upward ones)
+exit 0 always; the count of upward references is the last line.
+"""
+import os
+import re
+import sys
+from collections import defaultdict
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources", "BroadcastKit")
+# The layer each folder is to become, lowest first.
+LAYERS = {
+    "Media": 0, "Timing": 0, "Support": 0,                                          # BroadcastCore
+    "Codec": 1, "Convert": 1, "Lanes": 1, "Memory": 1, "Mux": 1, "Delivery": 1,   # BroadcastPipeline
+    "Transport": 2,                                                                 # one per destination
+    "Session": 3, "Control": 3, ".": 3,                                             # BroadcastKit
+}
+DECL = re.compile(r"^\s*(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|private|fileprivate|final|"
+                  r"nonisolated|indirect)\s+)*(?:class|struct|enum|protocol|actor|typealias)\s+([A-Z]\w*)", re.M)
+
+
+def folder(path: str) -> str:
+    parts = os.path.relpath(path, ROOT).split(os.sep)
+    return parts[0] if len(parts) > 1 else "."
+
+
+def main() -> int:
+    show_all = "--all" in sys.argv[1:]
+    files = {}
+    for d, _, names in os.walk(ROOT):
+        for n in names:
+            if n.endswith(".swift"):
+                p = os.path.join(d, n)
+                with open(p, encoding="utf-8") as f:
+                    files[p] = f.read()
+    owner = {}
+    for p, text in files.items():
+        for m in DECL.finditer(text):
+            owner.setdefault(m.group(1), p)
+    edges = defaultdict(set)
+    for p, text in files.items():
+        code = re.sub(r"//.*", "", text)
+        for word in set(re.findall(r"\b[A-Z]\w+\b", code)):
+            q = owner.get(word)
+            if q is None or folder(q) == folder(p):
+                continue
+            a, b = folder(p), folder(q)
+            if show_all or LAYERS.get(a, 3) < LAYERS.get(b, 3):
+                edges[(a, b)].add(f"{os.path.basename(p)} -> {word}")
+    upward = 0
+    for (a, b), refs in sorted(edges.items()):
+        up = LAYERS.get(a, 3) < LAYERS.get(b, 3)
+        upward += len(refs) if up else 0
+        print(f"{a} -> {b}{' (up)' if up else ''}: {len(refs)}")
+        for r in sorted(refs):
+            print(f"    {r}")
+    print(f"{upward} upward references")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
