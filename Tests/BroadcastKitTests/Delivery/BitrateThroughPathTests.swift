@@ -32,6 +32,16 @@ import Testing
         }
     }
 
+    /// A controller whose last congestion showed in the path, calm until it probes.
+    private func probingThroughThePath() -> (BitrateController, BroadcastStats) {
+        let stats = BroadcastStats()
+        let c = BitrateController(encoder: BitrateRecordingEncoder(kbps: target), destinations: [], follows: .primary,
+                                  targetKbps: target, audioKbps: audio, stats: stats)
+        congest(c)
+        calmUntilAProbe(c, queueingMs: 10)
+        return (c, stats)
+    }
+
     /// Between ticks the housekeeper's watch reads a probe's queue every 100 ms: two readings in a
     /// row at `probeWatchLevelMs` or more and grown by `probeWatchGrowthMs` (or with the path
     /// measured full at no more than the probe sends) fail it there, under a second after it
@@ -41,11 +51,7 @@ import Testing
     /// before the reader at 100 ms steps: a keyframe's 19, 168, 150, 66; a 25% probe's 14, 52,
     /// 102, 215 once x264 reached its rate.) The test's probe grows from 30 ms.
     @Test func theWatchFailsAProbeOverTheLinkWithinTheSecond() {
-        let stats = BroadcastStats()
-        let c = BitrateController(encoder: BitrateRecordingEncoder(kbps: target), destinations: [], follows: .primary,
-                                  targetKbps: target, audioKbps: audio, stats: stats)
-        congest(c)
-        calmUntilAProbe(c, queueingMs: 10)
+        let (c, stats) = probingThroughThePath()
         #expect(c.probing && c.bottleneckInPath)
         let probe = c.currentKbps, rest = Int(Double(c.ceilingKbps) * c.returnFraction)
         // The probe began at time 0 (no tick clock in this test).
@@ -86,11 +92,7 @@ import Testing
     /// the pair's rule alone, 10 ms a reading, left it standing 1034 ms). A keyframe from an empty
     /// path, or a queue that stands still, fails nothing.
     @Test func theWatchFailsAProbeJustOverTheLinkOnAQueueThatKeepsRising() {
-        let stats = BroadcastStats()
-        let c = BitrateController(encoder: BitrateRecordingEncoder(kbps: target), destinations: [], follows: .primary,
-                                  targetKbps: target, audioKbps: audio, stats: stats)
-        congest(c)
-        calmUntilAProbe(c, queueingMs: 10)
+        let (c, stats) = probingThroughThePath()
         #expect(c.probing)
         var ms: Int64 = 0
         func read(_ queues: [Int]) {
