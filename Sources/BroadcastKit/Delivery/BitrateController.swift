@@ -214,10 +214,10 @@ package final class BitrateController: @unchecked Sendable {
     /// Between ticks, while a probe through the path is on, its queue is read this often
     /// (`watch(nowNs:)`)...
     let probeWatchIntervalNs: Int64 = 100_000_000
-    /// ...and the probe fails once two readings in a row find it at `probeWatchLevelMs` or more and
-    /// grown by `probeWatchGrowthMs` each, or three in a row at that level each higher than the
-    /// one before and `probeWatchGrowthMs` over the first (or `probeWatchReadings` readings in a
-    /// row measured the path full). A keyframe is handed over at once and its queue then only
+    /// ...and the probe fails once `probeWatchReadings` readings in a row each find it at
+    /// `probeWatchLevelMs` or more and grown by `probeWatchGrowthMs`, or the path measured full;
+    /// or once three in a row at that level are each higher than the one before and
+    /// `probeWatchGrowthMs` over the first. A keyframe is handed over at once and its queue then only
     /// shrinks (21 KB in our socket, then 66-168 ms in the path for 200-300 ms through a 1200
     /// kbit/s tbf); a probe over the link keeps it growing: 14, 52, 102, 215 ms at 100 ms steps
     /// for a 25% probe, once x264 had reached its rate (about half a second). A probe a few
@@ -361,27 +361,29 @@ package final class BitrateController: @unchecked Sendable {
     }
 
     /// One reading of the watch (`watch(nowNs:)`): `queueMs` queued before the peer's reader, and
-    /// the kernel's latest delivery-rate sample (nil: app-limited). A queue that grows (see
-    /// `probeWatchReadings`), or `probeWatchReadings` readings in a row that measured the path
-    /// full at no more than the probe sends (over the link), fail the probe now: back to rest, the ceiling kept, as the tick's path rule does.
+    /// the kernel's latest delivery-rate sample (nil: app-limited). A queue that grows, or the
+    /// path measured full at no more than the probe sends (over the link), as
+    /// `probeWatchReadings` describes, fails the probe now: back to rest, the ceiling kept, as the tick's path rule does.
     /// A climb step to rest that fails so shows the ceiling over the link: the level it climbed
     /// from becomes the ceiling, and the target rests under it.
     func watchReading(queueMs: Int, deliveryKbps: Int?, nowNs: Int64) {
         guard probing || climbFromKbps != nil, bottleneckInPath else { return }
         clockNs = nowNs
         watchNs = nowNs
-        // The pair's 10 ms each (a fast probe), or three readings that keep rising 10 ms across
-        // them on top of a jump they did not let drain (a probe just over the link).
-        var growing = false
+        // A reading over the link: at the level and grown 10 ms since the last, or the path
+        // measured full; `probeWatchReadings` of them in a row fail the probe (a fast probe). So
+        // do three readings at the level that keep rising, 10 ms across them, on top of a jump
+        // they did not let drain (a probe just over the link).
+        let level = probeWatchLevelMs, growth = probeWatchGrowthMs
+        let grown = watchQueueMs.map { queueMs >= level && queueMs - $0 >= growth } ?? false
+        var rising = false
         if let last = watchQueueMs, let before = watchQueueBeforeMs {
-            let level = probeWatchLevelMs, growth = probeWatchGrowthMs
-            growing = queueMs >= level && last >= level && queueMs - last >= growth && last - before >= growth
-                || before >= level && last > before && queueMs > last && queueMs - before >= growth
+            rising = before >= level && last > before && queueMs > last && queueMs - before >= growth
         }
         watchQueueBeforeMs = watchQueueMs
         watchQueueMs = queueMs
-        watchOver = pathFull(deliveryKbps) ? watchOver + 1 : 0
-        guard growing || watchOver >= probeWatchReadings else { return }
+        watchOver = grown || pathFull(deliveryKbps) ? watchOver + 1 : 0
+        guard rising || watchOver >= probeWatchReadings else { return }
         pathHeld = 0
         if !probing, let from = climbFromKbps {
             ceilingKbps = from
