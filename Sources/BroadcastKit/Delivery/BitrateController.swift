@@ -217,9 +217,9 @@ package final class BitrateController: @unchecked Sendable {
     /// ...and the probe fails once `probeWatchReadings` readings in a row each find it at
     /// `probeWatchLevelMs` or more and grown by `probeWatchGrowthMs`, or the path measured full;
     /// or once three in a row at that level are each higher than the one before and
-    /// `probeWatchGrowthMs` over the first. A keyframe is handed over at once and its queue then only
-    /// shrinks (21 KB in our socket, then 66-168 ms in the path for 200-300 ms through a 1200
-    /// kbit/s tbf); a probe over the link keeps it growing: 14, 52, 102, 215 ms at 100 ms steps
+    /// `probeWatchGrowthMs` over the first. A keyframe is handed over at once and its queue then
+    /// only shrinks (21 KB in our socket, then 66-168 ms in the path for 200-300 ms through a
+    /// 1200 kbit/s tbf); a probe over the link keeps it growing: 14, 52, 102, 215 ms at 100 ms steps
     /// for a 25% probe, once x264 had reached its rate (about half a second). A probe a few
     /// percent over the link grows a few ms a reading on top of a keyframe it did not let drain
     /// (9, 46, 49, 58, 93, 113 for 1137 kbps through a 1200 kbit/s tbf): the pair's rule alone
@@ -363,7 +363,8 @@ package final class BitrateController: @unchecked Sendable {
     /// One reading of the watch (`watch(nowNs:)`): `queueMs` queued before the peer's reader, and
     /// the kernel's latest delivery-rate sample (nil: app-limited). A queue that grows, or the
     /// path measured full at no more than the probe sends (over the link), as
-    /// `probeWatchReadings` describes, fails the probe now: back to rest, the ceiling kept, as the tick's path rule does.
+    /// `probeWatchReadings` describes, fails the probe now: back to rest, the ceiling kept, as the
+    /// tick's path rule does.
     /// A climb step to rest that fails so shows the ceiling over the link: the level it climbed
     /// from becomes the ceiling, and the target rests under it.
     func watchReading(queueMs: Int, deliveryKbps: Int?, nowNs: Int64) {
