@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <spa/utils/result.h>
 #include "pw_dl.h" /* last: routes pw_* calls through the loaded library */
 
@@ -52,6 +53,18 @@ static void on_error(void *data, uint32_t id, int seq, int res, const char *mess
     if (id == PW_ID_CORE) { s->error = res; pw_main_loop_quit(s->loop); }
 }
 
+/* The whole listing's deadline: a daemon that accepts the connection and never answers the sync
+ * (wedged, or stopped with SIGSTOP) must not hang --list-sources or a source's start. */
+#define BK_PW_LIST_DEADLINE_SECONDS 5
+
+static void on_deadline(void *data, uint64_t expirations)
+{
+    struct list_state *s = data;
+    (void)expirations;
+    s->error = -ETIMEDOUT;
+    pw_main_loop_quit(s->loop);
+}
+
 static const struct pw_core_events list_core_events = {
     PW_VERSION_CORE_EVENTS,
     .done = on_done,
@@ -89,8 +102,17 @@ int bk_pw_list_nodes(int remote_fd, bk_pw_node_cb cb, void *ctx, char *err, size
     struct pw_registry *registry = pw_core_get_registry(s.core, PW_VERSION_REGISTRY, 0);
     pw_registry_add_listener(registry, &registry_listener, &registry_events, &s);
     s.pending = pw_core_sync(s.core, PW_ID_CORE, 0);
+    struct pw_loop *loop = pw_main_loop_get_loop(s.loop);
+    struct spa_source *deadline = pw_loop_add_timer(loop, on_deadline, &s);
+    struct timespec after = { .tv_sec = BK_PW_LIST_DEADLINE_SECONDS };
+    if (deadline != NULL) pw_loop_update_timer(loop, deadline, &after, NULL, false);
     pw_main_loop_run(s.loop);
-    if (s.error < 0) {
+    if (deadline != NULL) pw_loop_destroy_source(loop, deadline);
+    if (s.error == -ETIMEDOUT) {
+        result = s.error;
+        snprintf(err, err_len, "PipeWire: the daemon did not answer a node listing within %d s",
+                 BK_PW_LIST_DEADLINE_SECONDS);
+    } else if (s.error < 0) {
         result = s.error;
         snprintf(err, err_len, "PipeWire: listing nodes failed (%s)", spa_strerror(s.error));
     }

@@ -121,8 +121,8 @@ final class PipeWireRecordingSink: SampleBufferSink, @unchecked Sendable {
 enum PipeWireTestEnvironment {
     /// Set by scripts/sanitize: under TSan/ASan the capture runs 2-15x slower and keeps only the
     /// newest buffer by design, so the rate bounds (frames per second, share of frames, tone
-    /// purity over dropped samples) are asserted only in the plain unit run; order, PTS, sizes
-    /// and formats are asserted in both.
+    /// purity over dropped samples) are asserted only in the plain unit run, and the late-callback
+    /// tests hold the capture thread half as long; order, PTS, sizes and formats are asserted in both.
     static let underSanitizer = getenv("BK_SANITIZER") != nil
     static let nodes: [PipeWireNode]? = try? PipeWireNodes.list()
     static var daemonReachable: Bool { nodes != nil }
@@ -166,6 +166,46 @@ struct PipeWireCaptureTests {
             }
         }
         if let result { print("no daemon: \(String(decoding: result.standardErrorContent, as: UTF8.self))") }
+    }
+
+    @Test("a daemon that never answers: the listing ends at its deadline with a one-line error")
+    func silentDaemon() async {
+        // A socket that accepts connections (the kernel's backlog) and never speaks: a wedged
+        // daemon. In a child process, for the same reason as noDaemon's environment.
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            func say(_ line: String) { _ = (line + "\n").withCString { write(2, $0, strlen($0)) } }
+            let dir = "/tmp/bk-silent-pipewire-\(getpid())"
+            mkdir(dir, 0o700)
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var addr = sockaddr_un()
+            addr.sun_family = sa_family_t(AF_UNIX)
+            let path = dir + "/silent"
+            withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+                path.utf8CString.withUnsafeBytes { raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(raw.count - 1))) }
+            }
+            let bound = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            guard bound == 0, listen(fd, 8) == 0 else { say("cannot listen on \(path)"); exit(1) }
+            setenv("PIPEWIRE_RUNTIME_DIR", dir, 1)
+            setenv("PIPEWIRE_REMOTE", "silent", 1)
+            let start = MediaTime.now()
+            var line = "listing succeeded from a silent daemon"
+            var ok = false
+            do {
+                _ = try PipeWireCapture.listSources()
+            } catch let error as CaptureError {
+                line = error.message
+                ok = error.kind == .unavailable && error.message.contains("did not answer")
+            } catch {
+                line = "\(error)"
+            }
+            let seconds = Double(MediaTime.now() - start) / 1e9
+            say("\(line) (after \(seconds) s)")
+            unlink(path); rmdir(dir)
+            exit(ok && seconds >= 4 && seconds < 8 ? 0 : 1)
+        }
+        if let result { print("silent daemon: \(String(decoding: result.standardErrorContent, as: UTF8.self))") }
     }
 
     @Test("list and missing node", .enabled(if: PipeWireTestEnvironment.hasTestNodes,
@@ -256,7 +296,11 @@ struct PipeWireCaptureTests {
     @Test("audio survives a capture callback 100 ms late", .enabled(if: PipeWireTestEnvironment.hasTestNodes,
                                              "needs a PipeWire daemon with pw-test-screen, app-sink, test-mic: eval \"$(scripts/pipewire-up)\""))
     func lateCallbackLosesNoAudio() throws {
-        let sink = PipeWireRecordingSink(stall: (lane: .appAudio, afterSamples: 48_000, ms: 100))
+        // Under a sanitizer the callback itself runs 2-15x slower, which eats the 8 buffers'
+        // ~170 ms of slack (TSan lost 8 quanta after a 100 ms stall): hold it 50 ms there, still
+        // more than the 2 buffers of old (one quantum, 21 ms) ride out.
+        let stallMs = PipeWireTestEnvironment.underSanitizer ? 50 : 100
+        let sink = PipeWireRecordingSink(stall: (lane: .appAudio, afterSamples: 48_000, ms: stallMs))
         let sources = try PipeWireCapture.makeSources(PipeWireOptions(screenNode: "pw-test-screen",
                                                                      appAudioNode: "app-sink", micNode: "test-mic"))
         for s in sources { try s.start(into: sink) }
@@ -282,7 +326,10 @@ struct PipeWireCaptureTests {
         let source = PipeWireAudioSource(role: .appAudio, nodeName: "app-sink")
         try source.start(into: sink)
         Thread.sleep(forTimeInterval: 1.0)
-        for hold in [100, 63, 117] {     // different phases against the 21 ms graph cycle
+        // Different phases against the 21 ms graph cycle; halved under a sanitizer, whose slower
+        // callbacks eat the buffers' slack (each hold still leaves several buffers ready).
+        let holds = PipeWireTestEnvironment.underSanitizer ? [50, 31, 58] : [100, 63, 117]
+        for hold in holds {
             source.holdThread(milliseconds: hold)
             Thread.sleep(forTimeInterval: 0.4)
         }

@@ -35,6 +35,10 @@ def _message_text(payload: dict) -> str:
     return " ".join(m.get("text", "") for m in payload.get("messages", []))
 
 
+def _instant(payload: dict) -> float:
+    return float(payload.get("instant", {}).get("absolute", 0.0))
+
+
 def swift_outcome(path: Path) -> Outcome:
     """Swift Testing's JSON lines: "test" records name each test, "event" records say what happened.
 
@@ -46,6 +50,8 @@ def swift_outcome(path: Path) -> Outcome:
     started: list[str] = []
     ended: set[str] = set()
     issues: set[str] = set()
+    first_issue: dict[str, str] = {}
+    times: dict[str, float] = {}       # testStarted's instant, then the test's seconds
     skipped: dict[str, str] = {}
     for line in path.read_text(errors="replace").splitlines():
         line = line.strip()
@@ -69,22 +75,26 @@ def swift_outcome(path: Path) -> Outcome:
             out.saw_run = True
         elif kind == "testStarted" and tid:
             started.append(tid)
+            times[tid] = _instant(payload)
         elif kind == "testEnded" and tid:
             ended.add(tid)
+            times[tid] = _instant(payload) - times.get(tid, _instant(payload))
         elif kind == "testSkipped" and tid:
             skipped[tid] = _message_text(payload)
         elif kind == "issueRecorded" and tid:
             issue = payload.get("issue", {})
             if not issue.get("isKnown", False):
                 issues.add(tid)
+                first_issue.setdefault(tid, " ".join(_message_text(payload).split()))
     for tid in started:
         if kinds.get(tid) == "suite":
             continue
         label = f"{names.get(tid, tid)} ({tid})"
         if tid not in ended:
-            out.running.append(label)
+            out.running.append(f"{label} (did not end)")
         elif tid in issues:
-            out.failed.append(label)
+            # Why, on the same line: CI logs often show only these lines (scripts/test's "why").
+            out.failed.append(f"{label} after {times.get(tid, 0):.1f} s: {first_issue.get(tid, '')}")
         else:
             out.passed.append(label)
     for tid, reason in skipped.items():
