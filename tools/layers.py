@@ -2,7 +2,7 @@
 """The references between BroadcastKit's folders that point up the layers.
 
 BroadcastKit's folders are meant to become SwiftPM targets in layers (issue 41): the core (Media,
-Timing, Support), the pipeline (Codec, Convert, Lanes, Memory, Mux, Delivery), the destinations
+Timing, Support, Reporting), the pipeline (Codec, Convert, Lanes, Memory, Mux, Delivery), the destinations
 (Transport), and the public face (Session, Control). Until they are, nothing stops a lower folder
 from naming a type of a higher one; this lists each such reference, by the type named, so a split
 knows what has to move first.
@@ -22,7 +22,7 @@ from collections import defaultdict
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources", "BroadcastKit")
 # The layer each folder is to become, lowest first.
 LAYERS = {
-    "Media": 0, "Timing": 0, "Support": 0,                                          # BroadcastCore
+    "Media": 0, "Timing": 0, "Support": 0, "Reporting": 0,                          # BroadcastCore
     "Codec": 1, "Convert": 1, "Lanes": 1, "Memory": 1, "Mux": 1, "Delivery": 1,   # BroadcastPipeline
     "Transport": 2,                                                                 # one per destination
     "Session": 3, "Control": 3, ".": 3,                                             # BroadcastKit

@@ -4,7 +4,7 @@
 /// that is live (the one with the longest queue this second). Once a second, from that
 /// destination's send rate and queue:
 /// - congested (more than `backlogMs` queued): the video the link carried (the rate it delivered:
-///   what the receiver reports arrived over its report's span, `TagSink.deliveredKbps`, when the
+///   what the receiver reports arrived over its report's span, `LinkFeedback.deliveredKbps`, when the
 ///   transport learns it (WHIP); else handed-over bytes less the growth of the transport's
 ///   undelivered bytes (RTMP: the kernel's unsent ones and the peer's unread ones,
 ///   `PeerReadBacklog`); less audio; the
@@ -42,7 +42,7 @@
 /// - a failed probe's own loss repair (`probeRepairSeconds`) counts no lower than the ceiling
 ///   it stood on: seconds of it are not the link.
 ///
-/// The receiver's estimate (`TagSink.peerEstimatedKbps`, WebRTC REMB), when the followed
+/// The receiver's estimate (`LinkFeedback.peerEstimatedKbps`, WebRTC REMB), when the followed
 /// destination gives one, less audio and never under the floor, bounds every probe; it never
 /// pushes the target down (loss and queues do that).
 ///
@@ -119,12 +119,12 @@ package final class BitrateController: @unchecked Sendable {
     private(set) var failedKbps: Int?
     /// Seconds since `failedKbps` was set.
     private var secondsSinceFailure = 0
-    /// The receiver's estimate less audio (see `TagSink.peerEstimatedKbps`), when the followed
+    /// The receiver's estimate less audio (see `LinkFeedback.peerEstimatedKbps`), when the followed
     /// destination gives one: every probe stays at or under it.
     private(set) var peerCapKbps: Int?
     /// Bytes sent per destination at the previous tick, so the followed one may change between ticks.
     private var lastBytes: [Int]
-    /// Undelivered bytes per destination at the previous tick (see `TagSink.undeliveredBytes`).
+    /// Undelivered bytes per destination at the previous tick (see `LinkFeedback.undeliveredBytes`).
     private var lastUndelivered: [Int]
     private var lastNs: Int64 = 0
     private var lastBacklog = 0
@@ -286,7 +286,7 @@ package final class BitrateController: @unchecked Sendable {
     private func followed() -> Int {
         guard follows == .slowest else { return 0 }
         var pick = 0, longest = -1
-        for (i, d) in destinations.enumerated() where d.sink.isNetworkPublisher && d.state == .live {
+        for (i, d) in destinations.enumerated() where d.capabilities.isNetworkPublisher && d.state == .live {
             let ms = d.backlogMs
             if ms > longest { longest = ms; pick = i }
         }
@@ -302,17 +302,17 @@ package final class BitrateController: @unchecked Sendable {
         // The kernel's view of the path (one getsockopt a second): what the peer acknowledged,
         // the share of the second data was in flight, RTT growth, its delivery-rate sample, and
         // the window the peer advertises.
-        let rtmp = destinations[i].sink as? RTMPPublisher
-        let link = rtmp?.linkInfo
+        let tcp = destinations[i].tcpPath
+        let link = tcp?.linkInfo
         // What the peer acknowledged but has not read counts as undelivered and queued, like our
         // own send buffer: what it took is then what it reads, and a probe over that fails.
         let unread = peerUnread.unread(link, source: i)
-        let undelivered = destinations[i].sink.undeliveredBytes + unread
+        let undelivered = (destinations[i].feedback?.undeliveredBytes ?? 0) + unread
         let undeliveredBefore = lastUndelivered[i]
         defer {
             for (j, d) in destinations.enumerated() {
                 lastBytes[j] = d.bytesSent
-                lastUndelivered[j] = j == i ? undelivered : d.sink.undeliveredBytes
+                lastUndelivered[j] = j == i ? undelivered : (d.feedback?.undeliveredBytes ?? 0)
             }
             lastNs = nowNs
         }
@@ -326,7 +326,7 @@ package final class BitrateController: @unchecked Sendable {
         // The backlog includes what waits in the transport (SRT's unacknowledged data), in the
         // kernel's send buffer (~128 KB: most of a second at 1 Mbit/s) and unread at the TCP peer,
         // so a link that is slightly over-driven shows at once, not once it is full.
-        let unsent = (rtmp?.unsentBytes ?? 0) + unread
+        let unsent = (tcp?.unsentBytes ?? 0) + unread
         let kernelMs = unsent * 8 / max(1, currentKbps + audioKbps)
         var path: PathSample?
         if let a = lastLink, let b = link, lastLinkIndex == i, var p = PathSample(from: a, to: b, seconds: seconds) {
@@ -340,7 +340,7 @@ package final class BitrateController: @unchecked Sendable {
         lastLink = link
         lastLinkIndex = i
         adapt(sentKbps: sentKbps, backlogMs: destinations[i].backlogMs + kernelMs, handedKbps: handedKbps,
-              peerEstimatedKbps: destinations[i].sink.peerEstimatedKbps, reportedKbps: destinations[i].sink.deliveredKbps,
+              peerEstimatedKbps: destinations[i].feedback?.peerEstimatedKbps, reportedKbps: destinations[i].feedback?.deliveredKbps,
               path: path)
     }
 
@@ -354,9 +354,9 @@ package final class BitrateController: @unchecked Sendable {
         guard probing || climbFromKbps != nil, bottleneckInPath, lastLinkIndex >= 0, lastLinkIndex < destinations.count,
               nowNs - watchNs >= probeWatchIntervalNs else { return }
         let d = destinations[lastLinkIndex]
-        guard let rtmp = d.sink as? RTMPPublisher, let link = rtmp.linkInfo else { return }
+        guard let tcp = d.tcpPath, let link = tcp.linkInfo else { return }
         let unread = peerUnread.unread(link, source: lastLinkIndex)
-        let ours = d.backlogMs + rtmp.unsentBytes * 8 / max(1, currentKbps + audioKbps)
+        let ours = d.backlogMs + tcp.unsentBytes * 8 / max(1, currentKbps + audioKbps)
         watchReading(queueMs: ours + link.queueingMs + unreadMs(unread), deliveryKbps: link.deliveryKbps, nowNs: nowNs)
     }
 

@@ -11,6 +11,12 @@ package final class Destination: @unchecked Sendable {
     package enum State: Int, Sendable { case idle = 0, live, reconnecting, failed, closed }
 
     package let sink: TagSink
+    /// The sink's capabilities, read once here.
+    package let capabilities: DestinationCapabilities
+    /// The sink as a link that reports on itself (nil for recordings and most custom sinks).
+    package let feedback: LinkFeedback?
+    /// The sink as a TCP link whose kernel reports on the path (RTMP), for the bitrate controller.
+    package let tcpPath: TCPPathFeedback?
     package let queue: SendQueue
     /// The destination whose delivery is reported as "sent" in the stats (RTMP when present).
     package let isPrimary: Bool
@@ -26,7 +32,7 @@ package final class Destination: @unchecked Sendable {
     /// Block mode (`Backpressure.stageWaitNs`): pushes wait for this sink while it is live, and
     /// `finish` drains it for as long as it makes progress.
     private let blockWaitNs: Int64?
-    /// Block mode into a real-time transport (`TagSink.needsRealTimeInput`): the wall time of
+    /// Block mode into a real-time transport (`DestinationCapabilities.needsRealTimeInput`): the wall time of
     /// media time 0 for pacing sends (sender thread only; 0 until the first media tag).
     private let pacesToMediaTime: Bool
     private var paceOriginNs: Int64 = 0
@@ -58,13 +64,16 @@ package final class Destination: @unchecked Sendable {
     package init(sink: TagSink, policy: CongestionPolicy, isPrimary: Bool, stats: BroadcastStats,
                 reconnect: ReconnectPolicy = .never, blockWaitNs: Int64? = nil) {
         self.sink = sink
+        capabilities = sink.capabilities
+        feedback = sink as? LinkFeedback
+        tcpPath = sink as? TCPPathFeedback
         self.isPrimary = isPrimary
         self.stats = stats
         self.reconnect = reconnect
         self.blockWaitNs = blockWaitNs
-        pacesToMediaTime = blockWaitNs != nil && sink.needsRealTimeInput
+        pacesToMediaTime = blockWaitNs != nil && capabilities.needsRealTimeInput
         queue = SendQueue(policy: policy, stats: stats, blockWaitNs: blockWaitNs)
-        thread = WorkerThread(name: isPrimary || sink.isNetworkPublisher ? "bk-send" : "bk-record")
+        thread = WorkerThread(name: isPrimary || capabilities.isNetworkPublisher ? "bk-send" : "bk-record")
     }
 
     deinit { headerStore.deallocate() }
@@ -119,7 +128,7 @@ package final class Destination: @unchecked Sendable {
 
     /// Media time waiting to go out: this destination's send queue plus what waits inside the
     /// transport itself (SRT's unacknowledged send buffer); what the bitrate controller follows.
-    package var backlogMs: Int { queue.queuedDurationMs + sink.transportBacklogMs }
+    package var backlogMs: Int { queue.queuedDurationMs + (feedback?.transportBacklogMs ?? 0) }
 
     /// Successful reconnects of this destination.
     package var reconnects: Int { reconnectCount.load(ordering: .relaxed) }
@@ -148,7 +157,7 @@ package final class Destination: @unchecked Sendable {
                                 kbps: Double(rateBitsPerSecond.load(ordering: .relaxed)) / 1000,
                                 bytesSent: bytesSent, queueBytes: queue.queuedBytes, queueMs: queue.queuedDurationMs,
                                 drops: queue.droppedTags, reconnects: reconnects, downtimeSeconds: downtimeSeconds,
-                                link: sink.linkStats, peerEstimateKbps: sink.peerEstimatedKbps)
+                                link: feedback?.linkStats, peerEstimateKbps: feedback?.peerEstimatedKbps)
     }
     /// The error that stopped this destination, if any.
     package var error: TransportError? { failure.withLock { $0 } }
@@ -178,7 +187,7 @@ package final class Destination: @unchecked Sendable {
                 }
                 // A server's reconnect request is honoured at a keyframe: the old session ends on a
                 // whole GOP and the new one starts decodable with this very frame.
-                if tag.type == .video && !tag.isHeader && tag.isKeyframe && sink.reconnectRequested {
+                if tag.type == .video && !tag.isHeader && tag.isKeyframe && feedback?.reconnectRequested == true {
                     guard reconnectAtKeyframe() else { return }
                 }
                 if pacesToMediaTime && !tag.isHeader { pace(tag) }
@@ -186,7 +195,7 @@ package final class Destination: @unchecked Sendable {
                     try sink.write(tag)
                     lastWriteNs = MediaTime.now()
                     sentBytes.add(tag.body.count, ordering: .relaxed)
-                    if sink.reconnectRequested && !keyframeAskedForRequest {
+                    if feedback?.reconnectRequested == true && !keyframeAskedForRequest {
                         keyframeAskedForRequest = true
                         onKeyframeNeeded?()
                     }
@@ -227,7 +236,7 @@ package final class Destination: @unchecked Sendable {
     /// given), without backoff. False when that failed: the usual reconnect takes over.
     private func reconnectAtKeyframe() -> Bool {
         keyframeAskedForRequest = false
-        if let refused = (sink as? RTMPPublisher)?.reconnectRefusal {
+        if let refused = feedback?.reconnectWarning {
             onEvent?(.warning(refused))
         } else {
             onEvent?(.warning("\(sink.displayName): the server asked for a reconnect (E-RTMP); reconnecting at this keyframe"))
@@ -257,7 +266,7 @@ package final class Destination: @unchecked Sendable {
 
     private func handleFailure(_ error: TransportError) {
         var error = error
-        if stopping.load(ordering: .acquiring), sink.isNetworkPublisher, !error.isRefusal {
+        if stopping.load(ordering: .acquiring), capabilities.isNetworkPublisher, !error.isRefusal {
             // The stop's deadline cut a write that was not getting through: say so, not what the
             // cut socket reported.
             let down = Double(MediaTime.now() - (lastWriteNs > 0 ? lastWriteNs : MediaTime.now())) / 1e9

@@ -25,22 +25,22 @@ package final class DestinationSet: @unchecked Sendable {
 
     /// Copies `tag` into every destination that still takes tags in interleaved order. Called by the interleaver.
     package func push(_ tag: FLVTag) {
-        for d in all where d.acceptsTags && !d.sink.tracksUnordered && (!tag.isPriming || d.sink.takesPriming) {
+        for d in all where d.acceptsTags && !d.capabilities.tracksUnordered && (!tag.isPriming || d.capabilities.takesPriming) {
             d.queue.push(tag)
         }
     }
 
     /// Copies `tag` into every destination that takes each track as soon as it is encoded (WHIP).
     package func pushUnordered(_ tag: FLVTag) {
-        for d in all where d.acceptsTags && d.sink.tracksUnordered && !tag.isPriming { d.queue.push(tag) }
+        for d in all where d.acceptsTags && d.capabilities.tracksUnordered && !tag.isPriming { d.queue.push(tag) }
     }
 
     /// Some destination takes tracks unordered: the interleaver hands it tags at once.
-    package var hasUnordered: Bool { all.contains { $0.sink.tracksUnordered } }
+    package var hasUnordered: Bool { all.contains { $0.capabilities.tracksUnordered } }
 
     /// The destinations whose loss together ends the run.
     private func isEssential(_ d: Destination) -> Bool {
-        all.contains { $0.sink.isNetworkPublisher } ? d.sink.isNetworkPublisher : d.isPrimary
+        all.contains { $0.capabilities.isNetworkPublisher } ? d.capabilities.isNetworkPublisher : d.isPrimary
     }
 
     /// Reports each destination that failed since the last call, once: a loss that ends the run

@@ -26,17 +26,12 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     /// x264 allocates its reference and lookahead frames on the first encodes, after open;
     /// this is the planned size of that working set.
     public var encoderWorkingBytes: Int
-    /// Network transports' own buffers outside our send queues: libsrt's send and receive buffers,
-    /// its fixed cost and library pages, and the TS muxer (0 without an srt:// destination).
-    public var transportBytes: Int = 0
     /// Buffers the capture source holds (reported by the embedding tool or the CLI).
     public var captureBytes: Int = 0
-    /// What the servers' bytes may make us hold: each RTMP publisher's chunk reader, bounded
-    /// (`RTMPChunkReader.plannedBytes`), whatever a server sends.
-    public var networkReaderBytes: Int = 0
-    /// Each WHIP destination's NACK history, RTP packet buffers and signalling response buffer
-    /// (0 without one).
-    public var whipBytes: Int = 0
+    /// What the destinations hold beyond their send queues, each kind's own lines
+    /// (`TagSink.memoryPlanLines`: an RTMP publisher's chunk reader, libsrt's buffers, WHIP's
+    /// packet history and libraries, an MP4 recorder's fragment), merged by `merged(_:)`.
+    public var destinationLines: [Line] = []
     /// Code and read-only data the session's parts (destinations, interleaver, mixer, lanes,
     /// replay ring) faulted in while the pipeline was built: RssFile's growth across that, measured.
     public var sessionCodeBytes: Int = 0
@@ -81,8 +76,8 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
 
     public var totalBytes: Int {
         baselineBytes + videoEncoderBytes + audioEncoderBytes + framePoolBytes + audioBytes + stagingBytes
-            + queueBytes + encoderWorkingBytes + captureBytes + replayBytes + transportBytes + networkReaderBytes
-            + whipBytes + sessionCodeBytes
+            + queueBytes + encoderWorkingBytes + captureBytes + replayBytes + sessionCodeBytes
+            + destinationLines.reduce(0) { $0 + $1.bytes }
     }
 
     /// Kept free below the budget for what the plan cannot see exactly (allocator slack, thread
@@ -99,6 +94,39 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         public var key: String
         public var label: String
         public var bytes: Int
+        /// A cost the process pays once however many parts contribute it (a library's pages):
+        /// `merged(_:)` counts the largest such line of a key, not their sum.
+        public var once: Bool
+
+        public init(key: String, label: String, bytes: Int, once: Bool = false) {
+            self.key = key
+            self.label = label
+            self.bytes = bytes
+            self.once = once
+        }
+    }
+
+    /// Lines from several parts as the plan shows them: one line per key, in the order the keys
+    /// first appear, with the sum of that key's lines plus the largest of its `once` lines.
+    public static func merged(_ lines: [Line]) -> [Line] {
+        var out: [Line] = []
+        var shared: [String: Int] = [:]
+        for line in lines {
+            let i = out.firstIndex { $0.key == line.key } ?? {
+                out.append(Line(key: line.key, label: line.label, bytes: 0))
+                return out.count - 1
+            }()
+            if line.once {
+                let before = shared[line.key] ?? 0
+                if line.bytes > before {
+                    out[i].bytes += line.bytes - before
+                    shared[line.key] = line.bytes
+                }
+            } else {
+                out[i].bytes += line.bytes
+            }
+        }
+        return out
     }
 
     /// The plan's lines in order, each part that `totalBytes` adds up (headroom and total are not
@@ -120,15 +148,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         if sessionCodeBytes > 0 {
             out.append(Line(key: "session_code", label: "session code (measured)", bytes: sessionCodeBytes))
         }
-        if networkReaderBytes > 0 {
-            out.append(Line(key: "rtmp_readers", label: "RTMP readers (server input caps)", bytes: networkReaderBytes))
-        }
-        if whipBytes > 0 {
-            out.append(Line(key: "whip_buffers", label: "WHIP (buffers, TLS/SRTP libs)", bytes: whipBytes))
-        }
-        if transportBytes > 0 {
-            out.append(Line(key: "srt_buffers", label: "SRT buffers (libsrt + TS muxer)", bytes: transportBytes))
-        }
+        out += destinationLines.filter { $0.bytes > 0 }
         if replaySeconds > 0 {
             out.append(Line(key: "replay_ring", label: "replay ring (\(replaySeconds) s)", bytes: replayBytes))
         }

@@ -21,7 +21,7 @@ public struct FLVTag: @unchecked Sendable {
     public var captureNs: Int64
     /// An AAC packet the encoder emitted before the stream's time 0: it decodes to the encoder's
     /// priming and carries the overlap the first real samples need. Only sinks that keep an edit
-    /// list take it (`TagSink.takesPriming`, the MP4 recorder); `timestampMs` is 0.
+    /// list take it (`DestinationCapabilities.takesPriming`, the MP4 recorder); `timestampMs` is 0.
     public var isPriming: Bool
 
     public init(type: FLVTagType, timestampMs: UInt32, body: UnsafeRawBufferPointer,

@@ -6,13 +6,16 @@ package struct StreamHeaders {
     private let videoEncoder: VideoEncoder?
     private let audioEncoder: AudioEncoder?
 
-    package init(configuration cfg: BroadcastConfiguration, videoEncoder: VideoEncoder?, audioEncoder: AudioEncoder?) {
-        let video = videoEncoder?.settings ?? cfg.video
+    /// `video` and `audio` are the configured settings (the video encoder's own, after a budget
+    /// downgrade, win); `encoderName` is onMetaData's `encoder` field.
+    package init(video configured: VideoEncoderSettings, audio: AudioEncoderSettings, encoderName: String,
+                 videoEncoder: VideoEncoder?, audioEncoder: AudioEncoder?) {
+        let video = videoEncoder?.settings ?? configured
         metadata = StreamMetadata(hasVideo: videoEncoder != nil, hasAudio: audioEncoder != nil, width: video.width,
                                   height: video.height, framerate: Double(video.fps),
-                                  videoDataRateKbps: video.bitrateKbps, audioCodec: cfg.audio.codec,
-                                  audioDataRateKbps: cfg.audio.bitrateKbps, audioSampleRate: cfg.audio.sampleRate,
-                                  audioChannels: cfg.audio.channels, encoder: cfg.encoderName)
+                                  videoDataRateKbps: video.bitrateKbps, audioCodec: audio.codec,
+                                  audioDataRateKbps: audio.bitrateKbps, audioSampleRate: audio.sampleRate,
+                                  audioChannels: audio.channels, encoder: encoderName)
         self.videoEncoder = videoEncoder
         self.audioEncoder = audioEncoder
     }

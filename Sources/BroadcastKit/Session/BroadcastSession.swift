@@ -82,7 +82,8 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         if plan.budgetBytes > 0 && !plan.fits {
             throw .memoryBudget("memory plan exceeds the \(plan.budgetBytes >> 20) MB budget:\n\(plan.description)")
         }
-        let headers = StreamHeaders(configuration: cfg, videoEncoder: p.videoEncoder, audioEncoder: p.audioEncoder)
+        let headers = StreamHeaders(video: cfg.video, audio: cfg.audio, encoderName: cfg.encoderName,
+                                    videoEncoder: p.videoEncoder, audioEncoder: p.audioEncoder)
         for d in p.destinations.all {
             d.queue.onKeyframeNeeded = { [weak self] in self?.pipeline?.videoLane?.requestKeyframe() }
             d.onKeyframeNeeded = { [weak self] in self?.pipeline?.videoLane?.requestKeyframe() }
@@ -97,7 +98,7 @@ public final class BroadcastSession: SampleBufferSink, @unchecked Sendable {
         }
         var bitrate: BitrateController?
         if let enc = p.videoEncoder, cfg.adaptiveBitrate, let primary = p.destinations.primary,
-           primary.sink.isNetworkPublisher {
+           primary.capabilities.isNetworkPublisher {
             bitrate = BitrateController(encoder: enc, destinations: p.destinations.all, follows: cfg.bitrateFollows,
                                         targetKbps: cfg.video.bitrateKbps,
                                         audioKbps: cfg.hasAudio ? cfg.audio.bitrateKbps : 0, stats: stats)

@@ -62,18 +62,16 @@ package enum PipelineAssembler {
                                audioEncoderBytes: audioEncoderBytes, framePoolBytes: 0,
                                audioBytes: (mixer?.reservedBytes ?? 0) + audioLanes.reduce(0) { $0 + $1.reservedBytes },
                                stagingBytes: interleaver.reservedBytes,
-                               queueBytes: destinations.all.reduce(0) { $0 + $1.queue.reservedBytes }
-                                   + MP4FileSink.plannedBytes(cfg))
+                               queueBytes: destinations.all.reduce(0) { $0 + $1.queue.reservedBytes })
         var plan = fixed
         // The code the session's parts first ran while being built (after a start-up release it
         // was not resident at the baseline), measured: it stays resident for the whole run.
         plan.sessionCodeBytes = max(0, ProcessMemory.fileBytes() - afterAudio.fileBytes)
         if sessionScope { plan.sessionCodeBytes = MeasuredOpenCost.charge(sessionCodeKind(cfg), measured: plan.sessionCodeBytes) }
         plan.baselineFileBytes = baselineSample.fileBytes
-        plan.transportBytes = SRTPublisher.plannedBytes(cfg)
-        plan.whipBytes = WHIPPublisher.plannedBytes(cfg)
         plan.captureBytes = cfg.captureReserveBytes
-        plan.networkReaderBytes = destinations.all.filter { $0.sink is RTMPPublisher }.count * RTMPChunkReader.plannedBytes
+        // Each destination says what it holds beyond its queue, on its kind's own lines.
+        plan.destinationLines = MemoryPlan.merged(destinations.all.flatMap { $0.sink.memoryPlanLines })
         plan.budgetSource = cfg.memoryBudgetSource
         plan.budgetScope = cfg.memoryBudgetScope
         plan.budgetScopeSource = cfg.memoryBudgetScopeSource
@@ -172,7 +170,7 @@ package enum PipelineAssembler {
             case .custom(let custom): return custom
             }
         }
-        let ordered = sinks.filter { $0.isNetworkPublisher } + sinks.filter { !$0.isNetworkPublisher }
+        let ordered = sinks.filter { $0.capabilities.isNetworkPublisher } + sinks.filter { !$0.capabilities.isNetworkPublisher }
         var policy = cfg.congestion
         policy.maxBytes = cfg.sendQueueBytes
         return ordered.enumerated().map { i, sink in
@@ -184,8 +182,9 @@ package enum PipelineAssembler {
             // In block mode every queue waits for its sink instead (`stageWaitNs`): a network link
             // that backs up slows the producer, so it has no media-time thresholds either.
             let block = cfg.backpressure.stageWaitNs
-            return Destination(sink: sink, policy: sink.isNetworkPublisher && block == nil ? policy : policy.byteCapOnly,
-                               isPrimary: i == 0, stats: stats, reconnect: sink.isNetworkPublisher ? cfg.reconnect : .never,
+            let network = sink.capabilities.isNetworkPublisher
+            return Destination(sink: sink, policy: network && block == nil ? policy : policy.byteCapOnly,
+                               isPrimary: i == 0, stats: stats, reconnect: network ? cfg.reconnect : .never,
                                blockWaitNs: block)
         }
     }

@@ -17,7 +17,14 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
     package var displayName: String { path }
     /// AAC priming packets open the audio track, under the edit list (`MP4TrackLayout`): the
     /// recording's first samples decode whole.
-    package var takesPriming: Bool { (layout.audio?.primingSamples ?? 0) > 0 }
+    package var capabilities: DestinationCapabilities {
+        DestinationCapabilities(takesPriming: (layout.audio?.primingSamples ?? 0) > 0)
+    }
+    /// The fragment being built (a GOP's staging buffer and its sample table), allocated at init.
+    package var memoryPlanLines: [MemoryPlan.Line] {
+        [MemoryPlan.Line(key: "mp4_fragment", label: "MP4 recorder (fragment staging)", bytes: plannedBytes)]
+    }
+    private let plannedBytes: Int
     private var layout: MP4TrackLayout
     private let expectsVideo: Bool
     private let expectsAudio: Bool
@@ -39,15 +46,6 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
 
     /// True for a path that `--record` writes as MP4 (by its extension).
     package static func isMP4(_ path: String) -> Bool { path.lowercased().hasSuffix(".mp4") }
-
-    /// What a configuration's MP4 recordings stage (on the send-queue line of the plan: the
-    /// fragment being built is where a recording's queued bytes go next).
-    package static func plannedBytes(_ cfg: BroadcastConfiguration) -> Int {
-        cfg.destinations.reduce(0) { sum, d in
-            guard case .file(let p) = d, isMP4(p) else { return sum }
-            return sum + plannedBytes(video: cfg.hasVideo ? cfg.video : nil, audio: cfg.hasAudio ? cfg.audio : nil)
-        }
-    }
 
     /// What the sink allocates for `video`/`audio`, for the memory plan.
     package static func plannedBytes(video: VideoEncoderSettings?, audio: AudioEncoderSettings?) -> Int {
@@ -76,6 +74,7 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
                                      primingSamples: MP4TrackLayout.Audio.priming(
                                          codec: $0.codec, encoderDelaySamples: audioDelaySamples, sampleRate: $0.sampleRate)) })
         let s = Self.sizes(video: video, audio: audio)
+        plannedBytes = Self.plannedBytes(video: video, audio: audio)
         staging = .allocate(byteCount: s.bytes, alignment: 16)
         sampleCapacity = s.samples
         samples = .allocate(capacity: s.samples)
@@ -140,7 +139,7 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
         let ts = Int64(tag.timestampMs)
         // Priming comes before anything else, and only then: it opens the first fragment.
         let isPriming = tag.isPriming && !isVideo
-        if isPriming && (!isFirstFragmentPending || !takesPriming || sampleCount != primingStaged) { return }
+        if isPriming && (!isFirstFragmentPending || !capabilities.takesPriming || sampleCount != primingStaged) { return }
         // The file starts on a keyframe, with the audio from that instant (and the priming before it).
         if !isPriming {
             if isFirstFragmentPending && expectsVideo && !(isVideo && tag.isKeyframe) { return }

@@ -18,11 +18,15 @@ import Synchronization
 ///
 /// `open`/`write`/`close` come from the destination's single sender thread; `bytesSent`,
 /// `lastWriteMonotonicNs` and `abortPendingIO` may be used from any thread.
-package final class RTMPPublisher: TagSink, @unchecked Sendable {
+package final class RTMPPublisher: TagSink, TCPPathFeedback, @unchecked Sendable {
     package var kind: TagSinkKind { .rtmp }
     /// The destination with the key replaced by "****".
     package let displayName: String
-    package var isNetworkPublisher: Bool { true }
+    package var capabilities: DestinationCapabilities { DestinationCapabilities(isNetworkPublisher: true) }
+    /// What the server's bytes may make us hold: the chunk reader, bounded whatever a server sends.
+    package var memoryPlanLines: [MemoryPlan.Line] {
+        [MemoryPlan.Line(key: "rtmp_readers", label: "RTMP readers (server input caps)", bytes: RTMPChunkReader.plannedBytes)]
+    }
     package let connectTimeoutSeconds: Int
     /// Tag body bytes handed to the socket since `open`.
     package var bytesSent: Int { sent.load(ordering: .relaxed) }
@@ -63,6 +67,7 @@ package final class RTMPPublisher: TagSink, @unchecked Sendable {
     /// Set when the latest reconnect request would have left TLS (refused: the reconnect goes to
     /// the current URL); the line the destination says instead of its usual one.
     package private(set) var reconnectRefusal: String?
+    package var reconnectWarning: String? { reconnectRefusal }
     private let urlError: RTMPURLError?
     private let connection: RTMPConnection
     /// A write or read failed on this connection: it ends without a goodbye (`RTMPConnection.close`).

@@ -65,7 +65,7 @@ final class BreakableSink: TagSink, @unchecked Sendable {
     private let lock = ConditionLock()
     private var breakNextWrite = false, opensToFail = 0, opens = 0, writeCount = 0
     var displayName: String { "rtmp://test.invalid/app" }
-    var isNetworkPublisher: Bool { true }
+    var capabilities: DestinationCapabilities { DestinationCapabilities(isNetworkPublisher: true) }
     func open() throws(TransportError) {
         let fail = lock.withLock { () -> Bool in
             opens += 1

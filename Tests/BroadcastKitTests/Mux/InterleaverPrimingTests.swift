@@ -32,7 +32,7 @@ import Testing
             var priming = 0, timed = 0
             init(takes: Bool) { self.takes = takes }
             var displayName: String { "test" }
-            var takesPriming: Bool { takes }
+            var capabilities: DestinationCapabilities { DestinationCapabilities(takesPriming: takes) }
             func open() throws(TransportError) {}
             func write(_ tag: FLVTag) throws(TransportError) { if tag.isPriming { priming += 1 } else { timed += 1 } }
             func close() {}

@@ -27,7 +27,7 @@ final class SlowTagLog: TagSink, @unchecked Sendable {
 final class RealTimeLog: TagSink, @unchecked Sendable {
     private let log = Mutex<[(ms: UInt32, atNs: Int64)]>([])
     var displayName: String { "real-time-log" }
-    var needsRealTimeInput: Bool { true }
+    var capabilities: DestinationCapabilities { DestinationCapabilities(needsRealTimeInput: true) }
     func open() throws(TransportError) {}
     func write(_ tag: FLVTag) throws(TransportError) {
         if tag.isHeader { return }

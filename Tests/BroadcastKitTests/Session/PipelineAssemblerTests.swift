@@ -14,7 +14,7 @@ final class ScriptedSink: TagSink, @unchecked Sendable {
         self.network = network
         self.failWrites = failWrites
     }
-    var isNetworkPublisher: Bool { network }
+    var capabilities: DestinationCapabilities { DestinationCapabilities(isNetworkPublisher: network) }
     func open() throws(TransportError) {}
     func write(_ tag: FLVTag) throws(TransportError) {
         if failWrites { throw TransportError.writeFailed("scripted failure") }
@@ -83,8 +83,9 @@ final class ScriptedSink: TagSink, @unchecked Sendable {
 
     @Test func headersComeMetadataThenVideoThenAudio() throws {
         let p = try PipelineAssembler.assemble(config([.discard]), stats: BroadcastStats())
-        let headers = StreamHeaders(configuration: config([.discard]), videoEncoder: p.videoEncoder,
-                                    audioEncoder: p.audioEncoder)
+        let c = config([.discard])
+        let headers = StreamHeaders(video: c.video, audio: c.audio, encoderName: c.encoderName,
+                                    videoEncoder: p.videoEncoder, audioEncoder: p.audioEncoder)
         var seen: [(FLVTagType, Bool)] = []
         headers.forEach { seen.append(($0.type, $0.isHeader)) }
         #expect(seen.map(\.0) == [.scriptData, .video, .audio])

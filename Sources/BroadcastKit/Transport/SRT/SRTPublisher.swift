@@ -17,11 +17,16 @@ import Synchronization
 /// Refusals (a listener that answers and rejects the passphrase or stream id) are
 /// `publishRejected` (exit 3, never retried); no answer is `connectFailed`; a send that fails
 /// after the connection is `writeFailed` (reconnect with backoff, as for RTMP).
-package final class SRTPublisher: TagSink, TSChunkOutput, @unchecked Sendable {
+package final class SRTPublisher: TagSink, LinkFeedback, TSChunkOutput, @unchecked Sendable {
     package let displayName: String
-    package var isNetworkPublisher: Bool { true }
     package var kind: TagSinkKind { .srt }
-    package var needsRealTimeInput: Bool { true }
+    package var capabilities: DestinationCapabilities {
+        DestinationCapabilities(isNetworkPublisher: true, needsRealTimeInput: true)
+    }
+    /// libsrt's send and receive buffers, its fixed cost and library pages, and the TS muxer.
+    package var memoryPlanLines: [MemoryPlan.Line] {
+        [MemoryPlan.Line(key: "srt_buffers", label: "SRT buffers (libsrt + TS muxer)", bytes: buffers.plannedBytes)]
+    }
     private let url: SRTURL
     private let streamID: String?
     private let buffers: SRTBuffers
@@ -229,16 +234,6 @@ package final class SRTPublisher: TagSink, TSChunkOutput, @unchecked Sendable {
         guard let l = linkStats else { return 0 }
         let waiting = max(0, l.sendBufferMs - Int(l.rttMs) - 20)
         return waiting * 600 / max(1, buffers.latencyMs)
-    }
-
-    /// What a configuration's SRT destinations add to the memory plan (libsrt's buffers, its fixed
-    /// cost and the muxer), on their own line.
-    package static func plannedBytes(_ cfg: BroadcastConfiguration) -> Int {
-        cfg.destinations.reduce(0) { sum, d in
-            guard case .srt(let url, _, _) = d else { return sum }
-            let latency = (try? SRTURL(parsing: url))?.latencyMs ?? SRTURL.defaultLatencyMs
-            return sum + SRTBuffers(latencyMs: latency, maxBitrateKbps: cfg.video.maxBitrateKbps).plannedBytes
-        }
     }
 
     /// Access units the muxer could not lay out (counted, not sent).

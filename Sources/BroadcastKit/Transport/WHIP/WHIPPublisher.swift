@@ -15,10 +15,21 @@ import Synchronization
 ///
 /// 401/403 are refusals (exit 3, never retried); other failures are `connectFailed` (exit 3 at
 /// start, reconnect with backoff after a loss, as for RTMP).
-package final class WHIPPublisher: TagSink, @unchecked Sendable {
+package final class WHIPPublisher: TagSink, LinkFeedback, @unchecked Sendable {
     package let displayName: String
-    package var isNetworkPublisher: Bool { true }
-    package var tracksUnordered: Bool { true }
+    /// RTP is real time: receivers play each packet out by its arrival (a jitter buffer of a few
+    /// frames), so block mode paces sends to media time as for SRT; and each track is its own RTP
+    /// stream, timed on its own, so tags come without the interleaver's wait.
+    package var capabilities: DestinationCapabilities {
+        DestinationCapabilities(isNetworkPublisher: true, tracksUnordered: true, needsRealTimeInput: true)
+    }
+    /// The NACK history, the delivery meter's ring, the packet buffers and the signalling response
+    /// buffer (while open), and the libraries' pages once per process.
+    package var memoryPlanLines: [MemoryPlan.Line] {
+        let label = "WHIP (buffers, TLS/SRTP libs)"
+        return [MemoryPlan.Line(key: "whip_buffers", label: label, bytes: Self.bufferBytes),
+                MemoryPlan.Line(key: "whip_buffers", label: label, bytes: Self.libraryBytes, once: true)]
+    }
     private let url: WHIPURL
     private let urlError: String?
     private let token: String
@@ -114,9 +125,6 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
     }
 
     package var kind: TagSinkKind { .whip }
-    /// RTP is real time: receivers play each packet out by its arrival (a jitter buffer of a few
-    /// frames), so block mode paces sends to media time as for SRT.
-    package var needsRealTimeInput: Bool { true }
 
     /// Loss stands in for a queue: RTP over UDP never backs up in a send buffer, so congestion
     /// shows as the fraction lost in the endpoint's receiver reports about our video. As in
@@ -430,17 +438,10 @@ package final class WHIPPublisher: TagSink, @unchecked Sendable {
         if fd >= 0 { RTMPSocket.shutdownNow(fd) }
     }
 
-    /// What a configuration's WHIP destinations add to the memory plan: the NACK history, the
-    /// delivery meter's ring, the packet buffers and the signalling response buffer (while open) per destination, and the
-    /// libraries' pages once.
-    package static func plannedBytes(_ cfg: BroadcastConfiguration) -> Int {
-        let n = cfg.destinations.reduce(0) { count, d in
-            if case .whip = d { return count + 1 }
-            return count
-        }
-        guard n > 0 else { return 0 }
-        return n * (RTPPacketHistory.plannedBytes + RTPDeliveryMeter.plannedBytes + 4 * 1600 + WHIPHTTPClient.maxResponseBytes) + libraryBytes
-    }
+    /// One destination's buffers: the NACK history, the delivery meter's ring, the packet
+    /// buffers and the signalling response buffer.
+    package static let bufferBytes = RTPPacketHistory.plannedBytes + RTPDeliveryMeter.plannedBytes + 4 * 1600
+        + WHIPHTTPClient.maxResponseBytes
 
     /// GnuTLS (+ nettle, p11-kit …), libsrtp2, the certificate and the `bk-whip-rx` stack, once per
     /// process: measured 2026-12-02 at 720p from the test source, a WHIP run's VmHWM 36.4 MB against
