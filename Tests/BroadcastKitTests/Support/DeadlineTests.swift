@@ -42,15 +42,15 @@ import Testing
             close(peer)
         }
         writer.start()
-        let socket = try RTMPSocket.adopt(fd: fds[0])
+        let socket = try TCPSocket.adopt(fd: fds[0])
         socket.operation = .init(deadline: .after(milliseconds: 500), stop: nil)
         let start = MediaTime.now()
         let buffer = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 1)
         defer { buffer.deallocate() }
         var got = 0
-        var failure: RTMPSocket.Failure?
+        var failure: TCPSocket.Failure?
         while failure == nil {
-            do throws(RTMPSocket.Failure) { got += try socket.receive(into: buffer, capacity: 1, timeoutMs: 300) } catch {
+            do throws(TCPSocket.Failure) { got += try socket.receive(into: buffer, capacity: 1, timeoutMs: 300) } catch {
                 failure = error
             }
         }
@@ -66,7 +66,7 @@ import Testing
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
         defer { close(fds[1]) }
         let flag = StopFlag()
-        let socket = try RTMPSocket.adopt(fd: fds[0])
+        let socket = try TCPSocket.adopt(fd: fds[0])
         socket.operation = .init(deadline: .after(milliseconds: 10_000), stop: flag)
         let setter = Thread {
             usleep(200_000)
@@ -75,8 +75,8 @@ import Testing
         setter.start()
         let start = MediaTime.now()
         var byte: UInt8 = 0
-        var failure: RTMPSocket.Failure?
-        do throws(RTMPSocket.Failure) { _ = try socket.receive(into: &byte, capacity: 1, timeoutMs: 10_000) } catch {
+        var failure: TCPSocket.Failure?
+        do throws(TCPSocket.Failure) { _ = try socket.receive(into: &byte, capacity: 1, timeoutMs: 10_000) } catch {
             failure = error
         }
         let took = Double(MediaTime.now() - start) / 1e6

@@ -8,7 +8,7 @@ package enum RTMPHandshake {
 
     /// Why the handshake failed.
     package enum Failure: Error, Equatable {
-        case io(RTMPSocket.Failure)
+        case io(TCPSocket.Failure)
         /// S0 named another protocol version (e.g. an HTTP or TLS server on that port).
         case wrongVersion(UInt8)
     }
@@ -39,7 +39,7 @@ package enum RTMPHandshake {
 
     /// Runs the handshake on `socket`, using `scratch` (at least 2 × 1537 bytes) for the packets;
     /// each wait for the server is bounded by `timeoutMs`.
-    package static func perform(on socket: RTMPSocket, scratch: UnsafeMutableRawPointer,
+    package static func perform(on socket: TCPSocket, scratch: UnsafeMutableRawPointer,
                                 timeoutMs: Int32) throws(Failure) {
         let epochStart = MediaTime.now()
         func elapsedMs() -> UInt32 { UInt32(truncatingIfNeeded: (MediaTime.now() - epochStart) / 1_000_000) }
@@ -58,7 +58,7 @@ package enum RTMPHandshake {
         try read(socket, into: s0s1, count: packetSize, timeoutMs: timeoutMs)
     }
 
-    private static func read(_ socket: RTMPSocket, into buffer: UnsafeMutableRawPointer, count: Int,
+    private static func read(_ socket: TCPSocket, into buffer: UnsafeMutableRawPointer, count: Int,
                              timeoutMs: Int32) throws(Failure) {
         var got = 0
         while got < count {

@@ -30,11 +30,11 @@ package final class RTMPConnection {
     static let controlChannel: UInt8 = 2
     static let commandChannel: UInt8 = 3
 
-    private var socket: RTMPSocket?
+    private var socket: TCPSocket?
     /// A connection that broke while streaming, kept open (not reset) until a new TCP connect to
     /// the server succeeds: only then is it reset, because only then is the path known to carry
     /// the RST that ends the server's stale session (see `close(broken:)`).
-    private var parked: RTMPSocket?
+    private var parked: TCPSocket?
     /// The connected socket, readable from the thread that stops the session.
     private let socketForAbort = Atomic<Int32>(-1)
     private let aborted = Atomic<Bool>(false)
@@ -93,8 +93,8 @@ package final class RTMPConnection {
         announcedWindow = 0
         pendingPing = nil
         stage = .handshaking
-        let operation = RTMPSocket.Operation(deadline: .after(seconds: timeoutSeconds), stop: stop)
-        let s = try RTMPSocket.connect(host: host, port: port, timeoutSeconds: timeoutSeconds, operation: operation,
+        let operation = TCPSocket.Operation(deadline: .after(seconds: timeoutSeconds), stop: stop)
+        let s = try TCPSocket.connect(host: host, port: port, timeoutSeconds: timeoutSeconds, operation: operation,
                                        displayName: displayName)
         // The path carries packets again: reset the connection a lost link left behind, before
         // publishing, so the server ends that session instead of answering "already publishing".
@@ -112,7 +112,7 @@ package final class RTMPConnection {
     }
 
     /// TLS when asked, the handshake, Set Chunk Size.
-    private func prepare(_ s: RTMPSocket, host: String, verifier: TLSVerifier?) throws(TransportError) {
+    private func prepare(_ s: TCPSocket, host: String, verifier: TLSVerifier?) throws(TransportError) {
         // A stop that came before the descriptor was published could not cut it.
         if wasAborted { throw fault(.receive(.closed)) }
         if let verifier {
@@ -336,11 +336,11 @@ package final class RTMPConnection {
     /// stays open until `close` on the sender thread.
     package func abort() {
         aborted.store(true, ordering: .releasing)
-        RTMPSocket.shutdownNow(socketForAbort.load(ordering: .acquiring))
+        TCPSocket.shutdownNow(socketForAbort.load(ordering: .acquiring))
     }
 
     /// Bytes sent into the kernel and not yet acknowledged by the server. Any thread.
-    package var unsentBytes: Int { RTMPSocket.unsentBytes(socketForAbort.load(ordering: .acquiring)) }
+    package var unsentBytes: Int { TCPSocket.unsentBytes(socketForAbort.load(ordering: .acquiring)) }
 
     /// The kernel's TCP_INFO for this connection (nil when not connected). Any thread.
     package var linkInfo: TCPLinkInfo? { TCPLinkInfo.read(socketForAbort.load(ordering: .acquiring)) }

@@ -435,7 +435,7 @@ package final class WHIPPublisher: TagSink, LinkFeedback, @unchecked Sendable {
     package func abortPendingIO() {
         aborted.store(true, ordering: .releasing)
         let fd = httpSocket.load(ordering: .acquiring)
-        if fd >= 0 { RTMPSocket.shutdownNow(fd) }
+        if fd >= 0 { TCPSocket.shutdownNow(fd) }
     }
 
     /// One destination's buffers: the NACK history, the delivery meter's ring, the packet

@@ -1,7 +1,7 @@
 import Glibc
 
 /// The WHIP signalling requests: one HTTP/1.1 request per connection (`Connection: close`), over
-/// TCP or the verified GnuTLS session rtmps:// uses (`RTMPSocket`, `TLSVerifier`).
+/// TCP or the verified GnuTLS session rtmps:// uses (`TCPSocket`, `TLSVerifier`).
 ///
 /// The response is read into a bounded buffer (`maxResponseBytes`): an endpoint that sends more is
 /// an error, never growth.
@@ -36,10 +36,10 @@ package struct WHIPHTTPClient {
     package func request(_ method: String, _ url: WHIPURL, token: String, contentType: String?, body: String,
                          displayName: String, deadline: Deadline? = nil, wakesOnStop: Bool = true,
                          onSocket: (Int32) -> Void = { _ in }) throws(TransportError) -> Response {
-        let operation = RTMPSocket.Operation(deadline: deadline ?? .after(seconds: timeoutSeconds),
+        let operation = TCPSocket.Operation(deadline: deadline ?? .after(seconds: timeoutSeconds),
                                              stop: wakesOnStop ? stop : nil)
         let seconds = max(1, Int((operation.deadline.ns - MediaTime.now() + 999_999_999) / 1_000_000_000))
-        func failure(_ error: RTMPSocket.Failure, _ doing: String) -> TransportError {
+        func failure(_ error: TCPSocket.Failure, _ doing: String) -> TransportError {
             switch error {
             case .stopped: return .connectFailed("\(displayName): the run stopped while \(doing)")
             case .deadlinePassed, .timedOut:
@@ -48,7 +48,7 @@ package struct WHIPHTTPClient {
             case .failed(let why): return .connectFailed("\(displayName): \(doing) failed: \(why)")
             }
         }
-        let socket = try RTMPSocket.connect(host: url.host, port: url.port, timeoutSeconds: timeoutSeconds,
+        let socket = try TCPSocket.connect(host: url.host, port: url.port, timeoutSeconds: timeoutSeconds,
                                             operation: operation, displayName: displayName)
         onSocket(socket.fd)
         defer {
@@ -68,8 +68,8 @@ package struct WHIPHTTPClient {
         head += "\r\n"
         var whole = Array((head + body).utf8)
         let timeoutMs = Int32(timeoutSeconds * 1000)
-        let sendError: RTMPSocket.Failure? = whole.withUnsafeBytes { b -> RTMPSocket.Failure? in
-            do throws(RTMPSocket.Failure) { try socket.send(b.baseAddress!, count: b.count, timeoutMs: timeoutMs) } catch {
+        let sendError: TCPSocket.Failure? = whole.withUnsafeBytes { b -> TCPSocket.Failure? in
+            do throws(TCPSocket.Failure) { try socket.send(b.baseAddress!, count: b.count, timeoutMs: timeoutMs) } catch {
                 return error
             }
             return nil
@@ -83,7 +83,7 @@ package struct WHIPHTTPClient {
         var response: HTTPResponseReader.Response?
         while response == nil {
             let n: Int
-            do throws(RTMPSocket.Failure) {
+            do throws(TCPSocket.Failure) {
                 n = try socket.receive(into: buffer.baseAddress!, capacity: buffer.count, timeoutMs: timeoutMs)
             } catch .closed {
                 do throws(HTTPResponseReader.Failure) { response = try reader.finish() } catch {

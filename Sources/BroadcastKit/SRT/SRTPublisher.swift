@@ -94,7 +94,7 @@ package final class SRTPublisher: TagSink, LinkFeedback, TSChunkOutput, @uncheck
             address = all[0]
         } catch {
             throw TransportError.connectFailed(
-                "\(displayName): \(RTMPSocket.resolveFailure(error, timeoutSeconds: max(1, connectTimeoutSeconds)))")
+                "\(displayName): \(TCPSocket.resolveFailure(error, timeoutSeconds: max(1, connectTimeoutSeconds)))")
         }
         let stopFD = stop?.wakeFD ?? -1
         let s: Int32 = address.withSockaddr { sa, length in

@@ -92,7 +92,7 @@ package final class TLSVerifier: @unchecked Sendable {
     ///   fault, the deadline, a stop), `TransportError.tlsRejected` when the certificate is not
     ///   trusted for `host`. `displayName` (already redacted) prefixes the messages.
     package func handshake(fd: Int32, host: String, timeoutMs: Int, displayName: String,
-                           wait: (_ wantsWrite: Bool) throws(RTMPSocket.Failure) -> Void) throws(TransportError) -> TLSSession {
+                           wait: (_ wantsWrite: Bool) throws(TCPSocket.Failure) -> Void) throws(TransportError) -> TLSSession {
         var maybeSession: gnutls_session_t?
         // GNUTLS_NO_SIGNAL: writes use MSG_NOSIGNAL, so a peer that hung up gives an error, not SIGPIPE.
         guard bk_gnutls_init(&maybeSession, UInt32(GNUTLS_CLIENT) | UInt32(GNUTLS_NO_SIGNAL) | UInt32(GNUTLS_NONBLOCK)) == 0,

@@ -25,9 +25,9 @@ package enum RTMPStage: Sendable, Equatable {
 /// What went wrong on a publisher's connection, before it is given a meaning.
 package enum RTMPFailureCause: Sendable, Equatable {
     /// A receive (or an answer to the server, such as a pong) failed.
-    case receive(RTMPSocket.Failure)
+    case receive(TCPSocket.Failure)
     /// A send of our own message or tag failed.
-    case send(RTMPSocket.Failure)
+    case send(TCPSocket.Failure)
     /// The server's bytes broke the chunk stream's rules or bounds.
     case protocolError(RTMPProtocolError)
     /// The server said no: `_error` or an error-level onStatus, with its status code if any.

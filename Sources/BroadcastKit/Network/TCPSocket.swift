@@ -15,7 +15,7 @@ import Glibc
 /// socket).
 ///
 /// Used from one thread, except `shutdownNow()`.
-package final class RTMPSocket {
+package final class TCPSocket {
     /// Why an I/O call failed.
     package enum Failure: Error, Equatable {
         /// The peer closed or reset the connection.
@@ -73,7 +73,7 @@ package final class RTMPSocket {
     /// (its deadline, its stop), trying each address. Throws `connectFailed` with `displayName`
     /// (already redacted) and the reason. The returned socket carries `operation`.
     package static func connect(host: String, port: Int, timeoutSeconds: Int, operation: Operation = .unbounded,
-                                displayName: String) throws(TransportError) -> RTMPSocket {
+                                displayName: String) throws(TransportError) -> TCPSocket {
         if let stop = operation.stop, stop.isSet { throw .connectFailed("\(displayName): the run stopped before connecting") }
         // Resolved within the connect's own bound and woken by the stop (a DNS server that never
         // answers holds only an abandoned lookup, not the caller).
@@ -99,7 +99,7 @@ package final class RTMPSocket {
                 continue
             }
             configure(fd)
-            let socket = RTMPSocket(fd: fd)
+            let socket = TCPSocket(fd: fd)
             socket.operation = operation
             return socket
         }
@@ -117,11 +117,11 @@ package final class RTMPSocket {
     }
 
     /// Wraps a connected stream descriptor (tests: one end of a socketpair), made non-blocking.
-    package static func adopt(fd: Int32) throws(TransportError) -> RTMPSocket {
+    package static func adopt(fd: Int32) throws(TransportError) -> TCPSocket {
         guard fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 else {
             throw .connectFailed("cannot make descriptor \(fd) non-blocking")
         }
-        return RTMPSocket(fd: fd)
+        return TCPSocket(fd: fd)
     }
 
     /// Runs the verified TLS handshake (non-blocking, bounded by `timeoutMs` and by `operation`,
