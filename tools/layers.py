@@ -2,7 +2,7 @@
 """The references between BroadcastKit's folders that point up the layers.
 
 BroadcastKit's folders are meant to become SwiftPM targets in layers (issue 41): the core (Media,
-Timing, Support, Reporting), the pipeline (Codec, Convert, Lanes, Memory, Mux, Delivery), the socket
+Timing, Support, Reporting), the pipeline (Codec, Convert, Lanes, Memory, Mux, Delivery, Limits), the socket
 layer (Network), one per destination (RTMP, SRT, WHIP, Recording), and the public face (Session,
 Control). Until they are, nothing stops a lower folder from naming a type of a higher one, or one
 destination another's; this lists each such reference, by the type named, so a split knows what
@@ -13,8 +13,11 @@ folder introduces (class, struct, enum, protocol, actor, typealias). It is a rea
 compiler: extensions are attributed to the file that declares the name; nested types are not
 counted.
 
-usage: tools/layers.py [--all]   (--all: every cross-folder reference, not only the upward ones)
-exit 0 always; the count of upward references is the last line.
+usage: tools/layers.py [--all] [--check] [--root DIR]
+  --all     every cross-folder reference, not only the upward or sideways ones
+  --check   exit 1 when any reference points up or sideways (scripts/test runs this)
+  --root    the folder to read (default: Sources/BroadcastKit)
+The count of upward or sideways references is the last line; exit 0 without --check.
 """
 import os
 import re
@@ -26,6 +29,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources",
 LAYERS = {
     "Media": 0, "Timing": 0, "Support": 0, "Reporting": 0,                          # BroadcastCore
     "Codec": 1, "Convert": 1, "Lanes": 1, "Memory": 1, "Mux": 1, "Delivery": 1,   # BroadcastPipeline
+    "Limits": 1,
     "Network": 2,                                  # the socket layer the network destinations share
     "RTMP": 3, "SRT": 3, "WHIP": 3, "Recording": 3,                                 # one per destination
     "Session": 4, "Control": 4, ".": 4,                                             # BroadcastKit
@@ -49,7 +53,12 @@ def folder(path: str) -> str:
 
 
 def main() -> int:
-    show_all = "--all" in sys.argv[1:]
+    args = sys.argv[1:]
+    show_all = "--all" in args
+    check = "--check" in args
+    global ROOT
+    if "--root" in args:
+        ROOT = args[args.index("--root") + 1]
     files = {}
     for d, _, names in os.walk(ROOT):
         for n in names:
@@ -80,7 +89,7 @@ def main() -> int:
         for r in sorted(refs):
             print(f"    {r}")
     print(f"{upward} upward or sideways references")
-    return 0
+    return 1 if check and upward else 0
 
 
 if __name__ == "__main__":

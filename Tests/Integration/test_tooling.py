@@ -133,7 +133,8 @@ class CIMachineryTests(unittest.TestCase):
             {"kind": "event", "payload": {"kind": "testStarted", "testID": "S/a()"}},
             {"kind": "event", "payload": {"kind": "testEnded", "testID": "S/a()"}},
             {"kind": "event", "payload": {"kind": "testStarted", "testID": "S/b()"}},
-            {"kind": "event", "payload": {"kind": "issueRecorded", "testID": "S/b()", "issue": {"isKnown": False}}},
+            {"kind": "event", "payload": {"kind": "issueRecorded", "testID": "S/b()", "issue": {"isKnown": False},
+                                          "messages": [{"text": "Expectation failed:\n 1 == 2"}]}},
             {"kind": "event", "payload": {"kind": "testEnded", "testID": "S/b()"}},
             {"kind": "event", "payload": {"kind": "testSkipped", "testID": "S/c()",
                                           "messages": [{"text": "needs tools/allocshim preloaded"}]}},
@@ -142,12 +143,16 @@ class CIMachineryTests(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "events.jsonl"
             path.write_text("".join(json.dumps(e) + "\n" for e in events) + '{"kind": "ev')  # cut short
-            skips = Path(tmp) / "skips"
+            skips, failed = Path(tmp) / "skips", Path(tmp) / "failed"
             r = subprocess.run(["python3", str(self.REPO / "scripts/lib/test_results.py"), "swift", str(path),
-                                "--skips", str(skips), "--running"], capture_output=True, text=True, timeout=30)
+                                "--skips", str(skips), "--failed", str(failed), "--running"],
+                               capture_output=True, text=True, timeout=30)
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(r.stdout.split(), ["1", "2", "1"], "a passed; b failed, d never ended; c skipped")
             self.assertIn("still running when stopped: d()", r.stderr)
+            # Each failed test's line says why, on one line (CI logs show only the tail).
+            self.assertEqual(failed.read_text().splitlines(),
+                             ["b() (S/b()) after 0.0 s: Expectation failed: 1 == 2", "d() (S/d()) (did not end)"])
             # The skip goes through the allow-list: allowed under a sanitizer only.
             for scope, rc in (("sanitize", 0), ("plain", 1)):
                 c = subprocess.run(["bash", "-c", f'REPO_ROOT="{self.REPO}"; source "$REPO_ROOT/scripts/lib/skips.sh"; '
@@ -171,6 +176,28 @@ class CIMachineryTests(unittest.TestCase):
             self.assertEqual(len(r.stdout.splitlines()), 2, r.stdout)
             self.assertIn("hangs()", r.stdout)
             self.assertIn("freeHangs()", r.stdout)
+
+    def test_layers_check_fails_on_a_reference_up_the_layers(self):
+        """tools/layers.py --check (a scripts/test step) passes the tree and fails a folder that
+        names a type of a higher layer, or a destination that names another's."""
+        tool = str(self.REPO / "tools/layers.py")
+        r = subprocess.run(["python3", tool, "--check"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stdout)
+        self.assertEqual(r.stdout.splitlines()[-1], "0 upward or sideways references")
+        cases = {
+            "up": ({"Media/A.swift": "struct Low { var h: High }", "Session/B.swift": "struct High {}"}, 1),
+            "sideways": ({"SRT/A.swift": "struct Muxer { var w: Packetizer }", "WHIP/B.swift": "struct Packetizer {}"}, 1),
+            "down": ({"Session/A.swift": "struct High { var l: Low }", "Media/B.swift": "struct Low {}"}, 0),
+            "nested name": ({"Media/A.swift": "struct Low {\n    enum Entry {}\n}\nlet e = Entry.self",
+                             "Session/B.swift": "struct High {\n    struct Entry {}\n}"}, 0),
+        }
+        for name, (files, rc) in cases.items():
+            with tempfile.TemporaryDirectory() as tmp:
+                for rel, text in files.items():
+                    (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
+                    (Path(tmp) / rel).write_text(text + "\n")
+                r = subprocess.run(["python3", tool, "--check", "--root", tmp], capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, rc, f"{name}: {r.stdout}")
 
 
 if __name__ == "__main__":
