@@ -1,9 +1,65 @@
 /// The session's memory plan: what each part holds, measured or reserved, against the budget.
 public struct MemoryPlan: Sendable, CustomStringConvertible {
     public var budgetBytes: Int
+    /// Every part the plan adds up, one line each in the order the plan shows them: the fixed
+    /// parts (`Part`) first, then each destination's own lines, then the replay ring. A part is a
+    /// line even at 0; `lines` leaves out those the plan does not show. Each stage contributes
+    /// its own line (`Interleaver.memoryPlanLine`, `TagSink.memoryPlanLines`, ...).
+    public private(set) var parts: [Line]
+
+    /// The plan's fixed parts: their keys (the JSON names), in order, and their labels.
+    public enum Part: String, CaseIterable, Sendable {
+        case runtimeBaseline = "runtime_baseline"
+        case x264AtOpen = "x264_at_open"
+        case x264Working = "x264_working"
+        case audioEncoderAtOpen = "audio_encoder_at_open"
+        case framePool = "frame_pool"
+        case audio = "audio"
+        case interleaverStaging = "interleaver_staging"
+        case sendQueues = "send_queues"
+        case capture = "capture"
+        case sessionCode = "session_code"
+
+        /// The label the text plan shows.
+        public var label: String {
+            switch self {
+            case .runtimeBaseline: return "runtime baseline (measured)"
+            case .x264AtOpen: return "x264 at open (measured)"
+            case .x264Working: return "x264 working frames (planned)"
+            case .audioEncoderAtOpen: return "audio encoder at open (measured)"
+            case .framePool: return "encoder input frame pool"
+            case .audio: return "audio lanes + mixer"
+            case .interleaverStaging: return "interleaver staging"
+            case .sendQueues: return "send queues (byte caps)"
+            case .capture: return "capture source buffers"
+            case .sessionCode: return "session code (measured)"
+            }
+        }
+
+        /// This part's line with `bytes`.
+        public func line(_ bytes: Int) -> Line { Line(key: rawValue, label: label, bytes: bytes) }
+    }
+
+    /// The key of the replay ring's line (its label names its seconds).
+    static let replayKey = "replay_ring"
+
+    /// The bytes of `part`.
+    public subscript(part: Part) -> Int {
+        get { parts.first { $0.key == part.rawValue }?.bytes ?? 0 }
+        set {
+            if let i = parts.firstIndex(where: { $0.key == part.rawValue }) { parts[i].bytes = newValue }
+        }
+    }
+
+    /// Puts a stage's own line in place of its part's (its key must be a `Part`'s).
+    public mutating func set(_ line: Line) {
+        guard let i = parts.firstIndex(where: { $0.key == line.key }) else { return }
+        parts[i] = line
+    }
+
     /// RSS before any encoder opened: runtime, libraries, CLI. Charged with a process-scoped
     /// budget; 0 with a session-scoped one (`hostBytesAtPrepare` holds the figure then).
-    public var baselineBytes: Int
+    public var baselineBytes: Int { get { self[.runtimeBaseline] } set { self[.runtimeBaseline] = newValue } }
     /// What the budget counts (`MemoryBudgetScope`).
     public var budgetScope: MemoryBudgetScope = .process
     /// Why that scope applies ("the CLI's default", "bk_config_set_memory_budget_scope", ...).
@@ -17,33 +73,47 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     /// the code paged in after the plan from it (small: the session-code line holds the rest).
     public var fileBytesAtPlan: Int = 0
     /// RSS growth measured across x264_encoder_open.
-    public var videoEncoderBytes: Int
-    public var audioEncoderBytes: Int
-    public var framePoolBytes: Int
-    public var audioBytes: Int
-    public var stagingBytes: Int
-    public var queueBytes: Int
+    public var videoEncoderBytes: Int { get { self[.x264AtOpen] } set { self[.x264AtOpen] = newValue } }
+    public var audioEncoderBytes: Int { get { self[.audioEncoderAtOpen] } set { self[.audioEncoderAtOpen] = newValue } }
+    public var framePoolBytes: Int { get { self[.framePool] } set { self[.framePool] = newValue } }
+    public var audioBytes: Int { get { self[.audio] } set { self[.audio] = newValue } }
+    public var stagingBytes: Int { get { self[.interleaverStaging] } set { self[.interleaverStaging] = newValue } }
+    public var queueBytes: Int { get { self[.sendQueues] } set { self[.sendQueues] = newValue } }
     /// x264 allocates its reference and lookahead frames on the first encodes, after open;
     /// this is the planned size of that working set.
-    public var encoderWorkingBytes: Int
+    public var encoderWorkingBytes: Int { get { self[.x264Working] } set { self[.x264Working] = newValue } }
     /// Buffers the capture source holds (reported by the embedding tool or the CLI).
-    public var captureBytes: Int = 0
+    public var captureBytes: Int { get { self[.capture] } set { self[.capture] = newValue } }
     /// What the destinations hold beyond their send queues, each kind's own lines
     /// (`TagSink.memoryPlanLines`: an RTMP publisher's chunk reader, libsrt's buffers, WHIP's
     /// packet history and libraries, an MP4 recorder's fragment), merged by `merged(_:)`.
-    public var destinationLines: [Line] = []
+    public var destinationLines: [Line] {
+        get { parts.filter { Part(rawValue: $0.key) == nil && $0.key != Self.replayKey } }
+        set {
+            parts.removeAll { Part(rawValue: $0.key) == nil && $0.key != Self.replayKey }
+            let at = parts.firstIndex { $0.key == Self.replayKey } ?? parts.count
+            parts.insert(contentsOf: newValue, at: at)
+        }
+    }
     /// Code and read-only data the session's parts (destinations, interleaver, mixer, lanes,
     /// replay ring) faulted in while the pipeline was built: RssFile's growth across that, measured.
-    public var sessionCodeBytes: Int = 0
+    public var sessionCodeBytes: Int { get { self[.sessionCode] } set { self[.sessionCode] = newValue } }
     /// Where the budget came from ("default", "--memory-budget", "cgroup v2 limit ...").
     public var budgetSource: String = "configuration"
     /// The x264 configuration the plan is for, e.g. "veryfast" or
     /// "veryfast-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept; trellis)"; empty without video.
     public var encoderChoice: String = ""
     /// The replay ring and what saving a clip from it holds (0 without `--replay-seconds`).
-    public var replayBytes: Int = 0
+    public var replayBytes: Int {
+        get { parts.first { $0.key == Self.replayKey }?.bytes ?? 0 }
+        set { if let i = parts.firstIndex(where: { $0.key == Self.replayKey }) { parts[i].bytes = newValue } }
+    }
     /// Seconds the replay ring keeps.
-    public var replaySeconds: Int = 0
+    public var replaySeconds: Int = 0 {
+        didSet {
+            if let i = parts.firstIndex(where: { $0.key == Self.replayKey }) { parts[i].label = "replay ring (\(replaySeconds) s)" }
+        }
+    }
     /// When the plan does not fit with the ring: the most seconds that would (0: none).
     public var replayLongestFit: Int?
 
@@ -51,6 +121,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
                 framePoolBytes: Int, audioBytes: Int, stagingBytes: Int, queueBytes: Int,
                 encoderWorkingBytes: Int = 0) {
         self.budgetBytes = budgetBytes
+        parts = Part.allCases.map { $0.line(0) } + [Line(key: Self.replayKey, label: "replay ring (0 s)", bytes: 0)]
         self.baselineBytes = baselineBytes
         self.videoEncoderBytes = videoEncoderBytes
         self.audioEncoderBytes = audioEncoderBytes
@@ -74,11 +145,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         return "\(tenths / 10).\(tenths % 10) MB"
     }
 
-    public var totalBytes: Int {
-        baselineBytes + videoEncoderBytes + audioEncoderBytes + framePoolBytes + audioBytes + stagingBytes
-            + queueBytes + encoderWorkingBytes + captureBytes + replayBytes + sessionCodeBytes
-            + destinationLines.reduce(0) { $0 + $1.bytes }
-    }
+    public var totalBytes: Int { parts.reduce(0) { $0 + $1.bytes } }
 
     /// Kept free below the budget for what the plan cannot see exactly (allocator slack, thread
     /// stacks, library growth): 4% of the budget.
@@ -129,30 +196,21 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         return out
     }
 
-    /// The plan's lines in order, each part that `totalBytes` adds up (headroom and total are not
-    /// lines: they are derived). The text and the JSON form are both rendered from these.
+    /// The lines the plan shows, in order: every part `totalBytes` adds up, except the runtime
+    /// baseline under a session-scoped budget (the host's memory is not the session's), and the
+    /// session code, the destinations' lines and the replay ring when they hold nothing (headroom
+    /// and total are not lines: they are derived). The text and the JSON form are both rendered
+    /// from these.
     public var lines: [Line] {
-        // A session-scoped budget charges no baseline: the host's memory is not the session's.
-        var out = budgetScope == .process
-            ? [Line(key: "runtime_baseline", label: "runtime baseline (measured)", bytes: baselineBytes)] : []
-        out += [
-            Line(key: "x264_at_open", label: "x264 at open (measured)", bytes: videoEncoderBytes),
-            Line(key: "x264_working", label: "x264 working frames (planned)", bytes: encoderWorkingBytes),
-            Line(key: "audio_encoder_at_open", label: "audio encoder at open (measured)", bytes: audioEncoderBytes),
-            Line(key: "frame_pool", label: "encoder input frame pool", bytes: framePoolBytes),
-            Line(key: "audio", label: "audio lanes + mixer", bytes: audioBytes),
-            Line(key: "interleaver_staging", label: "interleaver staging", bytes: stagingBytes),
-            Line(key: "send_queues", label: "send queues (byte caps)", bytes: queueBytes),
-            Line(key: "capture", label: "capture source buffers", bytes: captureBytes),
-        ]
-        if sessionCodeBytes > 0 {
-            out.append(Line(key: "session_code", label: "session code (measured)", bytes: sessionCodeBytes))
+        parts.filter { line in
+            switch Part(rawValue: line.key) {
+            case .runtimeBaseline?: return budgetScope == .process
+            case .sessionCode?: return line.bytes > 0
+            case nil where line.key == Self.replayKey: return replaySeconds > 0
+            case nil: return line.bytes > 0
+            default: return true
+            }
         }
-        out += destinationLines.filter { $0.bytes > 0 }
-        if replaySeconds > 0 {
-            out.append(Line(key: "replay_ring", label: "replay ring (\(replaySeconds) s)", bytes: replayBytes))
-        }
-        return out
     }
 
     public var description: String {

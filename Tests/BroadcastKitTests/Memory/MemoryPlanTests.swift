@@ -49,4 +49,27 @@ import Testing
         #expect(p.fits)
         #expect(!totalLine(p).contains("headroom"))
     }
+
+    /// Issue 41: the plan is a list of named lines, each stage's own, rendered as before: the
+    /// fixed parts in order, then the destinations' lines, then the replay ring; every part is
+    /// in the total, and the text and the JSON show the same lines.
+    @Test func thePlanIsAListOfNamedLines() {
+        var p = plan(totalMiB: 4, budgetMiB: 50)
+        p.queueBytes = 2 * Self.mib
+        p.destinationLines = [MemoryPlan.Line(key: "rtmp_readers", label: "RTMP readers", bytes: 300_000)]
+        p.replaySeconds = 30
+        p.replayBytes = 5 * Self.mib
+        p.destinationLines = [MemoryPlan.Line(key: "srt_buffers", label: "SRT buffers", bytes: 400_000),
+                              MemoryPlan.Line(key: "relay", label: "relay", bytes: 0)]
+        #expect(p.parts.map(\.key) == MemoryPlan.Part.allCases.map(\.rawValue) + ["srt_buffers", "relay", "replay_ring"])
+        #expect(p.totalBytes == 4 * Self.mib + 2 * Self.mib + 400_000 + 5 * Self.mib)
+        // A zero session-code line, a destination line at 0 are not shown; the ring names its seconds.
+        let shown = p.lines.map(\.key)
+        #expect(!shown.contains("session_code") && !shown.contains("relay") && shown.last == "replay_ring")
+        #expect(p.lines.last?.label == "replay ring (30 s)")
+        #expect(p.description.contains("SRT buffers") && !p.description.contains("RTMP readers"))
+        for line in p.lines { #expect(p.json.contains("{\"key\":\"\(line.key)\"")) }
+        p.budgetScope = .session
+        #expect(p.lines.first?.key == "x264_at_open", "a session-scoped plan shows no runtime baseline")
+    }
 }
