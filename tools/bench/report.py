@@ -10,6 +10,7 @@ import argparse
 import json
 import re
 import sys
+import statistics
 from pathlib import Path
 
 from bktools import plan as memplan
@@ -1005,8 +1006,49 @@ def _commands(r: dict, w, made: list[str]) -> None:
     w("")
 
 
+def _renovation_ab(r: dict, w, made: list[str]) -> None:
+    """Two builds side by side in one run (issue 41's guard rails), from docs/bench/renovation-ab.json
+    (written by tools/bench/ab_binaries.py, not by the full bench run)."""
+    path = REPO / "docs/bench/renovation-ab.json"
+    if not path.exists():
+        return
+    ab = json.loads(path.read_text())
+    meta, res = ab.get("meta", {}), ab.get("results", {})
+    labels = meta.get("labels", {})
+    w("## Renovation A/B: before and after in one run (issue 41)")
+    w("")
+    w(f"`tools/bench/ab_binaries.py`: before = `{labels.get('before', '?')}`, after = `{labels.get('after', '?')}`, "
+      f"{meta.get('runs', '?')} runs each of {meta.get('seconds', '?')} s, alternating, the binary evicted from the page "
+      f"cache before each run; the test source to nginx-rtmp. {meta.get('started', '?')} to {meta.get('finished', '?')}, "
+      f"load average {meta.get('loadavg_start', '?')} at the start and {meta.get('loadavg_end', '?')} at the end, "
+      f"{meta.get('cpus', '?')} CPUs. CPU % of media time, VmHWM (ru_maxrss), the plan's total with its headroom over "
+      "that VmHWM, capture-to-socket latency (median of the stats lines' p50 and p99): median (min-max) over the runs.")
+    w("")
+    w("| output | build | CPU % | VmHWM MiB | plan / VmHWM | latency p50 ms | latency p99 ms | exits |")
+    w("|---|---|---|---|---|---|---|---|")
+
+    def mm(xs: list, digits: int = 1) -> str:
+        xs = [x for x in xs if x is not None]
+        if not xs:
+            return "—"
+        return f"{statistics.median(xs):.{digits}f} ({min(xs):.{digits}f}-{max(xs):.{digits}f})"
+
+    for out, d in res.items():
+        for name in ("before", "after"):
+            e = d.get(name) or {}
+            runs = e.get("runs") or []
+            hwm = [x["vmhwm_mib"] for x in runs]
+            plan = e.get("plan_needed_bytes")
+            ratio = f"{plan / MIB / statistics.median(hwm):.2f}" if plan and hwm else "—"
+            w(f"| {out} | {name} | {mm([x['cpu_percent'] for x in runs])} | {mm(hwm, 2)} | {ratio} | "
+              f"{mm([x['latency_p50_ms'] for x in runs])} | {mm([x['latency_p99_ms'] for x in runs])} | "
+              f"{sorted({x['exit'] for x in runs})} |")
+    w("")
+
+
 SECTIONS = (_targets, _floor, _real_time, _scale, _levers, _destinations, _replay, _avsync, _quality_under_budget,
-            _adaptive_bitrate_under_a_steady_throttle, _shaped_links, _srt_vs_rtmp, _memory_plan_against_vmhwm, _commands)
+            _adaptive_bitrate_under_a_steady_throttle, _shaped_links, _srt_vs_rtmp, _memory_plan_against_vmhwm,
+            _renovation_ab, _commands)
 
 
 def fleet(r: dict) -> str:
