@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     bins = {"before": a.before, "after": a.after}
     out: dict = {"meta": {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "seconds": a.seconds, "runs": a.runs,
                           "labels": {"before": a.label_before, "after": a.label_after},
-                          "loadavg_start": os.getloadavg()[0], "cpus": os.cpu_count(), "kernel": platform.release()},
+                          "loadavg_start": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(), "kernel": platform.release()},
                  "results": {}}
     with tempfile.TemporaryDirectory() as tmp:
         ingest = start_ingest(directory=str(Path(tmp) / "ingest"))
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                         print(res, name, i, json.dumps(rec), flush=True)
         finally:
             ingest.stop()
-    out["meta"]["loadavg_end"] = os.getloadavg()[0]
+    out["meta"]["loadavg_end"] = round(os.getloadavg()[0], 2)
     out["meta"]["finished"] = time.strftime("%Y-%m-%d %H:%M:%S %Z")
     Path(a.out).write_text(json.dumps(out, indent=1) + "\n")
     bad = [(res, n) for res, d in out["results"].items() for n, e in d.items() for r in e["runs"] if r["exit"] != 0]
