@@ -3,8 +3,9 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     public var budgetBytes: Int
     /// Every part the plan adds up, one line each in the order the plan shows them: the fixed
     /// parts (`Part`) first, then each destination's own lines, then the replay ring. A part is a
-    /// line even at 0; `lines` leaves out those the plan does not show. Each stage contributes
-    /// its own line (`Interleaver.memoryPlanLine`, `TagSink.memoryPlanLines`, ...).
+    /// line even at 0; `lines` leaves out those the plan does not show. Destinations contribute
+    /// their own lines (`TagSink.memoryPlanLines`); `PipelineAssembler` fills the fixed parts from
+    /// each stage's reserved or measured bytes.
     public private(set) var parts: [Line]
 
     /// The plan's fixed parts: their keys (the JSON names), in order, and their labels.
@@ -49,12 +50,6 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
         set {
             if let i = parts.firstIndex(where: { $0.key == part.rawValue }) { parts[i].bytes = newValue }
         }
-    }
-
-    /// Puts a stage's own line in place of its part's (its key must be a `Part`'s).
-    public mutating func set(_ line: Line) {
-        guard let i = parts.firstIndex(where: { $0.key == line.key }) else { return }
-        parts[i] = line
     }
 
     /// RSS before any encoder opened: runtime, libraries, CLI. Charged with a process-scoped

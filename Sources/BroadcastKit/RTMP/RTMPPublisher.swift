@@ -66,8 +66,7 @@ package final class RTMPPublisher: TagSink, TCPPathFeedback, @unchecked Sendable
     private var requestedTcUrl: String?
     /// Set when the latest reconnect request would have left TLS (refused: the reconnect goes to
     /// the current URL); the line the destination says instead of its usual one.
-    package private(set) var reconnectRefusal: String?
-    package var reconnectWarning: String? { reconnectRefusal }
+    package private(set) var reconnectWarning: String?
     private let urlError: RTMPURLError?
     private let connection: RTMPConnection
     /// A write or read failed on this connection: it ends without a goodbye (`RTMPConnection.close`).
@@ -263,10 +262,10 @@ package final class RTMPPublisher: TagSink, TCPPathFeedback, @unchecked Sendable
         if enhancedConnect, reply.code == RTMPCommand.reconnectRequestCode {
             reconnectRequested = true
             requestedTcUrl = reply.arguments.reversed().lazy.compactMap { $0["tcUrl"]?.string }.first
-            reconnectRefusal = nil
+            reconnectWarning = nil
             if let tc = requestedTcUrl, let current = url, let moved = try? RTMPURL(url: tc, streamKey: current.streamKey ?? ""),
                !TLSDowngradeRule.allows(fromTLS: current.scheme == .rtmps, toTLS: moved.scheme == .rtmps) {
-                reconnectRefusal = TLSDowngradeRule.refusal(displayName, what: "the server's reconnect request", to: moved.redacted)
+                reconnectWarning = TLSDowngradeRule.refusal(displayName, what: "the server's reconnect request", to: moved.redacted)
                 requestedTcUrl = nil
             }
             return false
