@@ -404,7 +404,11 @@ class SlowLinkTest(BroadcastTestCase):
     THROTTLE_S = 26
     AFTER_S = 30
     SETTLE_S = 10
-    RECOVER_S = 28
+    # The design's bound, proved at every phase of the lift by the unit test
+    # climbsBackWithin30SecondsWhenTheThrottleLifts (up to 12 s at rest before a probe, the 10 s hold
+    # at the failed level, the 27% and 50% steps), plus one stats interval and the ~1 s by which the
+    # proxy's clock and the stats' can differ here (28 failed a run at 31.0 s in rehearsal R34).
+    RECOVER_S = 32
 
     def noisy_source(self, seconds: float) -> subprocess.Popen:
         """testsrc2 with temporal noise: x264 has to spend its whole bitrate on it."""

@@ -83,7 +83,7 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
             c.adapt(sentKbps: before + audio, backlogMs: 0)
             if c.currentKbps != before { changes.append((second, before, c.currentKbps)) }
         }
-        let rest = Int(Double(ceiling) * c.returnFraction)
+        let rest = Int(Double(ceiling) * c.restFraction)
         let atRest = changes.firstIndex { $0.after == rest } ?? changes.count
         #expect(atRest <= 2 && changes.prefix(atRest + 1).allSatisfy { $0.second <= 2 }, "quick return to rest: \(changes)")
         let probes = Array(changes.dropFirst(atRest))
@@ -142,7 +142,7 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         #expect(c.currentKbps == held.0 && c.ceilingKbps == held.1)
         // Calm again: back to rest under the same ceiling, not towards the target.
         for _ in 0..<4 { c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0) }
-        #expect(c.currentKbps == Int(Double(held.1) * c.returnFraction))
+        #expect(c.currentKbps == Int(Double(held.1) * c.restFraction))
     }
 
     @Test func atTheTargetNothingMoreIsAsked() {
@@ -323,6 +323,35 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         #expect(drops <= 0.01 * Double(settled.count * 30), "\(drops) frames dropped once settled")
     }
 
+    /// CI (stop 51, SlowLinkTest): video only through a 1200 kbit/s link, a probe at 1214 held its
+    /// 6 s, for 1-2% over the link hides in buffers under the 2% shortfall and the 100 ms queue;
+    /// it became the ceiling, and rest stood at 1141, over 95% of the link. Here the link delivers
+    /// at most 1195 kbit/s of video (1200 less FLV and RTMP framing), x264 lands 1.2% under the
+    /// rate it is asked for, and what the link does not take waits in a queue the controller sees.
+    /// From every congestion level, the ceiling a held probe raises stays at what the link
+    /// delivered, and the settled level (the median, from 20 s on) stays under 95% of the link.
+    @Test(arguments: [1150, 1155, 1160, 1165, 1170, 1175, 1180, 1185, 1190])
+    func aHeldProbeRaisesTheCeilingOnlyAsFarAsTheLinkDelivered(congestedKbps: Int) {
+        let enc = BitrateRecordingEncoder(kbps: target)
+        let c = BitrateController(encoder: enc, destinations: [], follows: .primary, targetKbps: target, audioKbps: 0,
+                                  stats: BroadcastStats())
+        let link = 1195
+        c.adapt(sentKbps: congestedKbps, backlogMs: 800)
+        var queued = 0, trace: [Int] = [], ceilings: [Int] = []
+        for _ in 0..<240 {
+            let handed = c.currentKbps * 988 / 1000
+            let delivered = min(link, handed + queued)
+            queued += handed - delivered
+            c.adapt(sentKbps: delivered, backlogMs: queued * 1000 / max(1, c.currentKbps), handedKbps: handed)
+            trace.append(c.currentKbps)
+            ceilings.append(c.ceilingKbps)
+        }
+        let settled = trace.dropFirst(20).sorted()
+        let level = settled[settled.count / 2]
+        #expect(ceilings.allSatisfy { $0 <= link }, "a ceiling over what the link delivered: \(ceilings.max() ?? 0) \(trace)")
+        #expect(level * 100 <= 1200 * 95, "level \(level) over 95% of the link: \(trace)")
+    }
+
     /// 45-minute soak at e4e2afa: a probe that failed put the ceiling at that second's count,
     /// and the rest fell to 782 under a link the ceiling 1047 had held calm. A failed probe now
     /// leaves the held ceiling, and the rest is 94% of it. (Old rule: rest at 94% of 900 - 128.)
@@ -337,7 +366,7 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         held = c.ceilingKbps
         c.adapt(sentKbps: 900, backlogMs: 700)
         #expect(c.ceilingKbps == held, "the held ceiling stays")
-        #expect(c.currentKbps == Int(Double(held) * c.returnFraction), "rest under it: \(c.currentKbps)")
+        #expect(c.currentKbps == Int(Double(held) * c.restFraction), "rest under it: \(c.currentKbps)")
     }
 
     /// 45-minute soak at e4e2afa: the ceiling was the episode's lowest count (816 under a link

@@ -53,7 +53,7 @@ import Testing
     @Test func theWatchFailsAProbeOverTheLinkWithinTheSecond() {
         let (c, stats) = probingThroughThePath()
         #expect(c.probing && c.bottleneckInPath)
-        let probe = c.currentKbps, rest = Int(Double(c.ceilingKbps) * c.returnFraction)
+        let probe = c.currentKbps, rest = Int(Double(c.ceilingKbps) * c.restFraction)
         // The probe began at time 0 (no tick clock in this test).
         var ms: Int64 = 0
         func read(_ queue: Int, delivery: Int? = nil) {
@@ -123,7 +123,7 @@ import Testing
                                   targetKbps: target, audioKbps: audio, stats: stats)
         congest(c)
         c.adapt(sentKbps: 1100, backlogMs: 2500, path: PathSample(ackedKbps: 1100, queueingMs: 800, deliveryKbps: 1100))
-        let rest = Int(Double(c.ceilingKbps) * c.returnFraction)
+        let rest = Int(Double(c.ceilingKbps) * c.restFraction)
         #expect(c.currentKbps < rest * 9 / 10, "drained to \(c.currentKbps), rest \(rest)")
         // Calm seconds until a climb step.
         var from = c.currentKbps
@@ -138,7 +138,7 @@ import Testing
             c.watchReading(queueMs: q, deliveryKbps: nil, nowNs: ms * 1_000_000)
         }
         #expect(c.ceilingKbps == from, "ceiling \(c.ceilingKbps): the level the climb left, \(from)")
-        #expect(c.currentKbps == Int(Double(from) * c.returnFraction), "target \(c.currentKbps)")
+        #expect(c.currentKbps == Int(Double(from) * c.restFraction), "target \(c.currentKbps)")
         #expect(stats.snapshot().probesFailed == 1)
         // The next tick ends the watch of that step: readings then change nothing.
         c.adapt(sentKbps: c.currentKbps + audio, backlogMs: 0, path: PathSample(ackedKbps: c.currentKbps + audio, queueingMs: 5, deliveryKbps: nil))
@@ -196,7 +196,7 @@ import Testing
         let link = (959 + 1300 + 947) / 3 - audio
         #expect(c.ceilingKbps <= link, "ceiling \(c.ceilingKbps) over the \(link) acknowledged")
         #expect(c.ceilingKbps >= 959 - audio, "ceiling \(c.ceilingKbps)")
-        #expect(Int(Double(c.ceilingKbps) * c.returnFraction) + audio < 1100, "rest over the link")
+        #expect(Int(Double(c.ceilingKbps) * c.restFraction) + audio < 1100, "rest over the link")
         // Cut under it to drain the queue (by the 2 s of queue in the second second), never to the floor.
         #expect(c.currentKbps > c.floorKbps && c.currentKbps < c.ceilingKbps, "\(enc.requested)")
     }
@@ -216,7 +216,7 @@ import Testing
         let (c, _) = controller()
         congest(c)
         let ceiling = c.ceilingKbps
-        let rest = Int(Double(ceiling) * c.returnFraction)
+        let rest = Int(Double(ceiling) * c.restFraction)
         let link = 1100 - audio
         var levels: [Int] = []
         var aboveLink = 0
@@ -354,7 +354,7 @@ import Testing
         var guardSeconds = 0
         while !c.probing && guardSeconds < 20 { second(queueingMs: 10, cap: link); guardSeconds += 1 }
         #expect(c.probing)
-        let rest = Int(Double(c.ceilingKbps) * c.returnFraction)
+        let rest = Int(Double(c.ceilingKbps) * c.restFraction)
         second(queueingMs: 400, backlogMs: 500, cap: link)
         #expect(!c.probing)
         // Its loss repair: one congested second cuts the target under rest to drain the queue.
