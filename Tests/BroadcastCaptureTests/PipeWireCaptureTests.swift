@@ -208,6 +208,63 @@ struct PipeWireCaptureTests {
         if let result { print("silent daemon: \(String(decoding: result.standardErrorContent, as: UTF8.self))") }
     }
 
+    @Test("a daemon that answers one byte a second: the listing still ends at its deadline")
+    func tricklingDaemon() async {
+        // A slow peer, not a silent one: the socket accepts and then sends one byte a second, so
+        // every read finds something and no per-read timeout would ever fire. The deadline is for
+        // the whole listing. In a child process, for the same reason as noDaemon's environment.
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            func say(_ line: String) { _ = (line + "\n").withCString { write(2, $0, strlen($0)) } }
+            signal(SIGPIPE, SIG_IGN)
+            let dir = "/tmp/bk-trickle-pipewire-\(getpid())"
+            mkdir(dir, 0o700)
+            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+            var addr = sockaddr_un()
+            addr.sun_family = sa_family_t(AF_UNIX)
+            let path = dir + "/trickle"
+            withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+                path.utf8CString.withUnsafeBytes { raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(raw.count - 1))) }
+            }
+            let bound = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            guard bound == 0, listen(fd, 8) == 0 else { say("cannot listen on \(path)"); exit(1) }
+            let sent = Atomic<Int>(0)
+            let peer = Thread {
+                let conn = accept(fd, nil, nil)
+                guard conn >= 0 else { return }
+                // Bytes of a message header that never completes, one a second.
+                for _ in 0..<20 {
+                    var byte: UInt8 = 0x01
+                    guard write(conn, &byte, 1) == 1 else { break }
+                    sent.add(1, ordering: .relaxed)
+                    sleep(1)
+                }
+            }
+            peer.start()
+            setenv("PIPEWIRE_RUNTIME_DIR", dir, 1)
+            setenv("PIPEWIRE_REMOTE", "trickle", 1)
+            let start = MediaTime.now()
+            var line = "listing succeeded from a trickling daemon"
+            var ok = false
+            do {
+                _ = try PipeWireCapture.listSources()
+            } catch let error as CaptureError {
+                line = error.message
+                ok = error.kind == .unavailable && error.message.contains("did not answer")
+            } catch {
+                line = "\(error)"
+            }
+            let seconds = Double(MediaTime.now() - start) / 1e9
+            let bytes = sent.load(ordering: .relaxed)
+            say("\(line) (after \(seconds) s, \(bytes) bytes trickled)")
+            unlink(path); rmdir(dir)
+            // The peer did trickle (at least 3 bytes before the deadline), and the listing ended at it.
+            exit(ok && bytes >= 3 && seconds >= 4 && seconds < 8 ? 0 : 1)
+        }
+        if let result { print("trickling daemon: \(String(decoding: result.standardErrorContent, as: UTF8.self))") }
+    }
+
     @Test("list and missing node", .enabled(if: PipeWireTestEnvironment.hasTestNodes,
                                              "needs a PipeWire daemon with pw-test-screen, app-sink, test-mic: eval \"$(scripts/pipewire-up)\""))
     func listingAndMissingNode() throws {
