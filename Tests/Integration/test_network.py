@@ -402,13 +402,16 @@ class SlowLinkTest(BroadcastTestCase):
     LINK_KBPS = 1200
     WARMUP_S = 5
     THROTTLE_S = 26
-    AFTER_S = 30
+    AFTER_S = 50
     SETTLE_S = 10
-    # The design's bound, proved at every phase of the lift by the unit test
-    # climbsBackWithin30SecondsWhenTheThrottleLifts (up to 12 s at rest before a probe, the 10 s hold
-    # at the failed level, the 27% and 50% steps), plus one stats interval and the ~1 s by which the
-    # proxy's clock and the stats' can differ here (28 failed a run at 31.0 s in rehearsal R34).
-    RECOVER_S = 32
+    # The design's bound for a link that returns within 40 s of the congestion that began its
+    # throttle (this one lifts 26 s after it): the level that congestion struck is remembered for
+    # 60 s, so the climb is small steps, a 5% confirmation, then 50% steps; proved over the onset's
+    # counts and the lift's timing by the unit test
+    # climbsBackWithin48SecondsWhenTheThrottleLiftsSoonAfterItsOnset. (After a steady throttle the
+    # bound is 30 s: climbsBackWithin30SecondsWhenTheThrottleLifts.) 28 failed a run at 31.0 s in
+    # rehearsal R34, and one run on 2026-12-07 was not back 30 s after the lift.
+    RECOVER_S = 48
 
     def noisy_source(self, seconds: float) -> subprocess.Popen:
         """testsrc2 with temporal noise: x264 has to spend its whole bitrate on it."""

@@ -55,7 +55,9 @@
 /// carries and probes at most one 2.5% step above it, so it stays within 15% of its level and,
 /// when audio is at least ~7% of the link (a probe above the video the link carries is then
 /// still under 95% of the link), within 70-95% of the link every second; a link that recovers is back at the target within about 30 s
-/// (one rest, one 10 s hold, then 50% steps).
+/// (one rest, one 10 s hold, then 50% steps), or 48 s when it recovers within 40 s of the
+/// congestion that began the throttle (that level is remembered: small steps, a 5% confirmation,
+/// then 50% steps).
 package final class BitrateController: @unchecked Sendable {
     private let encoder: VideoEncoder
     private let destinations: [Destination]
