@@ -111,6 +111,9 @@ package final class VideoLane: @unchecked Sendable {
     /// Asks for an IDR on the next frame (after congestion drops or a reconnect).
     func requestKeyframe() { keyframeRequested.store(true, ordering: .relaxed) }
 
+    /// The next frame will be an IDR: a request is pending.
+    package var keyframeRequestPending: Bool { keyframeRequested.load(ordering: .relaxed) }
+
     /// Caller thread: validate, order-check, convert into a free slot and queue it.
     func process(_ frame: VideoFrame, timelineMs: (Int64) -> Int64) -> ProcessResult {
         let arrival = MediaTime.now()

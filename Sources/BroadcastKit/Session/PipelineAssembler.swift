@@ -99,8 +99,8 @@ package enum PipelineAssembler {
             }
         }
         if let lane = videoLane {
-            // PLI/FIR from a WHIP endpoint: the next frame is encoded as an IDR.
-            for d in destinations.all { (d.sink as? WHIPPublisher)?.keyframeRequester = { lane.requestKeyframe() } }
+            // A receiver's keyframe request (WHIP's PLI/FIR): the next frame is encoded as an IDR.
+            for d in destinations.all { (d.sink as? KeyframeRequesting)?.keyframeRequester = { lane.requestKeyframe() } }
         }
         ReplayAssembly.noteLongestFit(&plan, cfg)
         plan.fileBytesAtPlan = ProcessMemory.fileBytes()

@@ -15,7 +15,7 @@ import Synchronization
 ///
 /// 401/403 are refusals (exit 3, never retried); other failures are `connectFailed` (exit 3 at
 /// start, reconnect with backoff after a loss, as for RTMP).
-package final class WHIPPublisher: TagSink, LinkFeedback, @unchecked Sendable {
+package final class WHIPPublisher: TagSink, LinkFeedback, KeyframeRequesting, @unchecked Sendable {
     package let displayName: String
     /// RTP is real time: receivers play each packet out by its arrival (a jitter buffer of a few
     /// frames), so block mode paces sends to media time as for SRT; and each track is its own RTP

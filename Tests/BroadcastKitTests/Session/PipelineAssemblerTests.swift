@@ -23,6 +23,15 @@ final class ScriptedSink: TagSink, @unchecked Sendable {
     func close() {}
 }
 
+/// A sink whose receiver can ask for keyframes, as WHIP's can.
+final class KeyframeAskingSink: TagSink, KeyframeRequesting, @unchecked Sendable {
+    let displayName = "asks for keyframes"
+    var keyframeRequester: (@Sendable () -> Void)?
+    func open() throws(TransportError) {}
+    func write(_ tag: FLVTag) throws(TransportError) {}
+    func close() {}
+}
+
 @Suite(.timeLimit(.minutes(5))) struct PipelineAssemblerTests {
     func config(_ destinations: [DestinationSettings], video: Bool = true, audio: Bool = true) -> BroadcastConfiguration {
         var c = BroadcastConfiguration.default
@@ -64,6 +73,21 @@ final class ScriptedSink: TagSink, @unchecked Sendable {
         let without = try PipelineAssembler.assemble(c, stats: BroadcastStats())
         #expect(with.plan.audioBytes - without.plan.audioBytes == 2 * Resampler.reservedBytes)
         #expect(without.plan.audioBytes == (without.mixer?.reservedBytes ?? 0) + without.audioLanes.reduce(0) { $0 + $1.reservedBytes })
+    }
+
+    /// A destination that can ask for keyframes is handed the video lane's request, whatever its
+    /// type: asking makes the lane's next frame an IDR. Without video there is nothing to ask.
+    @Test func aKeyframeRequestingSinkReachesTheVideoLane() throws {
+        let sink = KeyframeAskingSink(), plain = ScriptedSink("plain")
+        let p = try PipelineAssembler.assemble(config([.custom(plain), .custom(sink)]), stats: BroadcastStats())
+        let lane = try #require(p.videoLane)
+        #expect(!lane.keyframeRequestPending)
+        let ask = try #require(sink.keyframeRequester, "the sink was not handed the lane's request")
+        ask()
+        #expect(lane.keyframeRequestPending)
+        let audioOnly = KeyframeAskingSink()
+        _ = try PipelineAssembler.assemble(config([.custom(audioOnly)], video: false), stats: BroadcastStats())
+        #expect(audioOnly.keyframeRequester == nil)
     }
 
     @Test func audioOnlyHasNoVideoStage() throws {
