@@ -406,7 +406,7 @@ class SlowLinkTest(BroadcastTestCase):
     SETTLE_S = 10
     # The design's bound for a link that returns within 40 s of the congestion that began its
     # throttle (this one lifts 26 s after it): the level that congestion struck is remembered for
-    # 60 s, so the climb is small steps, a 5% confirmation, then 50% steps; proved over the onset's
+    # 60 s, so the climb is small steps, a 3% confirmation, then 50% steps; proved over the onset's
     # counts and the lift's timing by the unit test
     # climbsBackWithin48SecondsWhenTheThrottleLiftsSoonAfterItsOnset. (After a steady throttle the
     # bound is 30 s: climbsBackWithin30SecondsWhenTheThrottleLifts.) 28 failed a run at 31.0 s in
