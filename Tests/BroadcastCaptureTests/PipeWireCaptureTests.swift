@@ -5,6 +5,28 @@ import Testing
 
 @testable import BroadcastCapture
 
+/// A socket in a fresh runtime directory that PipeWire clients of this process will connect to
+/// (`PIPEWIRE_RUNTIME_DIR`, `PIPEWIRE_REMOTE`), listening and never served: the tests' stand-in for
+/// a daemon that does not answer, or answers slowly. Exit tests' bodies call it in the child.
+func listenAsPipeWireDaemon(_ name: String) -> (fd: Int32, dir: String, path: String)? {
+    let dir = "/tmp/bk-\(name)-pipewire-\(getpid())"
+    mkdir(dir, 0o700)
+    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+    var addr = sockaddr_un()
+    addr.sun_family = sa_family_t(AF_UNIX)
+    let path = dir + "/" + name
+    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+        path.utf8CString.withUnsafeBytes { raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(raw.count - 1))) }
+    }
+    let bound = withUnsafePointer(to: &addr) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    }
+    guard bound == 0, listen(fd, 8) == 0 else { return nil }
+    setenv("PIPEWIRE_RUNTIME_DIR", dir, 1)
+    setenv("PIPEWIRE_REMOTE", name, 1)
+    return (fd, dir, path)
+}
+
 /// Records what PipeWire sources deliver: decoded frame counters, sizes, PTS and a Goertzel
 /// power per tone, computed inside the callback (the buffers are borrowed).
 final class PipeWireRecordingSink: SampleBufferSink, @unchecked Sendable {
@@ -174,21 +196,7 @@ struct PipeWireCaptureTests {
         // daemon. In a child process, for the same reason as noDaemon's environment.
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             func say(_ line: String) { _ = (line + "\n").withCString { write(2, $0, strlen($0)) } }
-            let dir = "/tmp/bk-silent-pipewire-\(getpid())"
-            mkdir(dir, 0o700)
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            var addr = sockaddr_un()
-            addr.sun_family = sa_family_t(AF_UNIX)
-            let path = dir + "/silent"
-            withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-                path.utf8CString.withUnsafeBytes { raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(raw.count - 1))) }
-            }
-            let bound = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
-            guard bound == 0, listen(fd, 8) == 0 else { say("cannot listen on \(path)"); exit(1) }
-            setenv("PIPEWIRE_RUNTIME_DIR", dir, 1)
-            setenv("PIPEWIRE_REMOTE", "silent", 1)
+            guard let (_, dir, path) = listenAsPipeWireDaemon("silent") else { say("cannot listen as a daemon"); exit(1) }
             let start = MediaTime.now()
             var line = "listing succeeded from a silent daemon"
             var ok = false
@@ -216,19 +224,7 @@ struct PipeWireCaptureTests {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             func say(_ line: String) { _ = (line + "\n").withCString { write(2, $0, strlen($0)) } }
             signal(SIGPIPE, SIG_IGN)
-            let dir = "/tmp/bk-trickle-pipewire-\(getpid())"
-            mkdir(dir, 0o700)
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            var addr = sockaddr_un()
-            addr.sun_family = sa_family_t(AF_UNIX)
-            let path = dir + "/trickle"
-            withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-                path.utf8CString.withUnsafeBytes { raw.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(raw.count - 1))) }
-            }
-            let bound = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
-            guard bound == 0, listen(fd, 8) == 0 else { say("cannot listen on \(path)"); exit(1) }
+            guard let (fd, dir, path) = listenAsPipeWireDaemon("trickle") else { say("cannot listen as a daemon"); exit(1) }
             let sent = Atomic<Int>(0)
             let peer = Thread {
                 let conn = accept(fd, nil, nil)
@@ -242,8 +238,6 @@ struct PipeWireCaptureTests {
                 }
             }
             peer.start()
-            setenv("PIPEWIRE_RUNTIME_DIR", dir, 1)
-            setenv("PIPEWIRE_REMOTE", "trickle", 1)
             let start = MediaTime.now()
             var line = "listing succeeded from a trickling daemon"
             var ok = false
