@@ -48,10 +48,33 @@ let package = Package(
         .target(name: "CPipeWireTestScreen",
                 cSettings: [.headerSearchPath("system/pipewire-0.3"), .headerSearchPath("system/spa-0.2")],
                 linkerSettings: [.linkedLibrary("pipewire-0.3")]),
+        // The engine in layers, lowest first; each names only the targets below it (docs/ARCHITECTURE.md).
+        // Core: media types, clocks, primitives, stats, events and errors.
+        .target(name: "BroadcastCore", dependencies: ["CLinuxProcess"],
+                swiftSettings: [.swiftLanguageMode(.v6)]),
+        // The pipeline: lanes, conversion, codecs, muxing, the interleaver, queues, bitrate control, memory.
+        .target(name: "BroadcastPipeline",
+                dependencies: ["BroadcastCore", "CX264", "CX264Shim", "COpus", "COpusShim", "CVoAACEnc", "CYUV",
+                               "CSoxrShim", "CLinuxProcess"],
+                swiftSettings: [.swiftLanguageMode(.v6)]),
+        // The socket layer the network destinations share: TCP, TLS, name lookup, HTTP responses.
+        .target(name: "BroadcastNetwork", dependencies: ["BroadcastCore", "BroadcastPipeline", "CGnuTLSShim", "CLinuxProcess"],
+                swiftSettings: [.swiftLanguageMode(.v6)]),
+        // One target per destination kind; none names another.
+        .target(name: "BroadcastRTMP", dependencies: ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork"],
+                swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(name: "BroadcastSRT", dependencies: ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork", "CSRTShim"],
+                swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(name: "BroadcastWHIP",
+                dependencies: ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork", "CDTLSShim", "CSRTPShim"],
+                swiftSettings: [.swiftLanguageMode(.v6)]),
+        .target(name: "BroadcastRecording", dependencies: ["BroadcastCore", "BroadcastPipeline"],
+                swiftSettings: [.swiftLanguageMode(.v6)]),
+        // The public face: the session, its assembly, the control socket; re-exports the layers below.
         .target(
             name: "BroadcastKit",
-            dependencies: ["CX264", "CX264Shim", "COpus", "COpusShim", "CVoAACEnc", "CGnuTLSShim", "CYUV", "CSoxrShim",
-                           "CLinuxProcess", "CSRTShim", "CDTLSShim", "CSRTPShim"],
+            dependencies: ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork", "BroadcastRTMP", "BroadcastSRT",
+                           "BroadcastWHIP", "BroadcastRecording"],
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
         .target(
@@ -93,7 +116,7 @@ let package = Package(
         // The README's embedding example, compiled so it cannot drift from the API.
         .executableTarget(name: "embed-example", dependencies: ["BroadcastKit"], path: "Examples/embed-example",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(name: "BroadcastKitTests", dependencies: ["BroadcastKit", "CLinuxProcess", "CDynamicLibrary"]),
+        .testTarget(name: "BroadcastKitTests", dependencies: ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork", "BroadcastRTMP", "BroadcastSRT", "BroadcastWHIP", "BroadcastRecording", "BroadcastKit", "CLinuxProcess", "CDynamicLibrary"]),
         .testTarget(name: "BroadcastCaptureTests", dependencies: ["BroadcastCapture"]),
         .testTarget(name: "BroadcastCLITests", dependencies: ["BroadcastCLI", "BroadcastKit", "BroadcastCapture"]),
     ]

@@ -1,3 +1,11 @@
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+
 /// One request on the control socket, from a line of text: a JSON object
 /// (`{"cmd":"save-replay","seconds":20,"path":"/tmp/a.mp4","id":7}`) or words (`save-replay 20 /tmp/a.mp4`).
 /// The protocol is `docs/control-protocol.md` (version `ControlServer.protocolVersion`).

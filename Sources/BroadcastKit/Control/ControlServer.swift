@@ -1,5 +1,12 @@
 #if canImport(Glibc)
 import Glibc
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
 #endif
 
 /// The control socket (`broadcast --control PATH`, `bk_session_open_control`): a Unix socket

@@ -1,3 +1,11 @@
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+
 /// The smallest JSON reader the control socket needs: one flat object whose values are strings,
 /// numbers, booleans or null (returned as their text). Anything else is an error, and so is a key
 /// given twice (JSON leaves duplicates undefined; taking the last one let

@@ -1,3 +1,11 @@
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+
 /// What `BroadcastSession.process` does when a lane has no room (the video lane's pending
 /// frames, an audio lane's ring).
 public enum Backpressure: Sendable, Hashable {

@@ -1,3 +1,11 @@
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+
 /// Where a session sends its FLV.
 public enum DestinationSettings: Sendable {
     /// Publish over RTMP: `url` is the ingest base (rtmp://host[:port]/app), `streamKey` the secret.

@@ -1,4 +1,11 @@
 import Synchronization
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
 
 /// A live broadcast: the Linux analogue of a ReplayKit broadcast upload extension's sample handler.
 ///

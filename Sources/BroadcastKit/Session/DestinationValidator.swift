@@ -1,3 +1,11 @@
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+
 /// The one check of a network destination's URL and key, before anything opens: the CLI, the C
 /// ABI (`bk_config_add_destination`, at once), and `BroadcastConfiguration.validate()` (every
 /// Swift embedder, and Python and GStreamer through the C ABI) call it, so a refusal reads the same

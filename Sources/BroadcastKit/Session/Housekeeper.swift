@@ -2,6 +2,13 @@
 import Glibc
 #endif
 import Synchronization
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
 
 /// The session's one periodic thread. Every 20 ms it releases audio and tags whose bounded
 /// waits expired (a silent source must not hold the stream back) and reports destination

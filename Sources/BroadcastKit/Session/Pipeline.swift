@@ -1,3 +1,11 @@
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+
 /// One session's stages, wired in data-flow order by `PipelineAssembler`:
 ///
 ///     lanes ─► (mixer) ─► encoders ─► tag writers ─► interleaver ─► destinations

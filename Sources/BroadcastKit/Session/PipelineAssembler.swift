@@ -1,3 +1,11 @@
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+
 /// Builds a session's `Pipeline` from its configuration: the one place the stages are created
 /// and connected, and where the memory plan decides the encoder settings.
 ///

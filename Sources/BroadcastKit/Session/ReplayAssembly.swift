@@ -1,3 +1,11 @@
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+
 /// The replay buffer's part of the assembly: the ring (before the interleaver, whose output
 /// feeds it), its line in the memory plan, and the clip saver (after the encoders, whose codec
 /// configurations the MP4 needs).

@@ -1,3 +1,11 @@
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+
 /// Bytes of text built in storage allocated once: the stats JSON line and the status line are
 /// written here every second without a heap allocation (String interpolation would allocate each
 /// time). It never grows: text past the capacity is cut and `overflowed` is set, and the caller

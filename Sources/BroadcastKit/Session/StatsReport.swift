@@ -1,3 +1,11 @@
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+
 /// One stats report as JSON: the object of each `--stats-json` line, of the C ABI's
 /// `bk_session_stats_json` and of the control socket's `stats`. One writer, so every consumer
 /// sees the same keys; rates (fps, kbps) are over the interval since the previous report.

@@ -1,3 +1,11 @@
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+
 /// The one rule for a stream key, whatever front end it came through (the CLI's `--key`,
 /// `--key-file`, `$STREAM_KEY` or a URL's path; the C ABI's `bk_config_add_destination`; Python;
 /// GStreamer's `stream-key`): every front end reports a refusal in these words.

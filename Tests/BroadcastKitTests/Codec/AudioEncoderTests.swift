@@ -1,6 +1,13 @@
 import COpus
 import Glibc
 import Testing
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// Interleaved stereo sine at 48 kHz, `frames` frames long, starting at frame `start`.

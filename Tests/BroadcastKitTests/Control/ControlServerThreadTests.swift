@@ -2,6 +2,13 @@
 import Glibc
 #endif
 import Testing
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// `ControlServer` from a client's side: raw `socket`/`send`/`recv` on the test's thread while

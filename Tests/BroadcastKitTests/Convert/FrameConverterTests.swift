@@ -3,6 +3,13 @@ import Testing
 import Glibc
 #endif
 import CYUV
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// A packed BGRx picture of one flat colour.

@@ -1,5 +1,12 @@
 import Glibc
 import Testing
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// What a TCP peer holds unread, from the window it advertises (`PeerReadBacklog`, issue 38's

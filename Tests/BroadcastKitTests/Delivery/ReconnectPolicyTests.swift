@@ -3,6 +3,13 @@ import Testing
 import Glibc
 #endif
 import Synchronization
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// The retry schedule's contract (its doc comment): the first delay is `initialDelaySeconds`,

@@ -1,4 +1,11 @@
 import Testing
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// The replay ring: whole-GOP eviction, clips that start on a keyframe with their audio, the

@@ -1,4 +1,11 @@
 import Foundation
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// A real nginx + nginx-rtmp ingest on 127.0.0.1:`port`, recording every stream to

@@ -1,4 +1,11 @@
 import Foundation
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// One tag read back from an FLV file (test-only parser; production verification uses ffprobe).

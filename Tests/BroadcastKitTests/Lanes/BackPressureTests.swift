@@ -2,6 +2,13 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// A transport that accepts the headers, then blocks every write until released.

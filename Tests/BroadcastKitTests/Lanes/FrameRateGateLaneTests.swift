@@ -2,6 +2,13 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// The video lane thins a live source faster than the output rate before conversion, and never

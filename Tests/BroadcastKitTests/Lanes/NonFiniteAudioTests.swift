@@ -2,6 +2,13 @@ import COpus
 import Glibc
 import Synchronization
 import Testing
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// What the mixer handed the encoder, and what the encoder made of it.

@@ -1,4 +1,11 @@
 import Testing
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// Expected bodies worked out by hand from FLV 10.1 Annex E.4.2/E.4.3 and E-RTMP v2.

@@ -2,6 +2,13 @@
 import Glibc
 #endif
 import Testing
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// The MP4 writer's boxes, checked by layout (sizes add up, fragments in order). Decoding is

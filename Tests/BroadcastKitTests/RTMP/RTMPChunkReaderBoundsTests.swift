@@ -1,4 +1,11 @@
 import Testing
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// Issue 22: what a hostile server can make the reader hold is bounded (64 chunk streams, 64 KB

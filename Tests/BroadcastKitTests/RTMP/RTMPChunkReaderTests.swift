@@ -1,4 +1,11 @@
 import Testing
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// The server side of the chunk stream: byte vectors from RTMP 1.0 spec §5.3 and §5.4.

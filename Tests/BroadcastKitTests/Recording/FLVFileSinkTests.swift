@@ -1,5 +1,12 @@
 import Foundation
 import Testing
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 @Suite(.timeLimit(.minutes(5)), .serialized) struct FLVFileSinkTests {

@@ -3,6 +3,13 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// A custom sink that keeps every tag's type and timestamp, and takes `delayUs` per media tag: a

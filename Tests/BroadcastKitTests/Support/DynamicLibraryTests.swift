@@ -2,6 +2,13 @@ import CDynamicLibrary
 import Glibc
 import Synchronization
 import Testing
+@testable import BroadcastCore
+@testable import BroadcastPipeline
+@testable import BroadcastNetwork
+@testable import BroadcastRTMP
+@testable import BroadcastSRT
+@testable import BroadcastWHIP
+@testable import BroadcastRecording
 @testable import BroadcastKit
 
 /// A loader description made at run time, freed when the test is done with it (the dlopen()ed
