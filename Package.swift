@@ -1,6 +1,48 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// The engine in layers, lowest first. Each layer names only those below it, so the compiler keeps
+/// the order (docs/ARCHITECTURE.md draws the graph); `BroadcastKit` re-exports them all, so an
+/// embedder imports it alone.
+let engineLayers: [(name: String, uses: [String], c: [String])] = [
+    // Media types, clocks, primitives, stats, events and errors.
+    ("BroadcastCore", [], ["CLinuxProcess"]),
+    // Lanes, conversion, codecs, muxing, the interleaver, send queues, bitrate control, the memory plan.
+    ("BroadcastPipeline", ["BroadcastCore"],
+     ["CX264", "CX264Shim", "COpus", "COpusShim", "CVoAACEnc", "CYUV", "CSoxrShim", "CLinuxProcess"]),
+    // The socket layer the network destinations share: TCP, TLS, name lookup, HTTP responses.
+    ("BroadcastNetwork", ["BroadcastCore", "BroadcastPipeline"], ["CGnuTLSShim", "CLinuxProcess"]),
+    // One target per destination kind; none names another.
+    ("BroadcastRTMP", ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork"], []),
+    ("BroadcastSRT", ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork"], ["CSRTShim"]),
+    ("BroadcastWHIP", ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork"], ["CDTLSShim", "CSRTPShim"]),
+    ("BroadcastRecording", ["BroadcastCore", "BroadcastPipeline"], []),
+    // The public face: the session, its assembly, the control socket.
+    ("BroadcastKit", ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork", "BroadcastRTMP", "BroadcastSRT",
+                      "BroadcastWHIP", "BroadcastRecording"], []),
+]
+
+/// BK_UNITY=1 (scripts/build sets it for the release build that ships, is benchmarked and is tested
+/// by the integration suite): the same sources compiled as one module, `BroadcastKit`, optimised as
+/// a whole. The layered binary kept about 0.5 MiB more code resident at 720p (docs/bench,
+/// "Renovation A/B"). The layers' names stay importable as empty modules (Sources/Unity), so no
+/// source file changes between the two builds; every debug build, the unit tests and the sanitizers
+/// build the layers, and so keep their order.
+let unity = Context.environment["BK_UNITY"] == "1"
+let engineTargets: [Target] = unity
+    ? engineLayers.dropLast().map { layer in
+        .target(name: layer.name, path: "Sources/Unity/" + layer.name, swiftSettings: [.swiftLanguageMode(.v6)])
+    } + [
+        .target(name: "BroadcastKit",
+                dependencies: engineLayers.dropLast().map { .target(name: $0.name) }
+                    + Array(Set(engineLayers.flatMap(\.c))).sorted().map { .target(name: $0) },
+                path: "Sources", sources: engineLayers.map(\.name), swiftSettings: [.swiftLanguageMode(.v6)]),
+    ]
+    : engineLayers.map { layer in
+        .target(name: layer.name, dependencies: (layer.uses + layer.c).map { .target(name: $0) },
+                swiftSettings: [.swiftLanguageMode(.v6)])
+    }
+
 let package = Package(
     name: "broadcast",
     products: [
@@ -10,7 +52,7 @@ let package = Package(
         // The C ABI (include/broadcastkit.h) as libbroadcastkit.so, for C, Python (ctypes) and GStreamer.
         .library(name: "broadcastkit", type: .dynamic, targets: ["BroadcastKitC"]),
     ],
-    targets: [
+    targets: engineTargets + [
         // No pkgConfig: x264.pc adds -DX264_API_IMPORTS (a Windows-only flag SwiftPM refuses); its header and
         // library sit on the default paths.
         .systemLibrary(name: "CX264", providers: [.apt(["libx264-dev"])]),
@@ -48,35 +90,7 @@ let package = Package(
         .target(name: "CPipeWireTestScreen",
                 cSettings: [.headerSearchPath("system/pipewire-0.3"), .headerSearchPath("system/spa-0.2")],
                 linkerSettings: [.linkedLibrary("pipewire-0.3")]),
-        // The engine in layers, lowest first; each names only the targets below it (docs/ARCHITECTURE.md).
-        // Core: media types, clocks, primitives, stats, events and errors.
-        .target(name: "BroadcastCore", dependencies: ["CLinuxProcess"],
-                swiftSettings: [.swiftLanguageMode(.v6)]),
-        // The pipeline: lanes, conversion, codecs, muxing, the interleaver, queues, bitrate control, memory.
-        .target(name: "BroadcastPipeline",
-                dependencies: ["BroadcastCore", "CX264", "CX264Shim", "COpus", "COpusShim", "CVoAACEnc", "CYUV",
-                               "CSoxrShim", "CLinuxProcess"],
-                swiftSettings: [.swiftLanguageMode(.v6)]),
-        // The socket layer the network destinations share: TCP, TLS, name lookup, HTTP responses.
-        .target(name: "BroadcastNetwork", dependencies: ["BroadcastCore", "BroadcastPipeline", "CGnuTLSShim", "CLinuxProcess"],
-                swiftSettings: [.swiftLanguageMode(.v6)]),
-        // One target per destination kind; none names another.
-        .target(name: "BroadcastRTMP", dependencies: ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork"],
-                swiftSettings: [.swiftLanguageMode(.v6)]),
-        .target(name: "BroadcastSRT", dependencies: ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork", "CSRTShim"],
-                swiftSettings: [.swiftLanguageMode(.v6)]),
-        .target(name: "BroadcastWHIP",
-                dependencies: ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork", "CDTLSShim", "CSRTPShim"],
-                swiftSettings: [.swiftLanguageMode(.v6)]),
-        .target(name: "BroadcastRecording", dependencies: ["BroadcastCore", "BroadcastPipeline"],
-                swiftSettings: [.swiftLanguageMode(.v6)]),
-        // The public face: the session, its assembly, the control socket; re-exports the layers below.
-        .target(
-            name: "BroadcastKit",
-            dependencies: ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork", "BroadcastRTMP", "BroadcastSRT",
-                           "BroadcastWHIP", "BroadcastRecording"],
-            swiftSettings: [.swiftLanguageMode(.v6)]
-        ),
+        // The engine: `engineTargets` below (the layers, or one module for a release build).
         .target(
             name: "BroadcastCapture",
             dependencies: ["BroadcastKit", "CPipeWireShim", "CSDBusShim"],
