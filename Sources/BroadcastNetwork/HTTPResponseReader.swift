@@ -31,14 +31,14 @@ package struct HTTPResponseReader {
     package struct Response: Equatable {
         package var status: Int
         package var location: String?
-        package var contentType: String?
+        var contentType: String?
         package var body: [UInt8]
     }
 
     private enum Framing { case length(Int), chunked, untilClose, none }
     private enum ChunkState { case size, data(Int), dataEnd, trailer }
 
-    package let capacity: Int
+    let capacity: Int
     /// The head as it arrives (up to the blank line), then left alone.
     private var head: [UInt8] = []
     private var headDone = false

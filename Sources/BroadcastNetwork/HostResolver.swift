@@ -20,9 +20,9 @@ import BroadcastPipeline
 package enum HostResolver {
     /// One resolved address: a `sockaddr` of `length` bytes in `storage`.
     package struct Address: Sendable {
-        package var storage = sockaddr_storage()
-        package var length: socklen_t = 0
-        package var family: Int32 { Int32(storage.ss_family) }
+        var storage = sockaddr_storage()
+        var length: socklen_t = 0
+        var family: Int32 { Int32(storage.ss_family) }
 
         /// Calls `body` with the address as a `sockaddr` pointer and its length.
         package func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
@@ -45,7 +45,7 @@ package enum HostResolver {
     }
 
     /// The most lookups in progress at once in the process.
-    package static let maxOutstanding = 8
+    static let maxOutstanding = 8
 
     /// The addresses of `host:port` for `socketType` (SOCK_STREAM, SOCK_DGRAM), any family, in the
     /// resolver's order. Waits at most until `deadline`, and returns at once when `stop` is set.
@@ -58,7 +58,7 @@ package enum HostResolver {
     }
 
     /// How many lookups are in progress now (tests).
-    package static var outstanding: Int { registry.withLock { $0.count } }
+    static var outstanding: Int { registry.withLock { $0.count } }
 
     /// A literal IPv4 or IPv6 address: no lookup, no thread.
     private static func numeric(host: String, port: Int, socketType: Int32) -> [Address]? {

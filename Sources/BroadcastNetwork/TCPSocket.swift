@@ -34,7 +34,7 @@ package final class TCPSocket {
     /// The operation in progress: its deadline, and the stop that wakes its waits.
     package struct Operation {
         package var deadline: Deadline
-        package var stop: StopFlag?
+        var stop: StopFlag?
 
         package init(deadline: Deadline, stop: StopFlag?) {
             self.deadline = deadline
@@ -55,7 +55,7 @@ package final class TCPSocket {
     package var operation = Operation.unbounded
 
     /// SO_SNDBUF (the kernel doubles it): ~128 KB in flight, about 0.4 s at 2.5 Mbit/s.
-    package static let sendBufferBytes: Int32 = 64 << 10
+    static let sendBufferBytes: Int32 = 64 << 10
 
     package let fd: Int32
     private var tls: TLSSession?
@@ -119,7 +119,7 @@ package final class TCPSocket {
     }
 
     /// Wraps a connected stream descriptor (tests: one end of a socketpair), made non-blocking.
-    package static func adopt(fd: Int32) throws(TransportError) -> TCPSocket {
+    static func adopt(fd: Int32) throws(TransportError) -> TCPSocket {
         guard fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) == 0 else {
             throw .connectFailed("cannot make descriptor \(fd) non-blocking")
         }

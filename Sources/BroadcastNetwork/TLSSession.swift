@@ -7,9 +7,9 @@ import BroadcastPipeline
 /// Made by `TLSVerifier.handshake` only, so an unverified session never carries a byte of RTMP.
 /// The socket is non-blocking once streaming: `send`/`receive` report "would block" and the
 /// caller polls, exactly as for a plain socket.
-package final class TLSSession {
+final class TLSSession {
     /// What a record call returned, in the caller's terms.
-    package enum Outcome: Equatable {
+    enum Outcome: Equatable {
         /// Bytes sent or received (never 0 for a receive: that is `.closed`).
         case bytes(Int)
         case wouldBlock
@@ -26,7 +26,7 @@ package final class TLSSession {
 
     deinit { close() }
 
-    package func send(_ bytes: UnsafeRawPointer, count: Int) -> Outcome {
+    func send(_ bytes: UnsafeRawPointer, count: Int) -> Outcome {
         guard let session else { return .closed }
         while true {
             // After GNUTLS_E_AGAIN the same call is repeated with the same data, as GnuTLS asks.
@@ -37,7 +37,7 @@ package final class TLSSession {
         }
     }
 
-    package func receive(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Outcome {
+    func receive(into buffer: UnsafeMutableRawPointer, capacity: Int) -> Outcome {
         guard let session else { return .closed }
         while true {
             let rc = bk_gnutls_record_recv(session, buffer, capacity)
@@ -50,7 +50,7 @@ package final class TLSSession {
 
     /// Sends our close_notify without waiting for the server's (a stop stays within its deadline),
     /// then frees the session. Safe to call twice.
-    package func close() {
+    func close() {
         guard let session else { return }
         _ = bk_gnutls_bye(session, GNUTLS_SHUT_WR)
         bk_gnutls_deinit(session)

@@ -4,13 +4,13 @@ import BroadcastCore
 import BroadcastPipeline
 
 /// The outcome of checking a server certificate chain.
-package struct TLSVerification: Sendable, Equatable {
+struct TLSVerification: Sendable, Equatable {
     /// GnuTLS `gnutls_certificate_status_t` bits; 0 means trusted and matching the host.
-    package let status: UInt32
+    let status: UInt32
     /// Why the chain was refused, in words ("" when trusted).
-    package let reason: String
+    let reason: String
 
-    package var isTrusted: Bool { status == 0 }
+    var isTrusted: Bool { status == 0 }
 }
 
 /// Verifies RTMPS servers: the certificate chain against the system trust store (plus an
@@ -29,9 +29,9 @@ package struct TLSVerification: Sendable, Equatable {
 /// Not thread-safe: used from one destination's sender thread.
 package final class TLSVerifier: @unchecked Sendable {
     /// The extra CA file, if any (not a secret: it may appear in messages).
-    package let extraCAFile: String?
+    let extraCAFile: String?
     /// CAs loaded (system + extra file).
-    package let trustedCACount: Int
+    let trustedCACount: Int
     private var trustList: gnutls_x509_trust_list_t?
     /// Empty client credentials: GnuTLS needs some for a certificate handshake; the
     /// verification is done against `trustList` by `verify`.
@@ -93,7 +93,7 @@ package final class TLSVerifier: @unchecked Sendable {
     /// - Throws: `TransportError.connectFailed` when the handshake itself fails (a network
     ///   fault, the deadline, a stop), `TransportError.tlsRejected` when the certificate is not
     ///   trusted for `host`. `displayName` (already redacted) prefixes the messages.
-    package func handshake(fd: Int32, host: String, timeoutMs: Int, displayName: String,
+    func handshake(fd: Int32, host: String, timeoutMs: Int, displayName: String,
                            wait: (_ wantsWrite: Bool) throws(TCPSocket.Failure) -> Void) throws(TransportError) -> TLSSession {
         var maybeSession: gnutls_session_t?
         // GNUTLS_NO_SIGNAL: writes use MSG_NOSIGNAL, so a peer that hung up gives an error, not SIGPIPE.
@@ -147,7 +147,7 @@ package final class TLSVerifier: @unchecked Sendable {
     }
 
     /// Verifies a server certificate chain (leaf first, DER bytes) for `host`.
-    package func verify(derChain: [[UInt8]], host: String) -> TLSVerification {
+    func verify(derChain: [[UInt8]], host: String) -> TLSVerification {
         var datums = [gnutls_datum_t]()
         datums.reserveCapacity(derChain.count)
         let copies = derChain.map { der -> UnsafeMutableBufferPointer<UInt8> in
@@ -163,7 +163,7 @@ package final class TLSVerifier: @unchecked Sendable {
     }
 
     /// Verifies a PEM bundle (leaf first) for `host`; for tools and tests.
-    package func verify(pemChain: String, host: String) -> TLSVerification {
+    func verify(pemChain: String, host: String) -> TLSVerification {
         var bytes = Array(pemChain.utf8)
         return bytes.withUnsafeMutableBufferPointer { buf in
             var datum = gnutls_datum_t(data: buf.baseAddress, size: UInt32(buf.count))

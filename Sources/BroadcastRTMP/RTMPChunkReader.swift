@@ -3,13 +3,13 @@ import BroadcastPipeline
 import BroadcastNetwork
 
 /// One complete RTMP message as received from the server.
-package struct RTMPMessage: Equatable, Sendable {
-    package var type: UInt8
-    package var messageStreamID: UInt32
-    package var timestamp: UInt32
-    package var payload: [UInt8]
+struct RTMPMessage: Equatable, Sendable {
+    var type: UInt8
+    var messageStreamID: UInt32
+    var timestamp: UInt32
+    var payload: [UInt8]
 
-    package init(type: UInt8, messageStreamID: UInt32, timestamp: UInt32, payload: [UInt8]) {
+    init(type: UInt8, messageStreamID: UInt32, timestamp: UInt32, payload: [UInt8]) {
         self.type = type
         self.messageStreamID = messageStreamID
         self.timestamp = timestamp
@@ -18,7 +18,7 @@ package struct RTMPMessage: Equatable, Sendable {
 }
 
 /// Why the server's chunk stream could not be read.
-package enum RTMPProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
+enum RTMPProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A message longer than `RTMPChunkReader.maxMessageLength`.
     case messageTooLarge(Int)
     /// Set Chunk Size with 0 or a value above 2^31-1... or a short body.
@@ -30,7 +30,7 @@ package enum RTMPProtocolError: Error, Equatable, Sendable, CustomStringConverti
     /// More unread bytes appended than `RTMPChunkReader.inputCapacity` holds.
     case inputOverflow(Int)
 
-    package var description: String {
+    var description: String {
         switch self {
         case .messageTooLarge(let n): return "server message of \(n) bytes is too large"
         case .badChunkSize(let n): return "invalid chunk size \(n)"
@@ -53,18 +53,18 @@ package enum RTMPProtocolError: Error, Equatable, Sendable, CustomStringConverti
 /// plan's line). Past any bound `next()` throws: a protocol error, never growth. A server sends
 /// a publisher only small messages (acknowledgements, pings, status), so the bounds cost nothing
 /// to an honest one. Only a completed message's payload is a fresh array.
-package final class RTMPChunkReader {
+final class RTMPChunkReader {
     /// Distinct chunk streams per connection (a publisher's server uses 2-6).
-    package static let maxChunkStreams = 64
+    static let maxChunkStreams = 64
     /// The largest server message we accept (ours are commands and control messages).
-    package static let maxMessageLength = 64 << 10
+    static let maxMessageLength = 64 << 10
     /// Bytes all unfinished messages may announce together: two of the largest (an honest server
     /// interleaves at most a status reply with a control message).
-    package static let maxReassemblyBytes = 128 << 10
+    static let maxReassemblyBytes = 128 << 10
     /// Unread input: one chunk's header and payload (at most a whole message) plus one receive.
-    package static let inputCapacity = maxMessageLength + (16 << 10)
+    static let inputCapacity = maxMessageLength + (16 << 10)
     /// What a reader holds resident, for `MemoryPlan`: its arena, its input and its stream table.
-    package static let plannedBytes = maxReassemblyBytes + inputCapacity + maxMessageLength
+    static let plannedBytes = maxReassemblyBytes + inputCapacity + maxMessageLength
         + maxChunkStreams * MemoryLayout<StreamState>.stride
 
     /// What the last header on one chunk stream said, and where its message is being reassembled.
@@ -84,9 +84,9 @@ package final class RTMPChunkReader {
     }
 
     /// Payload bytes per incoming chunk (128 until the server's Set Chunk Size).
-    package private(set) var chunkSize = 128
+    private(set) var chunkSize = 128
     /// Every byte appended so far (for Acknowledgement sequence numbers).
-    package private(set) var totalBytes: UInt64 = 0
+    private(set) var totalBytes: UInt64 = 0
     private let input: UnsafeMutablePointer<UInt8>
     private var readIndex = 0
     private var inputCount = 0
@@ -102,7 +102,7 @@ package final class RTMPChunkReader {
     /// server's acknowledgements arrive every few seconds for the life of the stream).
     private var delivered: [UInt8] = []
 
-    package init() {
+    init() {
         delivered.reserveCapacity(Self.maxMessageLength)
         input = .allocate(capacity: Self.inputCapacity)
         arena = .allocate(byteCount: Self.maxReassemblyBytes, alignment: 16)
@@ -118,7 +118,7 @@ package final class RTMPChunkReader {
     }
 
     /// Forgets the connection (a new one starts at chunk size 128); keeps the memory.
-    package func reset() {
+    func reset() {
         chunkSize = 128
         totalBytes = 0
         readIndex = 0
@@ -130,7 +130,7 @@ package final class RTMPChunkReader {
     }
 
     /// Adds received bytes. Past `inputCapacity` unread bytes the reader is broken: `next()` throws.
-    package func append(_ bytes: UnsafeRawBufferPointer) {
+    func append(_ bytes: UnsafeRawBufferPointer) {
         totalBytes &+= UInt64(bytes.count)
         if overflowed || bytes.isEmpty { return }
         if readIndex > 0 {
@@ -147,12 +147,12 @@ package final class RTMPChunkReader {
         inputCount += bytes.count
     }
 
-    package func append(_ bytes: [UInt8]) {
+    func append(_ bytes: [UInt8]) {
         bytes.withUnsafeBytes { append($0) }
     }
 
     /// The next complete message, or nil until more bytes arrive.
-    package func next() throws(RTMPProtocolError) -> RTMPMessage? {
+    func next() throws(RTMPProtocolError) -> RTMPMessage? {
         if overflowed { throw .inputOverflow(Self.inputCapacity) }
         while let message = try readChunk() {
             if let message { return message }
@@ -321,7 +321,7 @@ package final class RTMPChunkReader {
         }
     }
 
-    package static func be32(_ bytes: [UInt8], _ at: Int) -> UInt32 {
+    static func be32(_ bytes: [UInt8], _ at: Int) -> UInt32 {
         UInt32(bytes[at]) << 24 | UInt32(bytes[at + 1]) << 16 | UInt32(bytes[at + 2]) << 8 | UInt32(bytes[at + 3])
     }
 }

@@ -14,7 +14,7 @@ import BroadcastNetwork
 ///
 /// Never allocates after `init`: the state of chunk stream ids 2...63 (one-byte basic headers,
 /// the only ones we send) lives in a fixed array.
-package struct RTMPChunkWriter {
+struct RTMPChunkWriter {
     /// The header we last sent on one chunk stream.
     struct StreamState {
         var used = false
@@ -23,42 +23,42 @@ package struct RTMPChunkWriter {
     }
 
     /// Chunk stream ids with a one-byte basic header.
-    package static let chunkStreamIDs: ClosedRange<UInt8> = 2...63
+    static let chunkStreamIDs: ClosedRange<UInt8> = 2...63
     /// Timestamps at or above this go to the extended timestamp field.
-    package static let extendedTimestampMarker: UInt32 = 0xFF_FFFF
+    static let extendedTimestampMarker: UInt32 = 0xFF_FFFF
     /// Largest message a 3-byte length field can describe.
-    package static let maxMessageLength = 0xFF_FFFF
+    static let maxMessageLength = 0xFF_FFFF
 
     /// Payload bytes per chunk (128 until we announce another size with Set Chunk Size).
-    package private(set) var chunkSize: Int = 128
+    private(set) var chunkSize: Int = 128
     private var streams: [StreamState]
 
-    package init() {
+    init() {
         streams = [StreamState](repeating: StreamState(), count: Int(Self.chunkStreamIDs.upperBound) + 1)
     }
 
     /// Forgets every header (a new connection starts from type-0 headers and 128-byte chunks).
-    package mutating func reset() {
+    mutating func reset() {
         chunkSize = 128
         for i in streams.indices { streams[i] = StreamState() }
     }
 
     /// Uses `size` for the messages encoded from now on. Call right after encoding the Set
     /// Chunk Size message that announces it (that message itself goes out in the old size).
-    package mutating func setChunkSize(_ size: Int) {
+    mutating func setChunkSize(_ size: Int) {
         precondition(size >= 1 && size <= 0x7FFF_FFFF, "RTMP chunk size out of range")
         chunkSize = size
     }
 
     /// Upper bound of the encoded size of a `payloadCount`-byte message at `chunkSize`.
-    package static func maxEncodedSize(payloadCount: Int, chunkSize: Int) -> Int {
+    static func maxEncodedSize(payloadCount: Int, chunkSize: Int) -> Int {
         let chunks = max(1, (payloadCount + chunkSize - 1) / chunkSize)
         return payloadCount + 1 + 11 + 4 + (chunks - 1) * (1 + 4)
     }
 
     /// Encodes one message into `out` and returns the byte count, or nil (nothing recorded)
     /// when the message is too long for RTMP or `out` is too small.
-    package mutating func encode(chunkStreamID csid: UInt8, messageType: UInt8, messageStreamID: UInt32,
+    mutating func encode(chunkStreamID csid: UInt8, messageType: UInt8, messageStreamID: UInt32,
                                  timestamp: UInt32, payload: UnsafeRawBufferPointer,
                                  into out: UnsafeMutableRawBufferPointer) -> Int? {
         precondition(Self.chunkStreamIDs.contains(csid), "chunk stream id must be 2...63")

@@ -8,24 +8,24 @@ import BroadcastNetwork
 /// Transaction ids are fixed per command: a publisher sends each at most once per connection.
 /// The stream key travels only in releaseStream, FCPublish, publish and FCUnpublish, never in
 /// `tcUrl`; the caller zeroes those payloads once sent.
-package enum RTMPCommand {
-    package static let connectTransaction: Double = 1
-    package static let releaseStreamTransaction: Double = 2
-    package static let fcPublishTransaction: Double = 3
-    package static let createStreamTransaction: Double = 4
-    package static let publishTransaction: Double = 5
+enum RTMPCommand {
+    static let connectTransaction: Double = 1
+    static let releaseStreamTransaction: Double = 2
+    static let fcPublishTransaction: Double = 3
+    static let createStreamTransaction: Double = 4
+    static let publishTransaction: Double = 5
     /// Sent as `flashVer`: what FFmpeg and OBS send, so ingests treat us as an encoder.
-    package static let flashVersion = "FMLE/3.0 (compatible; broadcast)"
+    static let flashVersion = "FMLE/3.0 (compatible; broadcast)"
 
     /// connect(app, type "nonprivate", flashVer, tcUrl). Returns the byte count, nil if it did not fit.
     /// E-RTMP v2 `capsEx` bit: the client handles NetConnection.Connect.ReconnectRequest.
-    package static let capsExReconnect: Double = 1
+    static let capsExReconnect: Double = 1
     /// The status code of an E-RTMP v2 reconnect request (its info object may carry a new `tcUrl`).
-    package static let reconnectRequestCode = "NetConnection.Connect.ReconnectRequest"
+    static let reconnectRequestCode = "NetConnection.Connect.ReconnectRequest"
 
     /// `capsEx` (Enhanced RTMP v2) is added when given; servers ignore fields they do not know,
     /// and `enhancedConnect = false` leaves it out for the ones that do not.
-    package static func connect(app: String, tcUrl: String, capsEx: Double? = nil,
+    static func connect(app: String, tcUrl: String, capsEx: Double? = nil,
                                 into out: UnsafeMutableRawBufferPointer) -> Int? {
         var w = AMF0Writer(buffer: out)
         w.writeString("connect")
@@ -41,7 +41,7 @@ package enum RTMPCommand {
     }
 
     /// releaseStream / FCPublish / FCUnpublish(key): name, transaction, null, key.
-    package static func streamNameCommand(_ name: String, transaction: Double, key: String,
+    static func streamNameCommand(_ name: String, transaction: Double, key: String,
                                           into out: UnsafeMutableRawBufferPointer) -> Int? {
         var w = AMF0Writer(buffer: out)
         w.writeString(name)
@@ -52,7 +52,7 @@ package enum RTMPCommand {
     }
 
     /// createStream: name, transaction, null.
-    package static func createStream(into out: UnsafeMutableRawBufferPointer) -> Int? {
+    static func createStream(into out: UnsafeMutableRawBufferPointer) -> Int? {
         var w = AMF0Writer(buffer: out)
         w.writeString("createStream")
         w.writeNumber(createStreamTransaction)
@@ -61,7 +61,7 @@ package enum RTMPCommand {
     }
 
     /// publish(key, "live") on the created message stream.
-    package static func publish(key: String, into out: UnsafeMutableRawBufferPointer) -> Int? {
+    static func publish(key: String, into out: UnsafeMutableRawBufferPointer) -> Int? {
         var w = AMF0Writer(buffer: out)
         w.writeString("publish")
         w.writeNumber(publishTransaction)
@@ -72,7 +72,7 @@ package enum RTMPCommand {
     }
 
     /// deleteStream(stream id).
-    package static func deleteStream(_ streamID: UInt32, into out: UnsafeMutableRawBufferPointer) -> Int? {
+    static func deleteStream(_ streamID: UInt32, into out: UnsafeMutableRawBufferPointer) -> Int? {
         var w = AMF0Writer(buffer: out)
         w.writeString("deleteStream")
         w.writeNumber(0)
@@ -82,20 +82,20 @@ package enum RTMPCommand {
     }
 
     /// A decoded command from the server: `_result`, `_error`, `onStatus`, `onBWDone`, ...
-    package struct Reply: Equatable, Sendable {
-        package var name: String
-        package var transaction: Double
+    struct Reply: Equatable, Sendable {
+        var name: String
+        var transaction: Double
         /// The values after the transaction id (command object, then arguments).
-        package var arguments: [AMF0Value]
+        var arguments: [AMF0Value]
 
         /// The info object's `code` (e.g. "NetStream.Publish.Start"): the last argument of
         /// onStatus / _result / _error that is an object with a code.
-        package var code: String? { arguments.reversed().lazy.compactMap { $0["code"]?.string }.first }
+        var code: String? { arguments.reversed().lazy.compactMap { $0["code"]?.string }.first }
         /// The info object's `level` ("status", "warning", "error").
-        package var level: String? { arguments.reversed().lazy.compactMap { $0["level"]?.string }.first }
+        var level: String? { arguments.reversed().lazy.compactMap { $0["level"]?.string }.first }
 
         /// Decodes an AMF0 command message payload; nil when it is not one.
-        package init?(payload: [UInt8]) {
+        init?(payload: [UInt8]) {
             var reader = AMF0Reader(payload)
             guard let values = try? reader.readAll(), values.count >= 2,
                   let name = values[0].string, let transaction = values[1].number else { return nil }
@@ -104,7 +104,7 @@ package enum RTMPCommand {
             self.arguments = Array(values.dropFirst(2))
         }
 
-        package init(name: String, transaction: Double, arguments: [AMF0Value]) {
+        init(name: String, transaction: Double, arguments: [AMF0Value]) {
             self.name = name
             self.transaction = transaction
             self.arguments = arguments

@@ -14,15 +14,15 @@ import BroadcastNetwork
 /// fixed arena, and per drain a bounded number of bytes read and one pong however many pings came.
 ///
 /// Used from the sender thread, except `abort()` (any thread).
-package final class RTMPConnection {
+final class RTMPConnection {
     /// The destination with the key replaced by "****".
-    package let displayName: String
-    package let timeoutSeconds: Int
+    let displayName: String
+    let timeoutSeconds: Int
     /// Where the connection stands: gives a failure its meaning.
-    package private(set) var stage: RTMPStage = .handshaking
+    private(set) var stage: RTMPStage = .handshaking
 
     /// Outgoing RTMP chunk size, announced with Set Chunk Size before connect (the default is 128).
-    package static let outChunkSize: Int32 = 4096
+    static let outChunkSize: Int32 = 4096
     /// The output buffer grows (rarely) past this for a larger tag; a 720p keyframe fits.
     static let initialOutputCapacity = 512 << 10
     static let commandCapacity = 4096
@@ -61,7 +61,7 @@ package final class RTMPConnection {
     /// A write that makes no progress this long is a dead link.
     private var sendTimeoutMs: Int32 { Int32(max(10, timeoutSeconds * 2) * 1000) }
 
-    package init(displayName: String, timeoutSeconds: Int) {
+    init(displayName: String, timeoutSeconds: Int) {
         self.displayName = displayName
         self.timeoutSeconds = max(1, timeoutSeconds)
         outputCapacity = Self.initialOutputCapacity
@@ -78,17 +78,17 @@ package final class RTMPConnection {
         receiveBuffer.deallocate()
     }
 
-    package var isOpen: Bool { socket != nil }
+    var isOpen: Bool { socket != nil }
 
     /// What wakes the waits of an open (connect, TLS, handshake, the publish replies); the
     /// process's stop unless a caller gives its own.
-    package var stop: StopFlag? = .process
+    var stop: StopFlag? = .process
 
     /// TCP (with a deadline), TLS when `verifier` is given, the handshake, Set Chunk Size.
     ///
     /// One deadline, `timeoutSeconds` from now, bounds this and everything until
     /// `endOpening()` (the publish replies): a server that trickles its bytes cannot stretch it.
-    package func open(host: String, port: Int, verifier: TLSVerifier?) throws(TransportError) {
+    func open(host: String, port: Int, verifier: TLSVerifier?) throws(TransportError) {
         writer.reset()
         reader.reset()
         serverWindow = 0
@@ -136,13 +136,13 @@ package final class RTMPConnection {
 
     /// The open is over (publishing): from here writes are bounded by progress, and only a stop's
     /// `abort()` cuts them (the last drain of a stop must not be woken by the stop itself).
-    package func endOpening() { socket?.operation = .unbounded }
+    func endOpening() { socket?.operation = .unbounded }
 
     /// Moves the connection to `next` (the publisher's state machine).
-    package func enter(_ next: RTMPStage) { stage = next }
+    func enter(_ next: RTMPStage) { stage = next }
 
     /// `cause` as a `TransportError`, given the stage and whether our own stop caused it.
-    package func fault(_ cause: RTMPFailureCause) -> TransportError {
+    func fault(_ cause: RTMPFailureCause) -> TransportError {
         RTMPFailureClassifier.classify(cause, stage: stage, stoppedByUs: aborted.load(ordering: .acquiring),
                                        name: displayName, timeoutSeconds: timeoutSeconds)
     }
@@ -151,7 +151,7 @@ package final class RTMPConnection {
 
     /// Encodes a command with `encode` and sends it on the command channel; zeroes our copies
     /// when it carried the key.
-    package func sendCommand(streamID: UInt32 = 0, containsKey: Bool,
+    func sendCommand(streamID: UInt32 = 0, containsKey: Bool,
                              _ encode: (UnsafeMutableRawBufferPointer) -> Int?) throws(TransportError) {
         guard let count = encode(UnsafeMutableRawBufferPointer(start: command, count: Self.commandCapacity)) else {
             throw .connectFailed("\(displayName): command too large")
@@ -162,7 +162,7 @@ package final class RTMPConnection {
     }
 
     /// One tag body as one RTMP message on `channel`. Grows the output buffer (rarely) for a larger tag.
-    package func sendMedia(channel: UInt8, type: UInt8, streamID: UInt32, timestamp: UInt32,
+    func sendMedia(channel: UInt8, type: UInt8, streamID: UInt32, timestamp: UInt32,
                            payload: UnsafeRawBufferPointer) throws(TransportError) {
         guard let s = socket else { throw .writeFailed("\(displayName): not connected") }
         let needed = RTMPChunkWriter.maxEncodedSize(payloadCount: payload.count, chunkSize: writer.chunkSize)
@@ -178,7 +178,7 @@ package final class RTMPConnection {
     }
 
     /// FCUnpublish + deleteStream, best effort within `timeoutMs`: the connection ends either way.
-    package func sendGoodbye(key: String, streamID: UInt32, timeoutMs: Int32) {
+    func sendGoodbye(key: String, streamID: UInt32, timeoutMs: Int32) {
         guard let s = socket,
               let first = RTMPCommand.streamNameCommand("FCUnpublish", transaction: 6, key: key,
                                                         into: UnsafeMutableRawBufferPointer(start: command, count: Self.commandCapacity)),
@@ -232,7 +232,7 @@ package final class RTMPConnection {
 
     /// Reads server messages until `handle` returns a value (or `timeoutMs` passes, which is
     /// the classifier's `.timedOut`, or a hang-up), answering control messages on the way.
-    package func awaitReply<T>(timeoutMs: Int32? = nil,
+    func awaitReply<T>(timeoutMs: Int32? = nil,
                                _ handle: (RTMPCommand.Reply) throws(TransportError) -> T?) throws(TransportError) -> T {
         let deadline = MediaTime.now() + Int64(timeoutMs ?? self.timeoutMs) * 1_000_000
         var answer: T?
@@ -254,7 +254,7 @@ package final class RTMPConnection {
     }
 
     /// Reads for `milliseconds`, handing every reply to `onReply`; a failure (a hang-up) throws.
-    package func watch(milliseconds: Int, _ onReply: (RTMPCommand.Reply) throws(TransportError) -> Void) throws(TransportError) {
+    func watch(milliseconds: Int, _ onReply: (RTMPCommand.Reply) throws(TransportError) -> Void) throws(TransportError) {
         let deadline = MediaTime.now() + Int64(max(0, milliseconds)) * 1_000_000
         while true {
             let remainingMs = (deadline - MediaTime.now()) / 1_000_000
@@ -270,7 +270,7 @@ package final class RTMPConnection {
 
     /// Handles what the server sent, without blocking and within `drainBudgetBytes`: acks owed,
     /// one pong for the latest ping, bandwidth, status (to `onReply`).
-    package func drain(_ onReply: (RTMPCommand.Reply) throws(TransportError) -> Void) throws(TransportError) {
+    func drain(_ onReply: (RTMPCommand.Reply) throws(TransportError) -> Void) throws(TransportError) {
         guard let s = socket else { throw fault(.receive(.closed)) }
         var budget = Self.drainBudgetBytes
         while budget > 0 {
@@ -337,19 +337,19 @@ package final class RTMPConnection {
 
     /// Makes a pending or later I/O fail at once (a stop's deadline passed). Any thread; the fd
     /// stays open until `close` on the sender thread.
-    package func abort() {
+    func abort() {
         aborted.store(true, ordering: .releasing)
         TCPSocket.shutdownNow(socketForAbort.load(ordering: .acquiring))
     }
 
     /// Bytes sent into the kernel and not yet acknowledged by the server. Any thread.
-    package var unsentBytes: Int { TCPSocket.unsentBytes(socketForAbort.load(ordering: .acquiring)) }
+    var unsentBytes: Int { TCPSocket.unsentBytes(socketForAbort.load(ordering: .acquiring)) }
 
     /// The kernel's TCP_INFO for this connection (nil when not connected). Any thread.
-    package var linkInfo: TCPLinkInfo? { TCPLinkInfo.read(socketForAbort.load(ordering: .acquiring)) }
+    var linkInfo: TCPLinkInfo? { TCPLinkInfo.read(socketForAbort.load(ordering: .acquiring)) }
 
     /// True once `abort()` cut this connection.
-    package var wasAborted: Bool { aborted.load(ordering: .acquiring) }
+    var wasAborted: Bool { aborted.load(ordering: .acquiring) }
 
     /// Ends the connection. A healthy one closes with a FIN after what was sent.
     ///
@@ -360,7 +360,7 @@ package final class RTMPConnection {
     /// ("already publishing") until its own timeout. So the socket is parked, and reset when the
     /// next TCP connect to the server succeeds (`open`), i.e. when the path carries packets again.
     /// A stop (`abort()`) resets at once: no reconnect follows.
-    package func close(broken: Bool) {
+    func close(broken: Bool) {
         socketForAbort.store(-1, ordering: .releasing)
         stage = .handshaking
         let stopped = wasAborted
@@ -380,7 +380,7 @@ package final class RTMPConnection {
     }
 
     /// Resets a parked connection now (the run is over).
-    package func releaseParked() {
+    func releaseParked() {
         parked?.close(abortive: true)
         parked = nil
     }

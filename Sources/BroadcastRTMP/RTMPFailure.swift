@@ -3,7 +3,7 @@ import BroadcastPipeline
 import BroadcastNetwork
 
 /// Where a publisher's connection stands; it decides what a failure there means.
-package enum RTMPStage: Sendable, Equatable {
+enum RTMPStage: Sendable, Equatable {
     /// The RTMP handshake and Set Chunk Size (TCP connect and TLS report their own errors).
     case handshaking
     /// connect sent, its `_result` not yet read.
@@ -27,7 +27,7 @@ package enum RTMPStage: Sendable, Equatable {
 }
 
 /// What went wrong on a publisher's connection, before it is given a meaning.
-package enum RTMPFailureCause: Sendable, Equatable {
+enum RTMPFailureCause: Sendable, Equatable {
     /// A receive (or an answer to the server, such as a pong) failed.
     case receive(TCPSocket.Failure)
     /// A send of our own message or tag failed.
@@ -51,8 +51,8 @@ package enum RTMPFailureCause: Sendable, Equatable {
 /// exit 3 at start), or `connectionLost`/`writeFailed` while streaming (reconnect, exit 4). A
 /// failure after our own stop cut the connection (`stoppedByUs`) is never a refusal: the server
 /// did not answer anything.
-package enum RTMPFailureClassifier {
-    package static func classify(_ cause: RTMPFailureCause, stage: RTMPStage, stoppedByUs: Bool, name: String,
+enum RTMPFailureClassifier {
+    static func classify(_ cause: RTMPFailureCause, stage: RTMPStage, stoppedByUs: Bool, name: String,
                                  timeoutSeconds: Int) -> TransportError {
         if stoppedByUs || cause == .receive(.stopped) || cause == .send(.stopped) {
             let why = stage == .handshaking ? "the run stopped during the RTMP handshake" : "the run stopped while \(stage.doing)"

@@ -5,10 +5,10 @@ import BroadcastNetwork
 /// The plain RTMP handshake (RTMP 1.0 spec §5.2), version 3: C0+C1 out, S0+S1 in, C2 (an echo
 /// of S1) out, S2 in. No digest: nginx-rtmp, and every ingest that takes FFmpeg's and OBS's
 /// plain handshake, answers it.
-package enum RTMPHandshake {
-    package static let version: UInt8 = 3
+enum RTMPHandshake {
+    static let version: UInt8 = 3
     /// C1, S1, C2 and S2 are each 1536 bytes: time (4), zero or time2 (4), 1528 random bytes.
-    package static let packetSize = 1536
+    static let packetSize = 1536
 
     /// Why the handshake failed.
     package enum Failure: Error, Equatable {
@@ -19,7 +19,7 @@ package enum RTMPHandshake {
 
     /// Writes C0 and C1 (1 + 1536 bytes) at `out`: our epoch `time`, four zero bytes, then
     /// pseudo-random filler (the spec asks for unpredictable-enough, not secret, bytes).
-    package static func writeC0C1(into out: UnsafeMutableRawPointer, time: UInt32, seed: UInt64) {
+    static func writeC0C1(into out: UnsafeMutableRawPointer, time: UInt32, seed: UInt64) {
         var w = ByteCursor(base: out)
         w.put(version)
         w.put32(time)
@@ -34,7 +34,7 @@ package enum RTMPHandshake {
     }
 
     /// Writes C2 (1536 bytes) at `out`: S1's time, the time we read S1, and S1's random bytes.
-    package static func writeC2(into out: UnsafeMutableRawPointer, echoing s1: UnsafeRawPointer, readTime: UInt32) {
+    static func writeC2(into out: UnsafeMutableRawPointer, echoing s1: UnsafeRawPointer, readTime: UInt32) {
         var w = ByteCursor(base: out)
         w.copy(s1, count: 4)
         w.put32(readTime)
@@ -43,7 +43,7 @@ package enum RTMPHandshake {
 
     /// Runs the handshake on `socket`, using `scratch` (at least 2 × 1537 bytes) for the packets;
     /// each wait for the server is bounded by `timeoutMs`.
-    package static func perform(on socket: TCPSocket, scratch: UnsafeMutableRawPointer,
+    static func perform(on socket: TCPSocket, scratch: UnsafeMutableRawPointer,
                                 timeoutMs: Int32) throws(Failure) {
         let epochStart = MediaTime.now()
         func elapsedMs() -> UInt32 { UInt32(truncatingIfNeeded: (MediaTime.now() - epochStart) / 1_000_000) }

@@ -30,9 +30,9 @@ package final class RTMPPublisher: TagSink, TCPPathFeedback, @unchecked Sendable
     package var memoryPlanLines: [MemoryPlan.Line] {
         [MemoryPlan.Line(key: "rtmp_readers", label: "RTMP readers (server input caps)", bytes: RTMPChunkReader.plannedBytes)]
     }
-    package let connectTimeoutSeconds: Int
+    let connectTimeoutSeconds: Int
     /// Tag body bytes handed to the socket since `open`.
-    package var bytesSent: Int { sent.load(ordering: .relaxed) }
+    var bytesSent: Int { sent.load(ordering: .relaxed) }
     /// Bytes handed to the socket that the server has not acknowledged yet: the backlog that
     /// sits in the kernel, invisible in the send queue (the bitrate controller adds it). Any thread.
     package var unsentBytes: Int { connection.unsentBytes }
@@ -40,10 +40,10 @@ package final class RTMPPublisher: TagSink, TCPPathFeedback, @unchecked Sendable
     /// The kernel's view of the path (TCP_INFO), for the bitrate controller. Any thread.
     package var linkInfo: TCPLinkInfo? { connection.linkInfo }
     /// CLOCK_MONOTONIC nanoseconds when the last byte of the last tag was written (0 before any).
-    package var lastWriteMonotonicNs: UInt64 { lastWrite.load(ordering: .relaxed) }
+    var lastWriteMonotonicNs: UInt64 { lastWrite.load(ordering: .relaxed) }
 
     /// Outgoing RTMP chunk size, announced with Set Chunk Size before connect (the default is 128).
-    package static var outChunkSize: Int32 { RTMPConnection.outChunkSize }
+    static var outChunkSize: Int32 { RTMPConnection.outChunkSize }
     /// Chunk stream ids of the media: one per type so each keeps its own header compression.
     static let videoChannel: UInt8 = 4
     static let audioChannel: UInt8 = 5
@@ -53,9 +53,9 @@ package final class RTMPPublisher: TagSink, TCPPathFeedback, @unchecked Sendable
     static let goodbyeTimeoutMs: Int32 = 300
     /// How long `open` watches the connection after NetStream.Publish.Start: nginx-rtmp's
     /// access rules (and some ingests for a bad key) confirm the publish, then hang up.
-    package var rejectionGraceMilliseconds = 250
+    var rejectionGraceMilliseconds = 250
     /// Extra PEM CA file trusted for `rtmps://` besides the system store (not a secret).
-    package let caFile: String?
+    let caFile: String?
     /// Loaded on the first `rtmps` open and kept for reconnects.
     private var tlsVerifier: TLSVerifier?
 

@@ -36,17 +36,17 @@ package enum RTMPURLError: Error, Sendable, Equatable, CustomStringConvertible {
 /// The first path segment is the application; anything after it is the stream key.
 /// `redacted` is the only form that may appear in messages.
 package struct RTMPURL: Sendable, Equatable {
-    package enum Scheme: String, Sendable {
+    enum Scheme: String, Sendable {
         case rtmp, rtmps
-        package var defaultPort: Int { self == .rtmp ? 1935 : 443 }
+        var defaultPort: Int { self == .rtmp ? 1935 : 443 }
     }
 
-    package var scheme: Scheme
-    package var host: String
+    var scheme: Scheme
+    var host: String
     /// Explicit or default port (1935 for rtmp, 443 for rtmps).
-    package var port: Int
-    package var hasExplicitPort: Bool
-    package var app: String
+    var port: Int
+    var hasExplicitPort: Bool
+    var app: String
     /// The stream key, or `nil` when the URL ends at the application.
     package var streamKey: String?
 
@@ -110,7 +110,7 @@ package struct RTMPURL: Sendable, Equatable {
 
     /// Parses `url` and, when `streamKey` is not empty, uses it as the key. A path after the
     /// application in `url` is then kept as part of the application (app instance).
-    package init(url: String, streamKey: String) throws(RTMPURLError) {
+    init(url: String, streamKey: String) throws(RTMPURLError) {
         try self.init(parsing: url)
         if !streamKey.isEmpty {
             if let existing = self.streamKey { app += "/" + existing }
@@ -125,10 +125,10 @@ package struct RTMPURL: Sendable, Equatable {
     }
 
     /// The connect command's `tcUrl`: the URL up to the application, never the key.
-    package var tcUrl: String { base }
+    var tcUrl: String { base }
 
     /// The complete URL including the key. Never log it.
-    package var fullURL: String {
+    var fullURL: String {
         guard let streamKey else { return base }
         return base + "/" + streamKey
     }
@@ -141,7 +141,7 @@ package struct RTMPURL: Sendable, Equatable {
     }
 
     /// The application with a query string replaced by "?****", for messages.
-    package var redactedApp: String { Self.redactingQuery(app) }
+    var redactedApp: String { Self.redactingQuery(app) }
 
     /// `text` with everything after its first "?" replaced by "****".
     package static func redactingQuery(_ text: String) -> String {

@@ -13,18 +13,18 @@ import BroadcastPipeline
 ///
 /// `open`/`write`/`close` come from one sender thread; `bytesWritten` may be read anywhere.
 package final class FLVFileSink: ClosingSink, @unchecked Sendable {
-    package let path: String
-    package let hasAudio: Bool
-    package let hasVideo: Bool
-    package let dropCacheInterval: Int
+    let path: String
+    let hasAudio: Bool
+    let hasVideo: Bool
+    let dropCacheInterval: Int
 
     package var kind: TagSinkKind { .flv }
 
     package var displayName: String { path }
     /// Bytes of complete tags (and the file header) on disk.
-    package var bytesWritten: Int { committed.load(ordering: .relaxed) }
+    var bytesWritten: Int { committed.load(ordering: .relaxed) }
     /// True after a write error closed the file; later writes are ignored.
-    package var hasFailed: Bool { failed.load(ordering: .relaxed) }
+    var hasFailed: Bool { failed.load(ordering: .relaxed) }
 
     /// Why the last `close` did not complete the file (a failed sync or close); nil when it did.
     package private(set) var closeFailure: TransportError?

@@ -14,7 +14,7 @@ import BroadcastPipeline
 /// one fragment, which players accept. On a write error the file is cut back to its last
 /// complete fragment and `TransportError.fileError` is thrown once, as `FLVFileSink` does.
 package final class MP4FileSink: ClosingSink, @unchecked Sendable {
-    package let path: String
+    let path: String
     package var kind: TagSinkKind { .mp4 }
     package var displayName: String { path }
     /// AAC priming packets open the audio track, under the edit list (`MP4TrackLayout`): the
@@ -44,13 +44,13 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
     private let committed = Atomic<Int>(0)
 
     /// Bytes of complete fragments (and the init segment) on disk.
-    package var bytesWritten: Int { committed.load(ordering: .relaxed) }
+    var bytesWritten: Int { committed.load(ordering: .relaxed) }
 
     /// True for a path that `--record` writes as MP4 (by its extension).
     package static func isMP4(_ path: String) -> Bool { path.lowercased().hasSuffix(".mp4") }
 
     /// What the sink allocates for `video`/`audio`, for the memory plan.
-    package static func plannedBytes(video: VideoEncoderSettings?, audio: AudioEncoderSettings?) -> Int {
+    static func plannedBytes(video: VideoEncoderSettings?, audio: AudioEncoderSettings?) -> Int {
         let s = sizes(video: video, audio: audio)
         return s.bytes + s.samples * MemoryLayout<MP4Sample>.stride + MP4FragmentWriter.reservedBytes(maxSamples: s.samples)
     }

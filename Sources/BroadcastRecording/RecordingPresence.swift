@@ -6,15 +6,15 @@ import BroadcastPipeline
 /// removed with it. The descriptor still takes writes, so nothing fails on its own and the run
 /// would end "fine" with the recording gone; at most once a second the writer asks the kernel
 /// how many names the open file still has (`fstat`'s `st_nlink`), and 0 means none.
-package struct RecordingPresence {
+struct RecordingPresence {
     private var nextCheckNs: Int64 = 0
     /// How often a file sink looks.
-    package static let intervalNs: Int64 = 1_000_000_000
+    static let intervalNs: Int64 = 1_000_000_000
 
-    package init() {}
+    init() {}
 
     /// True when the file behind `fd` has no name left (checked at most once per interval).
-    package mutating func vanished(fd: Int32, nowNs: Int64 = MediaTime.now()) -> Bool {
+    mutating func vanished(fd: Int32, nowNs: Int64 = MediaTime.now()) -> Bool {
         guard fd >= 0, nowNs >= nextCheckNs else { return false }
         nextCheckNs = nowNs + Self.intervalNs
         var st = stat()
@@ -23,7 +23,7 @@ package struct RecordingPresence {
     }
 
     /// The one line for it (the path is the user's own, not a secret).
-    package static func failure(_ path: String, bytes: Int) -> TransportError {
+    static func failure(_ path: String, bytes: Int) -> TransportError {
         .fileError("\(path): the recording was deleted while being written (the file unlinked or its directory "
                    + "removed) after \(bytes) bytes; the recording is lost")
     }

@@ -69,7 +69,7 @@ package final class SRTPublisher: TagSink, LinkFeedback, TSChunkOutput, @uncheck
     /// live SRT as usual (the stream goes out as it comes; libsrt drops what is too late).
     private let linkStallNs: Int64?
     /// Wakes the connect (the lookup and the handshake) at once: the process's stop by default.
-    package var stop: StopFlag? = .process
+    var stop: StopFlag? = .process
 
     deinit {
         close()
@@ -124,7 +124,7 @@ package final class SRTPublisher: TagSink, LinkFeedback, TSChunkOutput, @uncheck
         try muxer.write(tag, to: self)
     }
 
-    package func sendChunk(_ chunk: UnsafeRawBufferPointer) throws(TransportError) {
+    func sendChunk(_ chunk: UnsafeRawBufferPointer) throws(TransportError) {
         let s = socket.load(ordering: .acquiring)
         guard s >= 0 else { throw .writeFailed("\(displayName): connection closed") }
         if let stall = linkStallNs { try waitForWindow(s, stallNs: stall) }
@@ -240,7 +240,7 @@ package final class SRTPublisher: TagSink, LinkFeedback, TSChunkOutput, @uncheck
     }
 
     /// Access units the muxer could not lay out (counted, not sent).
-    package var droppedUnits: Int { muxer.droppedUnits }
+    var droppedUnits: Int { muxer.droppedUnits }
 
     private static func withOptionalCString<R>(_ s: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
         guard let s else { return body(nil) }

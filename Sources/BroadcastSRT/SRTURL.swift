@@ -34,20 +34,20 @@ package enum SRTURLError: Error, Sendable, Equatable, CustomStringConvertible {
 package struct SRTURL: Sendable, Equatable {
     package var host: String
     package var port: Int
-    package var streamID: String?
+    var streamID: String?
     package var passphrase: String?
     /// Receiver and sender latency (TSBPD), ms.
-    package var latencyMs: Int
-    package var hasQuery: Bool
+    var latencyMs: Int
+    var hasQuery: Bool
 
     /// libsrt's default: enough for loopback and LAN; a lossy long path wants 4 x RTT or more.
-    package static let defaultLatencyMs = 120
-    package static let latencyRange = 20...8000
+    static let defaultLatencyMs = 120
+    static let latencyRange = 20...8000
     /// libsrt refuses passphrases outside 10...79 characters.
     package static let passphraseLengths = 10...79
 
     /// A placeholder that connects nowhere (port 0).
-    package init(invalid: Void) {
+    init(invalid: Void) {
         host = ""; port = 0; latencyMs = Self.defaultLatencyMs; hasQuery = false
     }
 
@@ -130,7 +130,7 @@ package struct SRTURL: Sendable, Equatable {
         return "srt://\(h):\(port)" + (hasQuery ? "?****" : "")
     }
 
-    package static let knownNames: Set<String> = ["streamid", "passphrase", "latency", "pbkeylen", "mode"]
+    static let knownNames: Set<String> = ["streamid", "passphrase", "latency", "pbkeylen", "mode"]
 
     /// Outside text quoted in a message: control characters shown as '?', never written raw.
     static func printable(_ s: Substring) -> String {

@@ -8,10 +8,10 @@ import BroadcastNetwork
 /// DTLS-SRTP keying (RFC 5764) through `CDTLSShim` (GnuTLS) and the SRTP contexts through
 /// `CSRTPShim` (libsrtp2): made with a fresh self-signed ECDSA certificate, handshaken once ICE
 /// has a pair, the peer's certificate checked against the answer's `a=fingerprint`.
-package final class DTLSSRTPTransport {
+final class DTLSSRTPTransport {
     private let dtls: OpaquePointer
     /// Our certificate's SHA-256 fingerprint, for the offer.
-    package let fingerprint: String
+    let fingerprint: String
     private var outbound: OpaquePointer?
     private var inbound: OpaquePointer?
 
@@ -20,7 +20,7 @@ package final class DTLSSRTPTransport {
         String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    package init() throws(TransportError) {
+    init() throws(TransportError) {
         guard bk_srtp_load() == 1 else { throw .connectFailed(String(cString: bk_srtp_load_error())) }
         var fp = [CChar](repeating: 0, count: Int(BK_DTLS_FINGERPRINT_LEN))
         var error = [CChar](repeating: 0, count: 256)
@@ -40,7 +40,7 @@ package final class DTLSSRTPTransport {
     /// Runs the handshake over `ice`'s socket (STUN that arrives meanwhile goes to `ice`), checks the
     /// fingerprint and makes the SRTP contexts. Every wait is bounded by `deadline` (the connect
     /// operation's) and wakes at once when `stop` is set (its self-pipe is polled beside the socket).
-    package func handshake(ice: ICEAgent, asClient: Bool, expectedFingerprint: String, deadline: Deadline, stop: StopFlag?,
+    func handshake(ice: ICEAgent, asClient: Bool, expectedFingerprint: String, deadline: Deadline, stop: StopFlag?,
                            displayName: String) throws(TransportError) {
         var error = [CChar](repeating: 0, count: 256)
         var peer = ice.peer
@@ -81,26 +81,26 @@ package final class DTLSSRTPTransport {
     }
 
     /// A DTLS datagram after the handshake (the endpoint resending its flight: ours was lost).
-    package func feed(_ datagram: UnsafeRawBufferPointer) {
+    func feed(_ datagram: UnsafeRawBufferPointer) {
         guard let base = datagram.baseAddress else { return }
         bk_dtls_feed(dtls, base.assumingMemoryBound(to: UInt8.self), Int32(datagram.count))
     }
 
     /// Protects an RTP packet in place (the buffer has `BK_SRTP_MAX_TRAILER` bytes of room). Returns the new length or nil.
-    package func protectRTP(_ packet: UnsafeMutableRawPointer, count: Int) -> Int? {
+    func protectRTP(_ packet: UnsafeMutableRawPointer, count: Int) -> Int? {
         guard let outbound else { return nil }
         var n = Int32(count)
         return bk_srtp_protect(outbound, packet, &n) == 0 ? Int(n) : nil
     }
 
-    package func protectRTCP(_ packet: UnsafeMutableRawPointer, count: Int) -> Int? {
+    func protectRTCP(_ packet: UnsafeMutableRawPointer, count: Int) -> Int? {
         guard let outbound else { return nil }
         var n = Int32(count)
         return bk_srtp_protect_rtcp(outbound, packet, &n) == 0 ? Int(n) : nil
     }
 
     /// Authenticates and decrypts an SRTCP packet in place; nil when it does not authenticate.
-    package func unprotectRTCP(_ packet: UnsafeMutableRawPointer, count: Int) -> Int? {
+    func unprotectRTCP(_ packet: UnsafeMutableRawPointer, count: Int) -> Int? {
         guard let inbound else { return nil }
         var n = Int32(count)
         return bk_srtp_unprotect_rtcp(inbound, packet, &n) == 0 ? Int(n) : nil

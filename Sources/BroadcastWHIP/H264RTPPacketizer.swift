@@ -5,17 +5,17 @@ import BroadcastNetwork
 /// H.264 over RTP (RFC 6184), non-interleaved mode: a NAL unit that fits is one packet (single NAL
 /// unit mode); a larger one is split into FU-A fragments. The marker bit is set on the last packet
 /// of an access unit.
-package enum H264RTPPacketizer {
+enum H264RTPPacketizer {
     /// One packet's payload: up to two header bytes (the FU indicator and header) then a slice of the NAL.
-    package struct Fragment {
-        package var header: (UInt8, UInt8)
-        package var headerCount: Int
-        package var payload: UnsafeRawBufferPointer
-        package var marker: Bool
+    struct Fragment {
+        var header: (UInt8, UInt8)
+        var headerCount: Int
+        var payload: UnsafeRawBufferPointer
+        var marker: Bool
     }
 
     /// Emits the packets of one NAL unit (`nal` starts with its header byte).
-    package static func packetize(_ nal: UnsafeRawBufferPointer, maxPayload: Int, lastOfAccessUnit: Bool,
+    static func packetize(_ nal: UnsafeRawBufferPointer, maxPayload: Int, lastOfAccessUnit: Bool,
                                   _ emit: (Fragment) -> Void) {
         guard !nal.isEmpty else { return }
         if nal.count <= maxPayload {
@@ -40,7 +40,7 @@ package enum H264RTPPacketizer {
     /// Calls `body` for each NAL unit of an AVCC access unit (4-byte big-endian lengths); stops at a
     /// length that runs past the end (counted by the caller as a malformed unit).
     @discardableResult
-    package static func forEachNAL(_ avcc: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer, Bool) -> Void) -> Bool {
+    static func forEachNAL(_ avcc: UnsafeRawBufferPointer, _ body: (UnsafeRawBufferPointer, Bool) -> Void) -> Bool {
         var at = 0
         while at + 4 <= avcc.count {
             let n = Int(avcc.loadBE32(at))

@@ -8,25 +8,25 @@ import BroadcastNetwork
 /// IPv4 candidates in priority order, the first pair that answers is nominated (USE-CANDIDATE), and
 /// the endpoint's own checks (and its consent checks later, RFC 7675) are answered for the whole
 /// session. The same socket then carries DTLS, SRTP and SRTCP (RFC 7983 demultiplexing).
-package final class ICEAgent {
-    package let fd: Int32
-    package let port: UInt16
-    package let localUfrag: String
-    package let localPwd: String
+final class ICEAgent {
+    let fd: Int32
+    let port: UInt16
+    let localUfrag: String
+    let localPwd: String
     private var remoteUfrag = ""
     private var remotePwd = ""
     private let tieBreaker = UInt64.random(in: 0...UInt64.max)
     /// The nominated pair's remote address.
-    package private(set) var peer = sockaddr_in()
-    package private(set) var connected = false
+    private(set) var peer = sockaddr_in()
+    private(set) var connected = false
     /// Binding requests answered, and consent responses received (stats, tests).
-    package private(set) var requestsAnswered = 0
-    package private(set) var consentResponses = 0
+    private(set) var requestsAnswered = 0
+    private(set) var consentResponses = 0
     private var consent = ICEConsent(grantedAtNs: 0)
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 1024, alignment: 4)
     private var consentTransaction = [UInt8](repeating: 0, count: 12)
 
-    package init() throws(TransportError) {
+    init() throws(TransportError) {
         let s = socket(AF_INET, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard s >= 0 else { throw .connectFailed("WHIP: UDP socket: \(SystemError.describe())") }
         var addr = sockaddr_in()
@@ -54,7 +54,7 @@ package final class ICEAgent {
     }
 
     /// This host's IPv4 addresses (loopback only when there is no other).
-    package static func hostAddresses() -> [String] {
+    static func hostAddresses() -> [String] {
         var list: UnsafeMutablePointer<ifaddrs>?
         guard getifaddrs(&list) == 0 else { return ["127.0.0.1"] }
         defer { freeifaddrs(list) }
@@ -73,7 +73,7 @@ package final class ICEAgent {
 
     /// Checks the endpoint's candidates and nominates the first pair that answers, within `timeoutMs`.
     /// Datagrams that are not STUN are dropped (nothing else is expected before DTLS).
-    package func connect(answer: SDPAnswer, timeoutMs: Int, aborted: () -> Bool) throws(TransportError) {
+    func connect(answer: SDPAnswer, timeoutMs: Int, aborted: () -> Bool) throws(TransportError) {
         remoteUfrag = answer.iceUfrag
         remotePwd = answer.icePwd
         var targets: [sockaddr_in] = []
@@ -139,7 +139,7 @@ package final class ICEAgent {
 
     /// Handles a STUN datagram that arrived while streaming: answers the endpoint's checks and notes
     /// consent responses. Returns false when `packet` is not STUN.
-    package func handle(_ packet: UnsafeRawBufferPointer, from: sockaddr_in, nowNs: Int64 = ICEAgent.nowNs()) -> Bool {
+    func handle(_ packet: UnsafeRawBufferPointer, from: sockaddr_in, nowNs: Int64 = ICEAgent.nowNs()) -> Bool {
         guard let msg = STUNMessage.parse(packet) else { return false }
         if msg.type == STUNMessage.bindingRequest {
             answerRequest(packet, msg, from: from)
@@ -153,7 +153,7 @@ package final class ICEAgent {
 
     /// RFC 7675 (`ICEConsent`): sends the consent check that is due at `nowNs`; false once
     /// consent has expired (no check answered for 30 s).
-    package func keepConsent(nowNs: Int64) -> Bool {
+    func keepConsent(nowNs: Int64) -> Bool {
         guard connected else { return true }
         switch consent.step(nowNs: nowNs) {
         case .wait: return true
@@ -166,7 +166,7 @@ package final class ICEAgent {
     }
 
     /// Sends `bytes` to the nominated pair. False when the kernel refused (a full buffer drops it).
-    package func send(_ bytes: UnsafeRawPointer, count: Int) -> Bool {
+    func send(_ bytes: UnsafeRawPointer, count: Int) -> Bool {
         var p = peer
         let n = withUnsafePointer(to: &p) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -217,12 +217,12 @@ package final class ICEAgent {
         return String((0..<n).map { _ in chars[Int.random(in: 0..<chars.count)] })
     }
 
-    package static func text(_ a: sockaddr_in) -> String {
+    static func text(_ a: sockaddr_in) -> String {
         let v = UInt32(bigEndian: a.sin_addr.s_addr)
         return "\(v >> 24).\((v >> 16) & 255).\((v >> 8) & 255).\(v & 255)"
     }
 
-    package static func nowNs() -> Int64 {
+    static func nowNs() -> Int64 {
         var t = timespec()
         clock_gettime(CLOCK_MONOTONIC, &t)
         return Int64(t.tv_sec) * 1_000_000_000 + Int64(t.tv_nsec)

@@ -6,24 +6,24 @@ import BroadcastNetwork
 /// request every `checkIntervalNs` (the first `firstCheckNs` after the pair was chosen), and consent
 /// is lost once no request has been answered for `expiryNs`. Lost consent is a lost connection: the
 /// sender reconnects (a new POST) as after any other loss.
-package struct ICEConsent {
-    package enum Step: Equatable { case wait, check, expired }
+struct ICEConsent {
+    enum Step: Equatable { case wait, check, expired }
 
-    package static let firstCheckNs: Int64 = 2_000_000_000
-    package static let checkIntervalNs: Int64 = 5_000_000_000
-    package static let expiryNs: Int64 = 30_000_000_000
+    static let firstCheckNs: Int64 = 2_000_000_000
+    static let checkIntervalNs: Int64 = 5_000_000_000
+    static let expiryNs: Int64 = 30_000_000_000
 
-    package private(set) var lastAnsweredNs: Int64
+    private(set) var lastAnsweredNs: Int64
     private var nextCheckNs: Int64
 
     /// Consent is granted by the check that chose the pair, at `nowNs`.
-    package init(grantedAtNs nowNs: Int64) {
+    init(grantedAtNs nowNs: Int64) {
         lastAnsweredNs = nowNs
         nextCheckNs = nowNs + Self.firstCheckNs
     }
 
     /// What is due at `nowNs`: nothing, a check to send (scheduled past this one), or expiry.
-    package mutating func step(nowNs: Int64) -> Step {
+    mutating func step(nowNs: Int64) -> Step {
         guard nowNs >= nextCheckNs else { return .wait }
         if nowNs - lastAnsweredNs > Self.expiryNs { return .expired }
         nextCheckNs = nowNs + Self.checkIntervalNs
@@ -31,7 +31,7 @@ package struct ICEConsent {
     }
 
     /// A check of ours was answered (integrity verified) at `nowNs`.
-    package mutating func answered(nowNs: Int64) {
+    mutating func answered(nowNs: Int64) {
         lastAnsweredNs = max(lastAnsweredNs, nowNs)
     }
 }

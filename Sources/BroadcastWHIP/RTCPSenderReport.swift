@@ -6,10 +6,10 @@ import BroadcastNetwork
 /// An RTCP sender report (RFC 3550 §6.4.1) with no report blocks: it maps the stream's RTP time to
 /// the wall clock at which that media was captured (NTP format), so a receiver can line the tracks
 /// up and measure capture-to-decode latency.
-package enum RTCPSenderReport {
-    package static let size = 28
+enum RTCPSenderReport {
+    static let size = 28
 
-    package static func write(_ out: UnsafeMutableRawBufferPointer, stream: RTPStream) {
+    static func write(_ out: UnsafeMutableRawBufferPointer, stream: RTPStream) {
         out[0] = 0x80
         out[1] = 200
         out.storeBE16(2, UInt16(size / 4 - 1))

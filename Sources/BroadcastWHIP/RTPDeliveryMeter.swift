@@ -19,15 +19,15 @@ import BroadcastNetwork
 ///
 /// Owned by the sender thread (it writes the ring and takes each new report); the result is
 /// published through `WHIPReceiverReports`. A fixed ring allocated once: a memory-plan line.
-package final class RTPDeliveryMeter {
+final class RTPDeliveryMeter {
     /// Video packets remembered: 2048 at 700 packets a second (1080p at 8 Mbit/s) is 2.9 s,
     /// past the longest report interval of aiortc (1.5 s) and browsers (about 1 s).
-    package static let capacity = 2048
-    package static var plannedBytes: Int { capacity * MemoryLayout<Entry>.stride }
+    static let capacity = 2048
+    static var plannedBytes: Int { capacity * MemoryLayout<Entry>.stride }
     /// A span shorter than this measures a burst, not a rate.
-    package static let shortestSpanNs: Int64 = 200_000_000
+    static let shortestSpanNs: Int64 = 200_000_000
 
-    package struct Entry {
+    struct Entry {
         var sequence: UInt16 = 0
         var valid = false
         /// Video and audio payload bytes sent up to and including this packet.
@@ -42,7 +42,7 @@ package final class RTPDeliveryMeter {
     /// The previous report's highest sequence and cumulative loss (nil: none yet on this session).
     private var previous: (highest: UInt16, lost: Int)?
 
-    package init() {
+    init() {
         ring = .allocate(capacity: Self.capacity)
         ring.initialize(repeating: Entry(), count: Self.capacity)
     }
@@ -53,16 +53,16 @@ package final class RTPDeliveryMeter {
     }
 
     /// A new session: sequence numbers and loss counts start over.
-    package func reset() {
+    func reset() {
         for i in 0..<Self.capacity { ring[i].valid = false }
         previous = nil
     }
 
     /// An audio packet's payload left (first transmissions only).
-    package func audioSent(bytes: Int) { audioBytes &+= bytes }
+    func audioSent(bytes: Int) { audioBytes &+= bytes }
 
     /// Video packet `sequence` left at `nowNs` with `bytes` of payload (first transmissions only).
-    package func videoSent(sequence: UInt16, bytes: Int, nowNs: Int64) {
+    func videoSent(sequence: UInt16, bytes: Int, nowNs: Int64) {
         videoBytes &+= bytes
         ring[Int(sequence) % Self.capacity] = Entry(sequence: sequence, valid: true, videoBytes: videoBytes,
                                                     audioBytes: audioBytes, sentNs: nowNs)
@@ -73,7 +73,7 @@ package final class RTPDeliveryMeter {
     /// audio included) over the span since the previous report, or nil when it cannot be
     /// measured (the first report, a span too short or older than the ring, a report going
     /// backwards).
-    package func take(highest: UInt16, cumulativeLost: Int) -> Int? {
+    func take(highest: UInt16, cumulativeLost: Int) -> Int? {
         guard let p = previous else {
             previous = (highest, cumulativeLost)
             return nil

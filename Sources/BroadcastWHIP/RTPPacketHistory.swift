@@ -5,15 +5,15 @@ import BroadcastNetwork
 /// The last `capacity` video RTP packets as sent (before SRTP), in one preallocated block, so a
 /// NACK (RFC 4585 generic NACK) can be answered by sending the same packet again. A packet older
 /// than the ring is gone: the NACK is counted as unanswerable. Its bytes are a memory-plan line.
-package final class RTPPacketHistory {
-    package static let capacity = 512
-    package static let slotBytes = 1232
-    package static var plannedBytes: Int { capacity * (slotBytes + 16) }
+final class RTPPacketHistory {
+    static let capacity = 512
+    static let slotBytes = 1232
+    static var plannedBytes: Int { capacity * (slotBytes + 16) }
     /// A packet is resent at most once in this long. Endpoints repeat their NACKs: aiortc lists
     /// every packet still missing at each new gap, so at 50% loss one lost packet was asked for
     /// dozens of times, each answer crowded the bottleneck, and the loss never ended (the relay
     /// dropped 19 567 of 23 919 datagrams in 20 s through a 1200 kbit/s link).
-    package static let resendGuardNs: Int64 = 100_000_000
+    static let resendGuardNs: Int64 = 100_000_000
 
     private let storage: UnsafeMutableRawBufferPointer
     private var lengths: [Int]
@@ -21,7 +21,7 @@ package final class RTPPacketHistory {
     /// When each slot's packet was last resent (CLOCK_MONOTONIC ns; 0: never).
     private var resentNs: [Int64]
 
-    package init() {
+    init() {
         storage = .allocate(byteCount: Self.capacity * Self.slotBytes, alignment: 16)
         storage.initializeMemory(as: UInt8.self, repeating: 0)
         lengths = [Int](repeating: 0, count: Self.capacity)
@@ -31,11 +31,11 @@ package final class RTPPacketHistory {
 
     deinit { storage.deallocate() }
 
-    package func reset() {
+    func reset() {
         for i in 0..<Self.capacity { lengths[i] = 0 }
     }
 
-    package func store(sequence: UInt16, _ packet: UnsafeRawBufferPointer) {
+    func store(sequence: UInt16, _ packet: UnsafeRawBufferPointer) {
         guard packet.count <= Self.slotBytes else { return }
         let i = Int(sequence) % Self.capacity
         UnsafeMutableRawBufferPointer(rebasing: storage[(i * Self.slotBytes)..<(i * Self.slotBytes + packet.count)])
@@ -47,7 +47,7 @@ package final class RTPPacketHistory {
 
     /// Whether packet `sequence` may be resent at `nowNs` (held, and not resent within
     /// `resendGuardNs`); when it may, the resend is noted.
-    package func claimResend(sequence: UInt16, nowNs: Int64) -> Bool {
+    func claimResend(sequence: UInt16, nowNs: Int64) -> Bool {
         let i = Int(sequence) % Self.capacity
         guard lengths[i] > 0, sequences[i] == sequence else { return true }  // `copy` counts it unanswerable
         guard resentNs[i] == 0 || nowNs - resentNs[i] >= Self.resendGuardNs else { return false }
@@ -56,7 +56,7 @@ package final class RTPPacketHistory {
     }
 
     /// Copies packet `sequence` into `out`; its length, or nil when it is no longer held.
-    package func copy(sequence: UInt16, into out: UnsafeMutableRawBufferPointer) -> Int? {
+    func copy(sequence: UInt16, into out: UnsafeMutableRawBufferPointer) -> Int? {
         let i = Int(sequence) % Self.capacity
         let n = lengths[i]
         guard n > 0, sequences[i] == sequence, n <= out.count else { return nil }

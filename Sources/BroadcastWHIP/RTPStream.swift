@@ -4,35 +4,35 @@ import BroadcastNetwork
 
 /// One outgoing RTP stream (RFC 3550): its SSRC, payload type, clock, sequence numbers and the
 /// counters and timing a sender report needs.
-package struct RTPStream {
-    package let ssrc: UInt32
-    package var payloadType: UInt8
-    package let clockRate: Int64
-    package var sequence: UInt16 = UInt16.random(in: 0...UInt16.max)
+struct RTPStream {
+    let ssrc: UInt32
+    var payloadType: UInt8
+    let clockRate: Int64
+    var sequence: UInt16 = UInt16.random(in: 0...UInt16.max)
     /// A random start (RFC 3550 §5.1) added to media time.
-    package let timestampOffset = UInt32.random(in: 0...UInt32.max)
-    package var packets: UInt32 = 0
-    package var octets: UInt32 = 0
+    let timestampOffset = UInt32.random(in: 0...UInt32.max)
+    var packets: UInt32 = 0
+    var octets: UInt32 = 0
     /// The last packet's RTP time and the capture time (CLOCK_MONOTONIC) of its media, for the
     /// sender report's mapping.
-    package var lastTimestamp: UInt32 = 0
-    package var lastCaptureNs: Int64 = 0
-    package var lastReportNs: Int64 = 0
+    var lastTimestamp: UInt32 = 0
+    var lastCaptureNs: Int64 = 0
+    var lastReportNs: Int64 = 0
 
-    package init(ssrc: UInt32, payloadType: UInt8, clockRate: Int64) {
+    init(ssrc: UInt32, payloadType: UInt8, clockRate: Int64) {
         self.ssrc = ssrc
         self.payloadType = payloadType
         self.clockRate = clockRate
     }
 
-    package func timestamp(ms: UInt32, compositionMs: Int32 = 0) -> UInt32 {
+    func timestamp(ms: UInt32, compositionMs: Int32 = 0) -> UInt32 {
         let ticks = (Int64(ms) + Int64(compositionMs)) * clockRate / 1000
         return timestampOffset &+ UInt32(truncatingIfNeeded: ticks)
     }
 
     /// Writes the 12-byte header (its X bit when a header extension follows) and advances the
     /// sequence number.
-    package mutating func writeHeader(_ out: UnsafeMutableRawBufferPointer, timestamp: UInt32, marker: Bool,
+    mutating func writeHeader(_ out: UnsafeMutableRawBufferPointer, timestamp: UInt32, marker: Bool,
                                       hasExtension: Bool = false) {
         out[0] = hasExtension ? 0x90 : 0x80
         out[1] = (marker ? 0x80 : 0) | payloadType

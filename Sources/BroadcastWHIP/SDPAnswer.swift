@@ -5,29 +5,29 @@ import BroadcastNetwork
 /// What we need from a WHIP endpoint's SDP answer: its ICE credentials and candidates, its DTLS
 /// fingerprint and role, and the payload types it accepted. Bounded: the answer is read into a
 /// 64 kB buffer (`WHIPHTTPClient.maxResponseBytes`) and at most `maxCandidates` are kept.
-package struct SDPAnswer: Equatable {
-    package struct Candidate: Equatable {
-        package var address: String
-        package var port: Int
-        package var priority: UInt32
+struct SDPAnswer: Equatable {
+    struct Candidate: Equatable {
+        var address: String
+        var port: Int
+        var priority: UInt32
     }
 
-    package static let maxCandidates = 16
+    static let maxCandidates = 16
 
-    package var iceUfrag = ""
-    package var icePwd = ""
+    var iceUfrag = ""
+    var icePwd = ""
     /// "AB:CD:…" (SHA-256), upper case.
-    package var fingerprint = ""
+    var fingerprint = ""
     /// `a=setup:active`: the endpoint is the DTLS client (we serve); passive: we are the client.
-    package var endpointIsDTLSClient = false
-    package var iceLite = false
-    package var candidates: [Candidate] = []
-    package var opusPayloadType: Int?
-    package var h264PayloadType: Int?
+    var endpointIsDTLSClient = false
+    var iceLite = false
+    var candidates: [Candidate] = []
+    var opusPayloadType: Int?
+    var h264PayloadType: Int?
     /// The abs-send-time extension id the endpoint accepted on video (nil: do not send it).
-    package var absSendTimeID: Int?
+    var absSendTimeID: Int?
 
-    package init(parsing text: String) throws(TransportError) {
+    init(parsing text: String) throws(TransportError) {
         var kind = ""
         var rejected = false
         for raw in text.split(whereSeparator: \.isNewline) {

@@ -5,19 +5,19 @@ import BroadcastNetwork
 /// The SDP offer a WHIP client POSTs: one BUNDLEd transport (one ufrag/pwd/fingerprint, rtcp-mux),
 /// sendonly Opus 48 kHz stereo and H.264 constrained baseline with packetization-mode 1, our host
 /// candidates inline (no trickle), abs-send-time and goog-remb on video, and `a=setup:actpass` (the endpoint picks the DTLS role).
-package struct SDPOffer {
-    package static let opusPayloadType = 111
-    package static let h264PayloadType = 96
+struct SDPOffer {
+    static let opusPayloadType = 111
+    static let h264PayloadType = 96
 
-    package var iceUfrag: String
-    package var icePwd: String
-    package var fingerprint: String
-    package var candidates: [(address: String, port: Int)]
-    package var audioSSRC: UInt32?
-    package var videoSSRC: UInt32?
-    package var sessionID: UInt64
+    var iceUfrag: String
+    var icePwd: String
+    var fingerprint: String
+    var candidates: [(address: String, port: Int)]
+    var audioSSRC: UInt32?
+    var videoSSRC: UInt32?
+    var sessionID: UInt64
 
-    package var text: String {
+    var text: String {
         var mids: [String] = []
         if audioSSRC != nil { mids.append("0") }
         if videoSSRC != nil { mids.append("1") }

@@ -6,10 +6,10 @@ import BroadcastNetwork
 /// STUN binding messages for ICE (RFC 5389, RFC 8445 §7): written into a caller's buffer, parsed in
 /// place. Short-term credentials: MESSAGE-INTEGRITY is HMAC-SHA1 keyed with the password of the
 /// agent that will check it; every message ends with FINGERPRINT.
-package enum STUNMessage {
-    package static let magicCookie: UInt32 = 0x2112_A442
-    package static let bindingRequest: UInt16 = 0x0001
-    package static let bindingSuccess: UInt16 = 0x0101
+enum STUNMessage {
+    static let magicCookie: UInt32 = 0x2112_A442
+    static let bindingRequest: UInt16 = 0x0001
+    static let bindingSuccess: UInt16 = 0x0101
     static let username: UInt16 = 0x0006
     static let messageIntegrity: UInt16 = 0x0008
     static let xorMappedAddress: UInt16 = 0x0020
@@ -19,12 +19,12 @@ package enum STUNMessage {
     static let iceControlling: UInt16 = 0x802A
 
     /// RFC 7983: a first byte 0...3 is STUN.
-    package static func isSTUN(_ b: UnsafeRawBufferPointer) -> Bool {
+    static func isSTUN(_ b: UnsafeRawBufferPointer) -> Bool {
         b.count >= 20 && b[0] < 4 && b.loadBE32(4) == magicCookie
     }
 
     /// Writes a binding request from the controlling agent. Returns its length.
-    package static func writeRequest(into out: UnsafeMutableRawBufferPointer, transaction: [UInt8], username user: String,
+    static func writeRequest(into out: UnsafeMutableRawBufferPointer, transaction: [UInt8], username user: String,
                                      password: String, priority prio: UInt32, tieBreaker: UInt64, nominate: Bool) -> Int {
         var w = Writer(out, type: bindingRequest, transaction: transaction)
         w.attribute(username, bytes: Array(user.utf8))
@@ -37,7 +37,7 @@ package enum STUNMessage {
     }
 
     /// Writes the success response to `request`'s transaction, with the sender's address.
-    package static func writeSuccess(into out: UnsafeMutableRawBufferPointer, transaction: UnsafeRawBufferPointer,
+    static func writeSuccess(into out: UnsafeMutableRawBufferPointer, transaction: UnsafeRawBufferPointer,
                                      ipv4 address: UInt32, port: UInt16, password: String) -> Int {
         var w = Writer(out, type: bindingSuccess, transaction: Array(transaction))
         let xport = port ^ UInt16(magicCookie >> 16)
@@ -51,15 +51,15 @@ package enum STUNMessage {
     }
 
     /// A parsed message's type, transaction and the attributes ICE reads.
-    package struct Parsed {
-        package var type: UInt16
-        package var transaction: UnsafeRawBufferPointer
-        package var username: String?
-        package var integrityOffset: Int?
+    struct Parsed {
+        var type: UInt16
+        var transaction: UnsafeRawBufferPointer
+        var username: String?
+        var integrityOffset: Int?
     }
 
     /// Parses a STUN message; nil for anything malformed (attributes past the end, bad lengths).
-    package static func parse(_ b: UnsafeRawBufferPointer) -> Parsed? {
+    static func parse(_ b: UnsafeRawBufferPointer) -> Parsed? {
         guard isSTUN(b) else { return nil }
         let length = Int(b.loadBE16(2))
         guard length % 4 == 0, 20 + length <= b.count else { return nil }
@@ -78,7 +78,7 @@ package enum STUNMessage {
     }
 
     /// Checks MESSAGE-INTEGRITY (keyed with `password`) of a parsed message.
-    package static func integrityValid(_ b: UnsafeRawBufferPointer, _ p: Parsed, password: String) -> Bool {
+    static func integrityValid(_ b: UnsafeRawBufferPointer, _ p: Parsed, password: String) -> Bool {
         guard let mi = p.integrityOffset else { return false }
         // The length field as it was when the HMAC was computed: up to the end of MESSAGE-INTEGRITY.
         var copy = [UInt8](b[0..<mi])
@@ -135,18 +135,18 @@ package enum STUNMessage {
 }
 
 extension UnsafeRawBufferPointer {
-    package func loadBE16(_ at: Int) -> UInt16 { UInt16(self[at]) << 8 | UInt16(self[at + 1]) }
-    package func loadBE32(_ at: Int) -> UInt32 {
+    func loadBE16(_ at: Int) -> UInt16 { UInt16(self[at]) << 8 | UInt16(self[at + 1]) }
+    func loadBE32(_ at: Int) -> UInt32 {
         UInt32(self[at]) << 24 | UInt32(self[at + 1]) << 16 | UInt32(self[at + 2]) << 8 | UInt32(self[at + 3])
     }
 }
 
 extension UnsafeMutableRawBufferPointer {
-    package func storeBE16(_ at: Int, _ v: UInt16) {
+    func storeBE16(_ at: Int, _ v: UInt16) {
         self[at] = UInt8(v >> 8)
         self[at + 1] = UInt8(v & 0xFF)
     }
-    package func storeBE32(_ at: Int, _ v: UInt32) {
+    func storeBE32(_ at: Int, _ v: UInt32) {
         self[at] = UInt8(v >> 24)
         self[at + 1] = UInt8((v >> 16) & 0xFF)
         self[at + 2] = UInt8((v >> 8) & 0xFF)

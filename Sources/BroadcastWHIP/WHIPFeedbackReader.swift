@@ -21,11 +21,11 @@ import BroadcastNetwork
 ///
 /// The session is lost when nothing arrives for `silenceLimitNs` or consent expires; the sender
 /// reads `lostReason` at each tag. Owns the ICE agent's receive side and the inbound SRTP context.
-package final class WHIPFeedbackReader: @unchecked Sendable {
-    package static let nackCapacity = 256
+final class WHIPFeedbackReader: @unchecked Sendable {
+    static let nackCapacity = 256
     /// No datagram from the endpoint for this long is a lost connection: aiortc, browsers and SFUs
     /// send receiver reports every second or so and consent checks every few seconds.
-    package static let silenceLimitNs: Int64 = 10_000_000_000
+    static let silenceLimitNs: Int64 = 10_000_000_000
 
     private let ice: ICEAgent
     private let dtls: DTLSSRTPTransport
@@ -41,15 +41,15 @@ package final class WHIPFeedbackReader: @unchecked Sendable {
     }
     private let nacks = Locked(NACKRing())
     private let lost = Locked<String?>(nil)
-    package let keyframeRequests = Atomic<Int>(0)
-    package let nacksReceived = Atomic<Int>(0)
+    let keyframeRequests = Atomic<Int>(0)
+    let nacksReceived = Atomic<Int>(0)
     /// The video SSRC whose report blocks count (nil: no video track), and where they go.
     private let videoSSRC: UInt32?
     private let reports: WHIPReceiverReports?
     /// CLOCK_MONOTONIC ns; a test passes a faster one to run the 10 s and 30 s rules without waiting.
     private let clock: @Sendable () -> Int64
 
-    package init(ice: ICEAgent, dtls: DTLSSRTPTransport, videoSSRC: UInt32? = nil, reports: WHIPReceiverReports? = nil,
+    init(ice: ICEAgent, dtls: DTLSSRTPTransport, videoSSRC: UInt32? = nil, reports: WHIPReceiverReports? = nil,
                  keyframeRequester: (@Sendable () -> Void)?, clock: @escaping @Sendable () -> Int64 = { ICEAgent.nowNs() }) {
         self.clock = clock
         self.ice = ice
@@ -61,22 +61,22 @@ package final class WHIPFeedbackReader: @unchecked Sendable {
 
     deinit { buffer.deallocate() }
 
-    package func start() throws(TransportError) {
+    func start() throws(TransportError) {
         do { try thread.start { [self] in run() } } catch { throw .connectFailed("\(error)") }
     }
 
     /// Stops and joins the thread (from the sender thread).
-    package func stop() {
+    func stop() {
         stopping.store(true, ordering: .releasing)
         thread.join()
     }
 
     /// Why the session is lost, once it is.
-    package var lostReason: String? { lost.withLock { $0 } }
+    var lostReason: String? { lost.withLock { $0 } }
 
     /// Calls `body` with each queued NACKed sequence number, oldest first (sender thread), and
     /// empties the queue. Returns how many were dropped because the queue was full.
-    package func drainNACKs(_ body: (UInt16) -> Void) -> Int {
+    func drainNACKs(_ body: (UInt16) -> Void) -> Int {
         nacks.withLock { r -> Int in
             for i in 0..<r.count { body(r.items[(r.head + i) % Self.nackCapacity]) }
             let overflowed = r.overflowed

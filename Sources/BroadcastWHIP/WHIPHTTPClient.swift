@@ -8,24 +8,24 @@ import BroadcastNetwork
 ///
 /// The response is read into a bounded buffer (`maxResponseBytes`): an endpoint that sends more is
 /// an error, never growth.
-package struct WHIPHTTPClient {
-    package struct Response {
-        package var status: Int
-        package var location: String?
-        package var body: String
+struct WHIPHTTPClient {
+    struct Response {
+        var status: Int
+        var location: String?
+        var body: String
     }
 
     /// Headers plus an SDP answer (a few kB); anything larger is refused.
-    package static let maxResponseBytes = 64 << 10
+    static let maxResponseBytes = 64 << 10
     /// Redirects (307/308) followed for one request, at most.
-    package static let maxRedirects = 3
+    static let maxRedirects = 3
 
-    package let timeoutSeconds: Int
-    package let caFile: String?
+    let timeoutSeconds: Int
+    let caFile: String?
     /// What wakes a request's waits (the process's stop unless a caller gives its own).
-    package var stop: StopFlag? = .process
+    var stop: StopFlag? = .process
 
-    package init(timeoutSeconds: Int, caFile: String?) {
+    init(timeoutSeconds: Int, caFile: String?) {
         self.timeoutSeconds = timeoutSeconds
         self.caFile = caFile
     }
@@ -36,7 +36,7 @@ package struct WHIPHTTPClient {
     /// a second cannot stretch it. `wakesOnStop`: the waits also end at the stop (false for the
     /// requests a stop itself makes, the DELETE). `onSocket` sees the descriptor while the request
     /// runs (so a stop can shut it down).
-    package func request(_ method: String, _ url: WHIPURL, token: String, contentType: String?, body: String,
+    func request(_ method: String, _ url: WHIPURL, token: String, contentType: String?, body: String,
                          displayName: String, deadline: Deadline? = nil, wakesOnStop: Bool = true,
                          onSocket: (Int32) -> Void = { _ in }) throws(TransportError) -> Response {
         let operation = TCPSocket.Operation(deadline: deadline ?? .after(seconds: timeoutSeconds),
@@ -111,7 +111,7 @@ package struct WHIPHTTPClient {
     /// `request`, following 307/308 (RFC 9725 lets an endpoint redirect the POST) at most
     /// `maxRedirects` times, each to the same scheme or up to TLS (`TLSDowngradeRule`), all
     /// within the one deadline. Returns the last response and the URL that gave it.
-    package func requestFollowingRedirects(_ method: String, _ url: WHIPURL, token: String, contentType: String?,
+    func requestFollowingRedirects(_ method: String, _ url: WHIPURL, token: String, contentType: String?,
                                            body: String, displayName: String, deadline: Deadline? = nil,
                                            onSocket: (Int32) -> Void = { _ in }) throws(TransportError) -> (Response, WHIPURL) {
         let whole = deadline ?? .after(seconds: timeoutSeconds)
@@ -137,7 +137,7 @@ package struct WHIPHTTPClient {
     }
 
     /// The first header `name` (lower case), trimmed.
-    package static func header(_ name: String, in headers: String) -> String? {
+    static func header(_ name: String, in headers: String) -> String? {
         for line in headers.split(whereSeparator: \.isNewline).dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
             if line[..<colon].lowercased() == name {

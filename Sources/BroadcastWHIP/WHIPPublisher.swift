@@ -64,25 +64,25 @@ package final class WHIPPublisher: TagSink, LinkFeedback, KeyframeRequesting, @u
     private let httpSocket = Atomic<Int32>(-1)
 
     /// RTP payload bytes per packet: 1200-byte packets before SRTP stay under any path MTU.
-    package static let maxPayload = 1200 - 12
+    static let maxPayload = 1200 - 12
 
     /// Counters for stats and tests.
-    package private(set) var packetsSent = 0
-    package private(set) var sendFailures = 0
-    package private(set) var retransmitted = 0
-    package private(set) var malformedUnits = 0
+    private(set) var packetsSent = 0
+    private(set) var sendFailures = 0
+    private(set) var retransmitted = 0
+    private(set) var malformedUnits = 0
     /// Packets NACKed that the history no longer held.
-    package private(set) var unanswerableNACKs = 0
+    private(set) var unanswerableNACKs = 0
     /// NACKs for a packet resent within `RTPPacketHistory.resendGuardNs` (not answered again).
-    package private(set) var repeatedNACKs = 0
+    private(set) var repeatedNACKs = 0
     /// Repairs not sent: the repair budget was spent (the packet stays lost; counted as dropped).
-    package private(set) var repairsOverBudget = 0
+    private(set) var repairsOverBudget = 0
     /// Repair bytes the path may still take: each first transmission adds `repairSharePercent` of
     /// its bytes, up to `repairBurstBytes`. Repairs beyond it would crowd a congested path with
     /// more than the media it lost, and the loss would feed itself.
     private var repairCredit = WHIPPublisher.repairBurstBytes
-    package static let repairSharePercent = 20
-    package static let repairBurstBytes = 96_000
+    static let repairSharePercent = 20
+    static let repairBurstBytes = 96_000
     /// The counters above as link stats, published by the sender thread for the housekeeper.
     private let link = Locked<TransportLinkStats?>(nil)
     /// RTP payload bytes sent (first transmissions), for the loss share below. Any thread reads.
@@ -100,7 +100,7 @@ package final class WHIPPublisher: TagSink, LinkFeedback, KeyframeRequesting, @u
     /// by our abs-send-time); nil before the first and when none arrived for 5 s. Any thread reads.
     package var peerEstimatedKbps: Int? { receiverReports.estimateKbps(nowNs: ICEAgent.nowNs()) }
     /// REMB packets taken from the endpoint so far (tests).
-    package var estimatesReceived: Int { receiverReports.estimates.load(ordering: .relaxed) }
+    var estimatesReceived: Int { receiverReports.estimates.load(ordering: .relaxed) }
     /// What the endpoint's receiver reports say arrived, over the span the latest covers
     /// (`RTPDeliveryMeter`); nil before two reports and when none was measured for 3 s.
     package var deliveredKbps: Int? { receiverReports.deliveredKbps(nowNs: ICEAgent.nowNs()) }
@@ -411,7 +411,7 @@ package final class WHIPPublisher: TagSink, LinkFeedback, KeyframeRequesting, @u
     }
 
     /// How long the DELETE may take in all (connect, request, the whole answer): a stop has 2 s.
-    package static let deleteDeadlineMs = 500
+    static let deleteDeadlineMs = 500
 
     /// DELETEs the resource (best effort, within `deleteDeadlineMs`) and drops the transport.
     package func close() {
@@ -443,11 +443,11 @@ package final class WHIPPublisher: TagSink, LinkFeedback, KeyframeRequesting, @u
 
     /// One destination's buffers: the NACK history, the delivery meter's ring, the packet
     /// buffers and the signalling response buffer.
-    package static let bufferBytes = RTPPacketHistory.plannedBytes + RTPDeliveryMeter.plannedBytes + 4 * 1600
+    static let bufferBytes = RTPPacketHistory.plannedBytes + RTPDeliveryMeter.plannedBytes + 4 * 1600
         + WHIPHTTPClient.maxResponseBytes
 
     /// GnuTLS (+ nettle, p11-kit …), libsrtp2, the certificate and the `bk-whip-rx` stack, once per
     /// process: measured 2026-12-02 at 720p from the test source, a WHIP run's VmHWM 36.4 MB against
     /// 33.0 MB for RTMP (both Opus), less the 0.7 MB of buffers above.
-    package static let libraryBytes = 2_700_000
+    static let libraryBytes = 2_700_000
 }

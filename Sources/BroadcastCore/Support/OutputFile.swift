@@ -5,9 +5,9 @@ import Glibc
 /// Why an output file was refused or could not be written; one line naming the path.
 package struct OutputFileError: Error, CustomStringConvertible, Sendable, Equatable {
     /// The path as given.
-    package var path: String
+    var path: String
     /// Why, without the path.
-    package var reason: String
+    var reason: String
 
     package init(_ path: String, _ reason: String) {
         self.path = path
@@ -146,7 +146,7 @@ package enum OutputFile {
     }
 
     /// The directory holding `path` ("." for a bare file name).
-    package static func directory(of path: String) -> String {
+    static func directory(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         let dir = String(path[..<slash])
         return dir.isEmpty ? "/" : dir

@@ -12,8 +12,8 @@ package final class RepeatedLines: Sendable {
         var suppressed: Int
     }
 
-    package let windowNs: Int64
-    package static let maxLines = 64
+    let windowNs: Int64
+    static let maxLines = 64
     private let entries = Locked<[String: Entry]>([:])
 
     package init(windowNs: Int64 = 10_000_000_000) {

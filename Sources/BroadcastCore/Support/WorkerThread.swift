@@ -21,8 +21,8 @@ package final class WorkerThread: @unchecked Sendable {
     /// pthread_create refused a thread (EAGAIN: out of threads or a pids limit; ENOMEM).
     /// A typed throw, so no caller can start a thread and carry on as if it ran.
     package struct StartFailure: Error, Sendable, CustomStringConvertible {
-        package let name: String
-        package let code: Int32
+        let name: String
+        let code: Int32
         package var description: String { "cannot start thread \(name): \(SystemError.describe(code))" }
     }
 
@@ -47,7 +47,7 @@ package final class WorkerThread: @unchecked Sendable {
     }
 
     /// True when called from this thread.
-    package var isCurrent: Bool { started && pthread_equal(thread, pthread_self()) != 0 }
+    var isCurrent: Bool { started && pthread_equal(thread, pthread_self()) != 0 }
 
     /// Waits for the body to return. Safe to call more than once, and a no-op from the thread itself.
     package func join() {

@@ -9,26 +9,26 @@
 package struct AudioClock: Sendable {
     package static let rate: Int64 = 48_000
     /// 100 ms: larger disagreements are real discontinuities, not jitter or drift.
-    package var reanchorThreshold: Int64 = 4_800
+    var reanchorThreshold: Int64 = 4_800
     /// Filtered errors under 1 ms are left alone.
-    package var deadband: Double = 48
+    var deadband: Double = 48
     /// Fastest correction: 2000 ppm, inaudible on speech and tones.
-    package var maxSlewPPM: Double = 2_000
+    var maxSlewPPM: Double = 2_000
     /// Weight of each new measurement in the error filter (~100-buffer time constant).
-    package var alpha: Double = 0.01
+    var alpha: Double = 0.01
 
     /// After (re)anchoring on one jittery capture time, the next buffers are averaged quickly
     /// (running mean, faster slew) so the anchor's own error is gone within about a second.
-    package var settlingBuffers = 48
-    package var settlingSlewPPM: Double = 10_000
+    var settlingBuffers = 48
+    var settlingSlewPPM: Double = 10_000
     private var sinceAnchor = 0
     private var anchored = false
     private var nextPosition: Int64 = 0
     private var filteredError: Double = 0
     private var slewCarry: Double = 0
-    package private(set) var reanchors = 0
-    package private(set) var insertedFrames: Int64 = 0
-    package private(set) var droppedFrames: Int64 = 0
+    private(set) var reanchors = 0
+    private(set) var insertedFrames: Int64 = 0
+    private(set) var droppedFrames: Int64 = 0
 
     package init() {}
 

@@ -95,8 +95,8 @@ package enum ControlCommand: Equatable, Sendable {
 package struct ControlRequest: Equatable, Sendable {
     /// Longest id echoed back.
     package static let maxIDBytes = 128
-    package let command: ControlCommand
-    package let id: String?
+    let command: ControlCommand
+    let id: String?
     package init(command: ControlCommand, id: String?) { self.command = command; self.id = id }
 }
 
@@ -104,6 +104,6 @@ package struct ControlError: Error, Equatable {
     package let message: String
     /// The request's id, when it could be read.
     package let id: String?
-    package init(_ message: String, id: String? = nil) { self.message = message; self.id = id }
+    init(_ message: String, id: String? = nil) { self.message = message; self.id = id }
 }
 

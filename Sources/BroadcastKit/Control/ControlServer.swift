@@ -23,12 +23,12 @@ import BroadcastRecording
 /// always finds a slot: when every slot is taken, the client idle the longest is closed for it.
 package final class ControlServer: @unchecked Sendable {
     /// The protocol's version, answered by `version` (`docs/control-protocol.md`).
-    package static let protocolVersion = 1
-    package static let maxClients = 8
-    package static let maxLine = 4096
-    package static let idleNs: Int64 = 60_000_000_000
+    static let protocolVersion = 1
+    static let maxClients = 8
+    static let maxLine = 4096
+    static let idleNs: Int64 = 60_000_000_000
     /// At most one `dropped` event per this interval, carrying the drops since the last one.
-    package static let droppedEventIntervalNs: Int64 = 1_000_000_000
+    static let droppedEventIntervalNs: Int64 = 1_000_000_000
 
     private final class Client {
         let id: Int
@@ -40,7 +40,7 @@ package final class ControlServer: @unchecked Sendable {
         init(id: Int, fd: Int32) { self.id = id; self.fd = fd; buffer.reserveCapacity(ControlServer.maxLine) }
     }
 
-    package let path: String
+    let path: String
     /// Set when a stale socket (no listener: a killed run's) was replaced; say it to the user.
     package private(set) var takeoverNote: String?
     private let listenFD: Int32

@@ -12,9 +12,9 @@ import BroadcastRecording
 /// `{"cmd":"stats","cmd":"stop"}` stop a stream that a reader of the first key saw as harmless).
 package enum FlatJSON {
     /// A value's text and whether it was a JSON string.
-    package struct Field: Equatable, Sendable {
-        package let value: String
-        package let quoted: Bool
+    struct Field: Equatable, Sendable {
+        let value: String
+        let quoted: Bool
     }
 
     /// The object's fields as text; nil for anything else (a duplicate key included).
@@ -24,7 +24,7 @@ package enum FlatJSON {
     }
 
     /// The object's fields, or why `text` is not one flat object with distinct keys.
-    package static func fields(_ text: String) -> Result<[String: Field], ControlError> {
+    static func fields(_ text: String) -> Result<[String: Field], ControlError> {
         guard let parsed = read(text) else { return .failure(ControlError("not a JSON object of strings and numbers")) }
         var out: [String: Field] = [:]
         for (key, field) in parsed {

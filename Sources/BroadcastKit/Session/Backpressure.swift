@@ -24,7 +24,7 @@ public enum Backpressure: Sendable, Hashable {
     /// A live producer (`drop`) keeps the output frame rate constant: a still screen's last
     /// picture is repeated. A producer faster than real time (`block`) is the stream's clock
     /// itself: repeating against the wall clock would insert pictures it never made.
-    package var repeatsLastPicture: Bool {
+    var repeatsLastPicture: Bool {
         if case .drop = self { return true }
         return false
     }
@@ -34,13 +34,13 @@ public enum Backpressure: Sendable, Hashable {
     /// gone, the interleaver releases a lone track only when the other one has really stopped (not
     /// after a wall-clock wait), and every send queue waits for its sink instead of dropping: a
     /// pause of the producer is a pause, and a slow sink slows the producer, as `GstBaseSink` does.
-    package var producerIsClock: Bool { !repeatsLastPicture }
+    var producerIsClock: Bool { !repeatsLastPicture }
 
     /// How long a stage after the lanes (a send queue, the interleaver's staging) waits for room in
     /// `block` mode before it counts a drop; nil for `drop`. Half the producer's own timeout: the
     /// stage gives up first, so a sink that stalls for good costs that sink a counted drop, never a
     /// frame the producer's wait for the lane would drop for every destination (the recording too).
-    package var stageWaitNs: Int64? {
+    var stageWaitNs: Int64? {
         guard case .block(let t) = self else { return nil }
         return max(0, t) / 2
     }
@@ -49,7 +49,7 @@ public enum Backpressure: Sendable, Hashable {
     public static let block = Backpressure.block(timeoutNs: defaultBlockTimeoutNs)
 
     /// The absolute CLOCK_MONOTONIC deadline of a wait starting now, or nil for `.drop`.
-    package var deadlineNs: Int64? {
+    var deadlineNs: Int64? {
         guard case .block(let t) = self else { return nil }
         return MediaTime.now() + max(0, t)
     }

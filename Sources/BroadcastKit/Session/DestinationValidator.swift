@@ -12,9 +12,9 @@ import BroadcastRecording
 /// wherever it came from. Messages never hold the key (the URL's query is not shown either).
 package enum DestinationValidator {
     /// What kind of network destination a URL names, by its scheme (`DestinationSettings.network`).
-    package enum Kind: Sendable, Equatable { case rtmp, srt, whip }
+    enum Kind: Sendable, Equatable { case rtmp, srt, whip }
 
-    package static func kind(of url: String) -> Kind {
+    static func kind(of url: String) -> Kind {
         WHIPURL.isWHIP(url) ? .whip : SRTURL.isSRT(url) ? .srt : .rtmp
     }
 
@@ -48,7 +48,7 @@ package enum DestinationValidator {
 
     /// Every network destination of `cfg`, and what they need of the rest of it: a WHIP
     /// destination Opus audio, an SRT passphrase 10 to 79 characters.
-    package static func check(_ cfg: BroadcastConfiguration) throws(BroadcastError) {
+    static func check(_ cfg: BroadcastConfiguration) throws(BroadcastError) {
         for d in cfg.destinations {
             switch d {
             case .rtmp(let url, let key):

@@ -14,7 +14,7 @@ import BroadcastRecording
 /// waits expired (a silent source must not hold the stream back) and reports destination
 /// failures, and lets the bitrate controller watch a probe's queue; once a second it samples the
 /// primary queue into the stats and lets the bitrate controller decide.
-package final class Housekeeper: @unchecked Sendable {
+final class Housekeeper: @unchecked Sendable {
     private let pipeline: Pipeline
     private let stats: BroadcastStats
     private let bitrate: BitrateController?
@@ -23,7 +23,7 @@ package final class Housekeeper: @unchecked Sendable {
     private let stopping = Atomic<Bool>(false)
     private static let tickNs: Int = 20_000_000
 
-    package init(pipeline: Pipeline, stats: BroadcastStats, bitrate: BitrateController?,
+    init(pipeline: Pipeline, stats: BroadcastStats, bitrate: BitrateController?,
                  reportFailures: @escaping () -> Void) {
         self.pipeline = pipeline
         self.stats = stats
@@ -31,9 +31,9 @@ package final class Housekeeper: @unchecked Sendable {
         self.reportFailures = reportFailures
     }
 
-    package func start() throws(WorkerThread.StartFailure) { try thread.start { [self] in run() } }
+    func start() throws(WorkerThread.StartFailure) { try thread.start { [self] in run() } }
 
-    package func stop() {
+    func stop() {
         stopping.store(true, ordering: .releasing)
         thread.join()
     }

@@ -11,22 +11,22 @@ import BroadcastRecording
 ///     lanes ─► (mixer) ─► encoders ─► tag writers ─► interleaver ─► destinations
 ///
 /// It owns every pool and queue for the life of the session; nothing here is created per frame.
-package final class Pipeline: @unchecked Sendable {
-    package let videoEncoder: VideoEncoder?
-    package let audioEncoder: AudioEncoder?
-    package let videoLane: VideoLane?
+final class Pipeline: @unchecked Sendable {
+    let videoEncoder: VideoEncoder?
+    let audioEncoder: AudioEncoder?
+    let videoLane: VideoLane?
     /// `.appAudio` then `.micAudio`, or empty without audio.
-    package let audioLanes: [AudioLane]
-    package let mixer: AudioMixer?
-    package let interleaver: Interleaver
-    package let destinations: DestinationSet
-    package let plan: MemoryPlan
+    let audioLanes: [AudioLane]
+    let mixer: AudioMixer?
+    let interleaver: Interleaver
+    let destinations: DestinationSet
+    let plan: MemoryPlan
     /// Set when the memory budget forced lighter encoder settings: what was chosen, and why.
-    package let downgradeNote: String?
+    let downgradeNote: String?
     /// The replay buffer and its clip writer, with `replay.seconds` > 0.
-    package var replay: ReplaySaver?
+    var replay: ReplaySaver?
 
-    package init(videoEncoder: VideoEncoder?, audioEncoder: AudioEncoder?, videoLane: VideoLane?, audioLanes: [AudioLane],
+    init(videoEncoder: VideoEncoder?, audioEncoder: AudioEncoder?, videoLane: VideoLane?, audioLanes: [AudioLane],
                  mixer: AudioMixer?, interleaver: Interleaver, destinations: DestinationSet, plan: MemoryPlan,
                  downgradeNote: String?) {
         self.videoEncoder = videoEncoder
@@ -41,13 +41,13 @@ package final class Pipeline: @unchecked Sendable {
     }
 
     /// The lane for an audio buffer type.
-    package func audioLane(_ type: SampleBufferType) -> AudioLane? {
+    func audioLane(_ type: SampleBufferType) -> AudioLane? {
         audioLanes.first { $0.lane == type }
     }
 
     /// Starts the lane threads (destinations are opened by the session first). When one cannot
     /// start, the caller drains the ones that did (`drainLanes` joins only started threads).
-    package func startLanes() throws(WorkerThread.StartFailure) {
+    func startLanes() throws(WorkerThread.StartFailure) {
         try videoLane?.start()
         for lane in audioLanes { try lane.start() }
         try replay?.start()
@@ -55,7 +55,7 @@ package final class Pipeline: @unchecked Sendable {
 
     /// Encodes what the lanes hold, flushes the mixer and the encoders, and releases every
     /// staged tag to the destinations. Destinations are finished by the session afterwards.
-    package func drainLanes() {
+    func drainLanes() {
         for lane in audioLanes { lane.finish() }
         mixer?.flush()
         videoLane?.finish()

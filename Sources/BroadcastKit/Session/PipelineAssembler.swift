@@ -12,8 +12,8 @@ import BroadcastRecording
 /// Order matters for the plan: the runtime baseline is measured first, then each encoder's
 /// resident growth across its open; every pool and queue is allocated here, before the first
 /// buffer, so the plan counts what the session will hold.
-package enum PipelineAssembler {
-    package static func assemble(_ configuration: BroadcastConfiguration, stats: BroadcastStats,
+enum PipelineAssembler {
+    static func assemble(_ configuration: BroadcastConfiguration, stats: BroadcastStats,
                                  clock: StreamClock = StreamClock()) throws(BroadcastError) -> Pipeline {
         try validateNetworkDestinations(configuration)
         var cfg = configuration

@@ -9,9 +9,9 @@ import BroadcastRecording
 /// The replay buffer's part of the assembly: the ring (before the interleaver, whose output
 /// feeds it), its line in the memory plan, and the clip saver (after the encoders, whose codec
 /// configurations the MP4 needs).
-package enum ReplayAssembly {
+enum ReplayAssembly {
     /// The ring for `cfg.replay.seconds`, or nil when the replay buffer is off.
-    package static func makeRing(_ cfg: BroadcastConfiguration) -> ReplayRing? {
+    static func makeRing(_ cfg: BroadcastConfiguration) -> ReplayRing? {
         guard cfg.replay.seconds > 0 else { return nil }
         return ReplayRing(seconds: cfg.replay.seconds, capacity: capacity(cfg, seconds: cfg.replay.seconds),
                           hasVideo: cfg.hasVideo, audioCodec: cfg.hasAudio ? cfg.audio.codec : nil)
@@ -22,14 +22,14 @@ package enum ReplayAssembly {
     }
 
     /// Puts the ring on the plan.
-    package static func plan(_ plan: inout MemoryPlan, ring: ReplayRing?) {
+    static func plan(_ plan: inout MemoryPlan, ring: ReplayRing?) {
         guard let ring else { return }
         plan.replayBytes = ring.capacity.reservedBytes
         plan.replaySeconds = ring.seconds
     }
 
     /// When the plan does not fit: the longest ring that would, everything else unchanged.
-    package static func noteLongestFit(_ plan: inout MemoryPlan, _ cfg: BroadcastConfiguration) {
+    static func noteLongestFit(_ plan: inout MemoryPlan, _ cfg: BroadcastConfiguration) {
         guard plan.replaySeconds > 0, !plan.fits else { return }
         var trial = plan
         var n = plan.replaySeconds - 1
@@ -42,14 +42,14 @@ package enum ReplayAssembly {
     }
 
     /// The clip saver over `ring`, with the encoders' configuration records for the MP4.
-    package static func makeSaver(_ ring: ReplayRing?, _ cfg: BroadcastConfiguration, video: VideoEncoder?,
+    static func makeSaver(_ ring: ReplayRing?, _ cfg: BroadcastConfiguration, video: VideoEncoder?,
                                   audio: AudioEncoder?) -> ReplaySaver? {
         guard let ring else { return nil }
         return ReplaySaver(ring: ring, layout: layout(cfg, video: video, audio: audio), settings: cfg.replay)
     }
 
     /// The MP4 tracks of a session's encoders.
-    package static func layout(_ cfg: BroadcastConfiguration, video: VideoEncoder?, audio: AudioEncoder?) -> MP4TrackLayout {
+    static func layout(_ cfg: BroadcastConfiguration, video: VideoEncoder?, audio: AudioEncoder?) -> MP4TrackLayout {
         let v = video.map { enc in
             MP4TrackLayout.Video(width: enc.settings.width, height: enc.settings.height, fps: enc.settings.fps,
                                  avcC: Array(enc.decoderConfigurationRecord))

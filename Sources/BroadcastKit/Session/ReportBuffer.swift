@@ -12,7 +12,7 @@ import BroadcastRecording
 /// falls back to an allocating path for that one report.
 package final class ReportBuffer {
     private let storage: UnsafeMutablePointer<UInt8>
-    package let capacity: Int
+    let capacity: Int
     package private(set) var count = 0
     package private(set) var overflowed = false
 
@@ -32,7 +32,7 @@ package final class ReportBuffer {
     package var bytes: UnsafeBufferPointer<UInt8> { UnsafeBufferPointer(start: storage, count: count) }
 
     /// The text as a String (allocates: for the on-demand paths, not the once-a-second ones).
-    package var string: String { String(decoding: bytes, as: UTF8.self) }
+    var string: String { String(decoding: bytes, as: UTF8.self) }
 
     package func append(byte: UInt8) {
         guard count < capacity else { overflowed = true; return }
@@ -40,7 +40,7 @@ package final class ReportBuffer {
         count += 1
     }
 
-    package func append(_ s: StaticString) {
+    func append(_ s: StaticString) {
         s.withUTF8Buffer { for b in $0 { append(byte: b) } }
     }
 
@@ -73,7 +73,7 @@ package final class ReportBuffer {
     }
 
     /// `s` as a JSON string literal (`JSONString`).
-    package func appendJSONString(_ s: String) {
+    func appendJSONString(_ s: String) {
         JSONString.escape(s) { append(byte: $0) }
     }
 

@@ -10,25 +10,25 @@ import BroadcastRecording
 /// `bk_session_stats_json` and of the control socket's `stats`. One writer, so every consumer
 /// sees the same keys; rates (fps, kbps) are over the interval since the previous report.
 package struct StatsReport {
-    package var snapshot: StatsSnapshot
+    var snapshot: StatsSnapshot
     /// Seconds since the run started.
     package var timeSeconds: Double
-    package var state: String
+    var state: String
     package var fps: Double
     package var kbps: Double
-    package var videoKbps: Double
-    package var audioKbps: Double
+    var videoKbps: Double
+    var audioKbps: Double
     package var rssBytes: Int
-    package var peakRssBytes: Int
+    var peakRssBytes: Int
     /// The RSS split: anonymous, file-backed and shared pages (RssAnon, RssFile, RssShmem).
-    package var rssAnonBytes: Int
-    package var rssFileBytes: Int
-    package var rssShmemBytes: Int
-    package var latencyMs: (p50: Double, p99: Double)?
+    var rssAnonBytes: Int
+    var rssFileBytes: Int
+    var rssShmemBytes: Int
+    var latencyMs: (p50: Double, p99: Double)?
     /// Each destination's line, primary first (names are redacted: no key).
-    package var destinations: [DestinationStats]
+    var destinations: [DestinationStats]
     /// Seconds the primary was not delivering since it first went live.
-    package var downtimeSeconds: Double
+    var downtimeSeconds: Double
 
     /// A report of `snapshot`, with rates against `previous` (or since `startNs` for the first).
     /// `memory`: one read of /proc/self/status (the default reads it now).

@@ -2,17 +2,17 @@ import BroadcastCore
 
 /// Builds the AVCDecoderConfigurationRecord (ISO/IEC 14496-15 §5.2.4.1), the payload of the
 /// FLV AVC sequence-header tag, from one SPS and one PPS (raw NAL units, no length prefix).
-package enum AVCDecoderConfigurationRecord {
+enum AVCDecoderConfigurationRecord {
     /// 4-byte NAL length prefixes, as x264 writes with b_annexb = 0.
-    package static let nalLengthSize = 4
+    static let nalLengthSize = 4
 
     /// Bytes the record takes for these parameter sets.
-    package static func byteCount(sps: UnsafeRawBufferPointer, pps: UnsafeRawBufferPointer) -> Int {
+    static func byteCount(sps: UnsafeRawBufferPointer, pps: UnsafeRawBufferPointer) -> Int {
         11 + sps.count + pps.count + (hasChromaExtension(profile: sps.count > 1 ? sps[1] : 0) ? 4 : 0)
     }
 
     /// Writes the record into `out` (at least `byteCount` bytes) and returns the bytes written.
-    package static func write(sps: UnsafeRawBufferPointer, pps: UnsafeRawBufferPointer,
+    static func write(sps: UnsafeRawBufferPointer, pps: UnsafeRawBufferPointer,
                              into out: UnsafeMutableRawBufferPointer) throws(EncoderError) -> Int {
         guard sps.count >= 4, sps[0] & 0x1F == 7 else {
             throw .libraryFailure("SPS missing or malformed (\(sps.count) bytes)")

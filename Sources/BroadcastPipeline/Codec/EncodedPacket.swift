@@ -1,7 +1,7 @@
 import BroadcastCore
 
 /// Which FLV track a packet or tag belongs to.
-package enum TrackKind: Sendable {
+enum TrackKind: Sendable {
     case video, audio
 }
 
@@ -10,15 +10,15 @@ package enum TrackKind: Sendable {
 /// H.264 data is AVCC (4-byte length-prefixed NAL units, no start codes, no SPS/PPS);
 /// AAC data is one raw access unit (no ADTS); Opus data is one Opus packet.
 package struct EncodedPacket: @unchecked Sendable {
-    package var kind: TrackKind
+    var kind: TrackKind
     package var data: UnsafeRawBufferPointer
     /// Decode time on the session timeline, in milliseconds.
-    package var timestampMs: Int64
+    var timestampMs: Int64
     /// Presentation minus decode time (0 without B-frames).
-    package var compositionOffsetMs: Int32
-    package var isKeyframe: Bool
+    var compositionOffsetMs: Int32
+    var isKeyframe: Bool
 
-    package init(kind: TrackKind, data: UnsafeRawBufferPointer, timestampMs: Int64,
+    init(kind: TrackKind, data: UnsafeRawBufferPointer, timestampMs: Int64,
                 compositionOffsetMs: Int32 = 0, isKeyframe: Bool) {
         self.kind = kind
         self.data = data

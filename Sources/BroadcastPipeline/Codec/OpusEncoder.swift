@@ -8,7 +8,7 @@ package final class OpusEncoder: AudioEncoder {
     package let frameSize = 960
     package var sequenceHeader: UnsafeRawBufferPointer { UnsafeRawBufferPointer(head) }
     /// The encoder lookahead, also written as OpusHead pre-skip (312 samples with libopus 1.3.1 here).
-    package let preSkip: Int
+    let preSkip: Int
     /// Measured, not guessed: clicks at input samples 10_000, 20_001 and 30_037 (48 kHz stereo, 128 kbps),
     /// encoded with this class and decoded by FFmpeg's Opus decoder (PyAV 18.1 / libavcodec 62.28, this
     /// OpusHead as extradata) peaked exactly at the input positions: FFmpeg drops the 312-sample pre-skip,

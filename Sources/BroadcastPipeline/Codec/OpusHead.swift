@@ -1,16 +1,16 @@
 import BroadcastCore
 
 /// The Opus identification header (RFC 7845 §5.1), sent as the Enhanced RTMP SequenceStart.
-package enum OpusHead {
+enum OpusHead {
     /// Size with channel mapping family 0 (no mapping table).
-    package static let byteCount = 19
+    static let byteCount = 19
 
     /// Writes an OpusHead for mapping family 0 into `out` (at least 19 bytes).
     /// - Parameters:
     ///   - preSkip: samples at 48 kHz the decoder discards from the start (the encoder lookahead).
     ///   - inputSampleRate: informational original rate.
     ///   - outputGainQ8: gain in dB, Q7.8; 0 leaves the output as decoded.
-    package static func write(channels: Int, preSkip: Int, inputSampleRate: Int, outputGainQ8: Int16 = 0,
+    static func write(channels: Int, preSkip: Int, inputSampleRate: Int, outputGainQ8: Int16 = 0,
                              into out: UnsafeMutableRawBufferPointer) {
         precondition(out.count >= byteCount && (1...2).contains(channels) && (0...0xFFFF).contains(preSkip))
         let magic: StaticString = "OpusHead"

@@ -13,7 +13,7 @@ package final class X264Encoder: VideoEncoder, @unchecked Sendable {
     package var decoderConfigurationRecord: UnsafeRawBufferPointer { UnsafeRawBufferPointer(record) }
 
     /// The bitrate (kbps) the encoder is currently configured for; for stats.
-    package var lastAppliedBitrateKbps: Int { appliedBitrate.load(ordering: .relaxed) }
+    var lastAppliedBitrateKbps: Int { appliedBitrate.load(ordering: .relaxed) }
 
     private let handle: OpaquePointer
     /// Kept for x264_encoder_parameters/reconfig so a bitrate change allocates nothing.
@@ -112,7 +112,7 @@ package final class X264Encoder: VideoEncoder, @unchecked Sendable {
 
     /// The analysis tools x264 actually runs with, read back from the open encoder (after
     /// preset, tuning and profile): for tests and diagnostics.
-    package var effectiveTools: X264Tuning {
+    var effectiveTools: X264Tuning {
         let p = UnsafeMutablePointer<x264_param_t>.allocate(capacity: 1)
         defer { p.deallocate() }
         x264_encoder_parameters(handle, p)

@@ -14,13 +14,13 @@ import BroadcastCore
 /// no audio from any source, silence is mixed out in step with the wall clock from the
 /// timeline's start (a late start of every source is so filled too), the same way it continues through a pause of every source.
 package final class AudioMixer: @unchecked Sendable {
-    package static let sourceCount = 2
-    package let frameSize: Int
+    static let sourceCount = 2
+    let frameSize: Int
     /// 150 ms of wait for a lagging source before it is treated as silent.
-    package let maxWaitFrames: Int64 = 7_200
+    let maxWaitFrames: Int64 = 7_200
     /// A source that has not delivered for this long (or 1.5 of its buffer duration, if longer)
     /// no longer holds output back.
-    package let idleAfterNs: Int64 = 60_000_000
+    let idleAfterNs: Int64 = 60_000_000
 
     private let capacity: Int   // frames per source ring
     private let rings: UnsafeMutablePointer<Float>
@@ -32,16 +32,16 @@ package final class AudioMixer: @unchecked Sendable {
     private var outPosition: Int64 = Int64.min
     private let lock = ConditionLock()
     private let emit: (UnsafePointer<Float>, Int64) -> Void
-    package private(set) var lateFramesDiscarded: Int64 = 0
-    package private(set) var silenceFrames: Int64 = 0
+    private(set) var lateFramesDiscarded: Int64 = 0
+    private(set) var silenceFrames: Int64 = 0
     /// Output skipped forward over discontinuities longer than `maxSilenceFrames`.
-    package private(set) var skippedFrames: Int64 = 0
+    private(set) var skippedFrames: Int64 = 0
     /// Writes that ended a pause of every source.
-    package private(set) var resumes: Int64 = 0
+    private(set) var resumes: Int64 = 0
     /// Extra silence mixed out when every source pauses, and at the end: the audio encoder's delay.
     package var flushPaddingFrames: Int64 = 0
     /// 10 s: longer gaps are skipped rather than filled.
-    package let maxSilenceFrames: Int64 = 480_000
+    let maxSilenceFrames: Int64 = 480_000
     /// The session timeline, for silence when no source has delivered at all (nil: none then).
     package var timeline: StreamClock?
     /// How long the timeline runs with no audio before silence is mixed out from its start.
@@ -49,7 +49,7 @@ package final class AudioMixer: @unchecked Sendable {
     /// tags have waited out its 150 ms window, or it would be clamped. A device that starts
     /// later is mixed from where its first buffer lands (the silence stays two frames behind
     /// the wall clock, so a buffer of up to that length is not late).
-    package let noSourceGraceNs: Int64 = 100_000_000
+    let noSourceGraceNs: Int64 = 100_000_000
     /// Live producers only (see `Backpressure.repeatsLastPicture`): silence paced by the wall clock
     /// would trail a producer faster than real time by seconds, and the interleaver would then
     /// release its video in bursts the send queue counts as congestion.
@@ -67,7 +67,7 @@ package final class AudioMixer: @unchecked Sendable {
     /// Block mode: a source that stayed behind past `blockWaitNs`, until it writes again.
     private var stopped = [Bool](repeating: false, count: AudioMixer.sourceCount)
     /// True once silence was mixed out because no source had delivered.
-    package private(set) var noSourceSilence = false
+    private(set) var noSourceSilence = false
 
     /// `emit` receives each mixed frame (interleaved stereo, `frameSize` frames) and its
     /// timeline position in samples. It is called with the mixer lock held, from a lane thread.
@@ -91,7 +91,7 @@ package final class AudioMixer: @unchecked Sendable {
     package var reservedBytes: Int { (capacity * AudioMixer.sourceCount + frameSize) * 2 * 4 }
 
     /// Writes `samples` (interleaved stereo) of `source` at timeline `position`, then emits what is ready.
-    package func write(source: Int, samples: UnsafeBufferPointer<Float>, position: Int64, nowNs: Int64) {
+    func write(source: Int, samples: UnsafeBufferPointer<Float>, position: Int64, nowNs: Int64) {
         lock.lock()
         defer { lock.unlock() }
         var frames = samples.count / 2

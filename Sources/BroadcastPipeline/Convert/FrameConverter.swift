@@ -19,12 +19,12 @@ import BroadcastCore
 /// Every buffer is allocated once, at init, for the fixed output size and the largest input
 /// (8192 px wide): a size change mid-stream (a rotated device) allocates nothing.
 package final class FrameConverter: @unchecked Sendable {
-    package let outputWidth: Int
-    package let outputHeight: Int
+    let outputWidth: Int
+    let outputHeight: Int
 
     /// Source bytes a stripe aims to read; with the rows a scaler's filter overlaps and the
     /// kernel's fault-around, a releasable frame keeps about 0.5 MB resident at any size.
-    package static let sourceStripeBytes = 256 << 10
+    static let sourceStripeBytes = 256 << 10
     /// Output rows scaled per stripe, at most (even: I420 chroma rows pair up).
     static let maxOutputStripeRows = 16
     /// Source rows beyond the computed span a stripe may also hold (the bilinear filter's
@@ -49,7 +49,7 @@ package final class FrameConverter: @unchecked Sendable {
 
     /// Scratch bytes this converter allocated (virtual; only the rows actually used become
     /// resident), for the memory plan.
-    package var scratchBytes: Int { outStripe.count + rowBuffer.count + scaler.scratchBytes }
+    var scratchBytes: Int { outStripe.count + rowBuffer.count + scaler.scratchBytes }
 
     package init(outputWidth: Int, outputHeight: Int) {
         self.outputWidth = outputWidth
@@ -67,7 +67,7 @@ package final class FrameConverter: @unchecked Sendable {
     }
 
     /// Fills the whole destination with black (Y 16, U/V 128): borders of a letterboxed picture.
-    package static func fillBlack(_ dst: I420Frame) {
+    static func fillBlack(_ dst: I420Frame) {
         for row in 0..<dst.height { (dst.y + row * dst.strideY).update(repeating: 16, count: dst.width) }
         let cw = (dst.width + 1) / 2, ch = (dst.height + 1) / 2
         for row in 0..<ch {

@@ -2,13 +2,13 @@ import BroadcastCore
 
 /// Where a source picture lands inside the fixed output frame, keeping its aspect ratio.
 package struct LetterboxGeometry: Equatable, Sendable {
-    package var x: Int
-    package var y: Int
+    var x: Int
+    var y: Int
     package var width: Int
     package var height: Int
 
     /// Fits `srcW x srcH` into `dstW x dstH`; offsets and sizes are even so chroma planes line up.
-    package static func fit(srcW: Int, srcH: Int, dstW: Int, dstH: Int) -> LetterboxGeometry {
+    static func fit(srcW: Int, srcH: Int, dstW: Int, dstH: Int) -> LetterboxGeometry {
         if srcW * dstH == srcH * dstW {
             return LetterboxGeometry(x: 0, y: 0, width: dstW, height: dstH)
         }

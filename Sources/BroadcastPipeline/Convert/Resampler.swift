@@ -10,24 +10,24 @@ import BroadcastCore
 /// (libgomp) it pulls in. That first call is the one allocation this type makes after init
 /// (dlopen once per process, soxr's filter state once per resampler); `reservedBytes` counts it
 /// in the memory plan, and every later call allocates nothing.
-package final class Resampler: @unchecked Sendable {
-    package let inputRate: Int
-    package let outputRate: Int
+final class Resampler: @unchecked Sendable {
+    let inputRate: Int
+    let outputRate: Int
     /// soxr's state; nil until the first `process` (or for good after `failure`).
     private var soxr: OpaquePointer?
     /// Why soxr could not be set up (library missing); `process` then returns nil.
-    package private(set) var failure: String?
+    private(set) var failure: String?
     private let out: UnsafeMutablePointer<Float>
-    package let maxOutputFrames: Int
+    let maxOutputFrames: Int
 
     /// What one lane's resampler may hold once active, for the memory plan: its output storage and
     /// soxr's medium-quality 44.1 -> 48 kHz state (the 353 KB reserved before the load was lazy),
     /// plus half of what loading libsoxr + libgomp costs once per process (each of the two audio
     /// lanes reserves half). Measured on the release build, 720p Y4M + 44.1 kHz PCM on one lane
     /// against the same run at 48 kHz: VmHWM +1.07 to +1.32 MB, of which RssFile +0.72 MB.
-    package static let reservedBytes = AudioBuffer.maxFrames * 2 * 4 * 2 + 512 << 10
+    static let reservedBytes = AudioBuffer.maxFrames * 2 * 4 * 2 + 512 << 10
 
-    package init(inputRate: Int, outputRate: Int = 48_000, maxInputFrames: Int = AudioBuffer.maxFrames) throws(BroadcastError) {
+    init(inputRate: Int, outputRate: Int = 48_000, maxInputFrames: Int = AudioBuffer.maxFrames) throws(BroadcastError) {
         guard inputRate > 0, outputRate > 0 else {
             throw BroadcastError.configuration("resampler \(inputRate)->\(outputRate) Hz could not be created")
         }
@@ -43,14 +43,14 @@ package final class Resampler: @unchecked Sendable {
     }
 
     /// True once soxr is loaded and its state created (after the first successful `process`).
-    package var isActive: Bool { soxr != nil }
+    var isActive: Bool { soxr != nil }
 
     /// Output samples the resampler currently holds back (its group delay), at the output rate.
-    package var delayFrames: Double { soxr.map { bk_soxr_delay($0) } ?? 0 }
+    var delayFrames: Double { soxr.map { bk_soxr_delay($0) } ?? 0 }
 
     /// Resamples `frames` stereo frames; the result is valid until the next call. nil when libsoxr
     /// cannot be loaded or soxr refuses the rates (`failure` says why; not retried).
-    package func process(_ input: UnsafePointer<Float>, frames: Int) -> UnsafeBufferPointer<Float>? {
+    func process(_ input: UnsafePointer<Float>, frames: Int) -> UnsafeBufferPointer<Float>? {
         guard let s = soxr ?? activate() else { return nil }
         var idone = 0, odone = 0
         _ = bk_soxr_process(s, input, frames, &idone, out, maxOutputFrames, &odone)

@@ -15,12 +15,12 @@ package final class Destination: @unchecked Sendable {
     /// The sink's capabilities, read once here.
     package let capabilities: DestinationCapabilities
     /// The sink as a link that reports on itself (nil for recordings and most custom sinks).
-    package let feedback: LinkFeedback?
+    let feedback: LinkFeedback?
     /// The sink as a TCP link whose kernel reports on the path (RTMP), for the bitrate controller.
-    package let tcpPath: TCPPathFeedback?
+    let tcpPath: TCPPathFeedback?
     package let queue: SendQueue
     /// The destination whose delivery is reported as "sent" in the stats (RTMP when present).
-    package let isPrimary: Bool
+    let isPrimary: Bool
     /// Video capture-to-socket latency on this destination.
     package let latency = LatencyHistogram()
     private let stats: BroadcastStats
@@ -90,7 +90,7 @@ package final class Destination: @unchecked Sendable {
     }
 
     /// True while tags should still be queued for this destination (live or reconnecting).
-    package var acceptsTags: Bool { let s = state; return s == .live || s == .reconnecting }
+    var acceptsTags: Bool { let s = state; return s == .live || s == .reconnecting }
 
     package var state: State { State(rawValue: stateValue.load(ordering: .acquiring)) ?? .failed }
 
@@ -125,14 +125,14 @@ package final class Destination: @unchecked Sendable {
     }
 
     /// The run ended while this destination was reconnecting (set by `finish`).
-    package var endedWhileDown: Bool { endedDown.load(ordering: .acquiring) }
+    var endedWhileDown: Bool { endedDown.load(ordering: .acquiring) }
 
     /// Media time waiting to go out: this destination's send queue plus what waits inside the
     /// transport itself (SRT's unacknowledged send buffer); what the bitrate controller follows.
-    package var backlogMs: Int { queue.queuedDurationMs + (feedback?.transportBacklogMs ?? 0) }
+    var backlogMs: Int { queue.queuedDurationMs + (feedback?.transportBacklogMs ?? 0) }
 
     /// Successful reconnects of this destination.
-    package var reconnects: Int { reconnectCount.load(ordering: .relaxed) }
+    var reconnects: Int { reconnectCount.load(ordering: .relaxed) }
 
     /// Samples the send rate; called once a second by the housekeeper only.
     package func sampleRate(nowNs: Int64) {
@@ -145,7 +145,7 @@ package final class Destination: @unchecked Sendable {
     }
 
     /// This destination's line in a stats report (no key: the name is the redacted display name).
-    package var statsNow: DestinationStats {
+    var statsNow: DestinationStats {
         let word: String
         switch state {
         case .idle: word = "connecting"
@@ -161,9 +161,9 @@ package final class Destination: @unchecked Sendable {
                                 link: feedback?.linkStats, peerEstimateKbps: feedback?.peerEstimatedKbps)
     }
     /// The error that stopped this destination, if any.
-    package var error: TransportError? { failure.withLock { $0 } }
+    var error: TransportError? { failure.withLock { $0 } }
     /// Body bytes the sink accepted.
-    package var bytesSent: Int { sentBytes.load(ordering: .relaxed) }
+    var bytesSent: Int { sentBytes.load(ordering: .relaxed) }
 
     /// Opens the sink on the caller's thread (so start-up errors reach `start()`), then starts the sender.
     package func open() throws(TransportError) {

@@ -12,7 +12,7 @@ import BroadcastCore
 package final class DestinationSet: @unchecked Sendable {
     package let all: [Destination]
     /// Any destination lost stops the run (`--require-all`).
-    package let requireAll: Bool
+    let requireAll: Bool
     /// Written only by the housekeeping thread (and by `finish` after it stopped).
     private var reported: [Bool]
 

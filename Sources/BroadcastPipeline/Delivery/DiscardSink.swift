@@ -2,8 +2,8 @@ import BroadcastCore
 
 /// A sink that accepts every tag and keeps nothing: the end of the line for benchmarks.
 package final class DiscardSink: TagSink, @unchecked Sendable {
-    package private(set) var tags = 0
-    package private(set) var bytes = 0
+    private(set) var tags = 0
+    private(set) var bytes = 0
     package init() {}
     package var kind: TagSinkKind { .discard }
     package var displayName: String { "discard" }

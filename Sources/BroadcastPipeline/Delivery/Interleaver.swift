@@ -17,9 +17,9 @@ import BroadcastCore
 /// AAC priming packets (`isPriming`: stamped before 0) are ordered by their negative time, go out
 /// with timestamp 0 and the flag, and take no part in the clamp: they are not the stream's time.
 package final class Interleaver: @unchecked Sendable {
-    package let maxWaitNs: Int64
+    let maxWaitNs: Int64
     /// Block mode: the longest a full staging waits for the other track (nil: the live rules).
-    package let stagingWaitNs: Int64?
+    let stagingWaitNs: Int64?
 
     private struct Entry: TagByteRingEntry {
         var offset: Int
@@ -76,7 +76,7 @@ package final class Interleaver: @unchecked Sendable {
     /// Stages one tag body, written by `write` into the space given (exactly `bodySize` bytes).
     /// `isPriming`: an audio packet stamped before 0 (`timestampMs` negative), for the sinks that
     /// take priming.
-    package func submit(type: FLVTagType, timestampMs: Int64, isKeyframe: Bool, bodySize: Int, nowNs: Int64,
+    func submit(type: FLVTagType, timestampMs: Int64, isKeyframe: Bool, bodySize: Int, nowNs: Int64,
                        captureNs: Int64 = 0, isPriming: Bool = false, write: (UnsafeMutableRawBufferPointer) -> Void) {
         lock.lock()
         defer { lock.unlock() }

@@ -4,13 +4,13 @@ import BroadcastCore
 /// Capture-to-socket latency of video frames: fixed 0.1 ms buckets up to 5 s (plus overflow),
 /// so recording a sample never allocates and percentiles need no stored samples.
 package final class LatencyHistogram: Sendable {
-    package static let bucketNs: Int64 = 100_000
-    package static let bucketCount = 50_000
+    static let bucketNs: Int64 = 100_000
+    static let bucketCount = 50_000
     private let buckets: Locked<[UInt32]>
 
-    package init() { buckets = Locked([UInt32](repeating: 0, count: LatencyHistogram.bucketCount + 1)) }
+    init() { buckets = Locked([UInt32](repeating: 0, count: LatencyHistogram.bucketCount + 1)) }
 
-    package func record(_ ns: Int64) {
+    func record(_ ns: Int64) {
         let i = Int(min(max(0, ns / LatencyHistogram.bucketNs), Int64(LatencyHistogram.bucketCount)))
         buckets.withLock { $0[i] &+= 1 }
     }
@@ -30,5 +30,5 @@ package final class LatencyHistogram: Sendable {
         }
     }
 
-    package var count: Int { buckets.withLock { $0.reduce(0) { $0 + Int($1) } } }
+    var count: Int { buckets.withLock { $0.reduce(0) { $0 + Int($1) } } }
 }

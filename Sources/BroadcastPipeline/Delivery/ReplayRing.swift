@@ -24,9 +24,9 @@ package final class ReplayRing: @unchecked Sendable {
 
     /// Sizes of a ring for `seconds`, from the encoders' settings.
     package struct Capacity: Sendable, Equatable {
-        package var bytes: Int
-        package var entries: Int
-        package var syncPoints: Int
+        var bytes: Int
+        var entries: Int
+        var syncPoints: Int
         /// Everything preallocated for the ring and for saving a clip from it (sample table,
         /// moof buffer), for the memory plan.
         package var reservedBytes: Int {
@@ -74,7 +74,7 @@ package final class ReplayRing: @unchecked Sendable {
     private var lastAudioSyncMs = Int64.min
     private let lock = ConditionLock()
     /// Tags left out while a pin held the space (see the type's note).
-    package private(set) var droppedTags = 0
+    private(set) var droppedTags = 0
 
     package init(seconds: Int, capacity: Capacity, hasVideo: Bool, audioCodec: AudioCodec?) {
         self.seconds = seconds
@@ -92,7 +92,7 @@ package final class ReplayRing: @unchecked Sendable {
     private var windowMs: Int64 { Int64(seconds) * 1000 }
 
     /// Bytes of an FLV body before the codec payload.
-    package func headerSize(isVideo: Bool) -> Int {
+    func headerSize(isVideo: Bool) -> Int {
         if isVideo { return FLVTagBody.avcHeaderSize }
         return audioCodec == .opus ? FLVTagBody.opusHeaderSize : FLVTagBody.aacHeaderSize
     }
@@ -158,7 +158,7 @@ package final class ReplayRing: @unchecked Sendable {
     /// AAC frames kept from an evicted GOP, just before the next sync point: a clip's pre-roll
     /// (`beginClip(preRollAudio:)`), enough for vo-aacenc's 1600-sample delay. The next eviction
     /// takes them with the GOP. Opus needs none (its pre-skip is in dOps).
-    package static let aacPreRollFrames = 2
+    static let aacPreRollFrames = 2
 
     private func evictFrontGOP() {
         guard let _ = syncs.removeFirst() else { return }
@@ -200,7 +200,7 @@ package final class ReplayRing: @unchecked Sendable {
     /// ring still holds them) come first, pinned too: a decoder starting mid-stream needs them to
     /// rebuild its state (AAC's overlapped transform), so the clip's own first frame decodes whole.
     /// `preRoll` says how many; sample `preRoll + i` is sequence `firstSeq + i`.
-    package func beginClip(seconds: Double, into samples: UnsafeMutablePointer<MP4Sample>, capacity: Int,
+    func beginClip(seconds: Double, into samples: UnsafeMutablePointer<MP4Sample>, capacity: Int,
                            preRollAudio: Int = 0) -> (count: Int, firstSeq: Int64, preRoll: Int)? {
         lock.lock()
         defer { lock.unlock() }
@@ -235,12 +235,12 @@ package final class ReplayRing: @unchecked Sendable {
     }
 
     /// Lets the ring reuse what a clip has written, up to (not including) `seq`.
-    package func releaseClip(upTo seq: Int64) {
+    func releaseClip(upTo seq: Int64) {
         lock.withLock { if pinSeq != Int64.max { pinSeq = max(pinSeq, seq) } }
     }
 
     /// Ends the clip's pin.
-    package func endClip() {
+    func endClip() {
         lock.withLock { pinSeq = Int64.max }
     }
 }

@@ -22,7 +22,7 @@ package final class ReplaySaver: @unchecked Sendable {
     }
 
     package let ring: ReplayRing
-    package let settings: ReplaySettings
+    let settings: ReplaySettings
     private let writer: MP4FragmentWriter
     private let samples: UnsafeMutablePointer<MP4Sample>
     private let sampleCapacity: Int
@@ -33,7 +33,7 @@ package final class ReplaySaver: @unchecked Sendable {
     private var stopping = false
     private var running = false
     /// What the last rehearsal wrote: stored so that the work is not optimised away (nothing reads it).
-    package private(set) var rehearsedBytes = 0
+    private(set) var rehearsedBytes = 0
 
     package init(ring: ReplayRing, layout: MP4TrackLayout, settings: ReplaySettings) {
         self.ring = ring
@@ -147,7 +147,7 @@ package final class ReplaySaver: @unchecked Sendable {
     }
 
     /// `DIR/replay-YYYYMMDD-HHMMSS.mp4` in UTC, with `-2`, `-3`... when that name is taken.
-    package static func timestampedPath(directory: String, now: time_t = time(nil)) -> String {
+    static func timestampedPath(directory: String, now: time_t = time(nil)) -> String {
         var t = now
         var parts = tm()
         gmtime_r(&t, &parts)

@@ -25,7 +25,7 @@ package final class SendQueue: @unchecked Sendable {
         var byteCount: Int { length }
     }
 
-    package let policy: CongestionPolicy
+    let policy: CongestionPolicy
     private var entries: TagByteRing<Entry>
     private var droppingVideoUntilKeyframe = false
     private var closed = false
@@ -44,7 +44,7 @@ package final class SendQueue: @unchecked Sendable {
     /// Called (outside the lock) when admission starts dropping video: the session asks the encoder for an IDR.
     package var onKeyframeNeeded: (@Sendable () -> Void)?
 
-    package init(policy: CongestionPolicy, maxEntries: Int = 4096, stats: BroadcastStats? = nil,
+    init(policy: CongestionPolicy, maxEntries: Int = 4096, stats: BroadcastStats? = nil,
                  blockWaitNs: Int64? = nil) {
         self.policy = policy
         self.blockWaitNs = blockWaitNs
@@ -60,7 +60,7 @@ package final class SendQueue: @unchecked Sendable {
     package var reservedBytes: Int { entries.reservedBytes }
 
     /// Tags this queue refused (every reason), for the per-destination stats.
-    package var droppedTags: Int { dropped.load(ordering: .relaxed) }
+    var droppedTags: Int { dropped.load(ordering: .relaxed) }
 
     /// Queued body bytes right now.
     package var queuedBytes: Int { cond.withLock { entries.usedBytes } }
@@ -77,7 +77,7 @@ package final class SendQueue: @unchecked Sendable {
 
     /// Admits `tag` (copying its body) or drops it by policy; returns the drop reason, or nil when queued.
     @discardableResult
-    package func push(_ tag: FLVTag) -> DropReason? {
+    func push(_ tag: FLVTag) -> DropReason? {
         var needKeyframe = false
         let result: DropReason? = cond.withLock {
             if closed { return .queueFull }
@@ -139,7 +139,7 @@ package final class SendQueue: @unchecked Sendable {
     /// Blocks until a tag is available (or the deadline passes / the queue is closed), then calls
     /// `body` with it while it stays in the ring (no copy), and removes it afterwards.
     /// Returns false on timeout or when closed and drained.
-    package func withNext(deadlineNs: Int64, _ body: (FLVTag) -> Void) -> Bool {
+    func withNext(deadlineNs: Int64, _ body: (FLVTag) -> Void) -> Bool {
         cond.lock()
         while entries.isEmpty {
             if closed { cond.unlock(); return false }
@@ -168,7 +168,7 @@ package final class SendQueue: @unchecked Sendable {
 
     /// Block mode: whether a push into a full queue waits (the destination is live) or drops at
     /// once (it is reconnecting, failed or closed); a push waiting now is woken to see it.
-    package func setHoldsProducer(_ holds: Bool) {
+    func setHoldsProducer(_ holds: Bool) {
         cond.withLock {
             holdsProducer = holds && blockWaitNs != nil
             cond.broadcast()
@@ -176,7 +176,7 @@ package final class SendQueue: @unchecked Sendable {
     }
 
     /// Drops everything queued (used when a destination is abandoned).
-    package func removeAll() {
+    func removeAll() {
         cond.withLock {
             if consuming {
                 purgeRequested = true
@@ -188,7 +188,7 @@ package final class SendQueue: @unchecked Sendable {
     }
 
     /// Wakes the sender; `withNext` returns false once the queue is empty.
-    package func close() {
+    func close() {
         cond.withLock {
             closed = true
             cond.broadcast()
@@ -196,7 +196,7 @@ package final class SendQueue: @unchecked Sendable {
     }
 
     /// Waits until the queue is empty or the deadline passes; true when drained.
-    package func waitUntilDrained(deadlineNs: Int64) -> Bool {
+    func waitUntilDrained(deadlineNs: Int64) -> Bool {
         cond.withLock {
             while !entries.isEmpty {
                 if MediaTime.now() >= deadlineNs { return false }

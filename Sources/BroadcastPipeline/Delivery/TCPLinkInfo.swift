@@ -10,22 +10,22 @@ import BroadcastCore
 /// answer is too short for a field gives nil.
 package struct TCPLinkInfo: Sendable, Equatable {
     /// Bytes the peer acknowledged since the connection began (`tcpi_bytes_acked`).
-    package var bytesAcked: UInt64
+    var bytesAcked: UInt64
     /// Smoothed RTT (`tcpi_rtt`), microseconds.
-    package var rttMicros: UInt32
+    var rttMicros: UInt32
     /// The lowest RTT seen (`tcpi_min_rtt`), microseconds: the path with empty queues.
-    package var minRttMicros: UInt32
+    var minRttMicros: UInt32
     /// The kernel's latest delivery-rate sample, bytes per second (`tcpi_delivery_rate`).
-    package var deliveryRateBytesPerSecond: UInt64
+    var deliveryRateBytesPerSecond: UInt64
     /// The sample was taken while the sender had too little to send to fill the path: it
     /// then shows what was sent, not what the path carries.
-    package var deliveryRateAppLimited: Bool
+    var deliveryRateAppLimited: Bool
     /// The receive window the peer last advertised, bytes (`tcpi_snd_wnd`, Linux 6.2 and later;
     /// nil on older kernels): the free space of the peer's socket buffer. It shrinks while the
     /// peer's application reads slower than the data arrives, which no RTT shows.
-    package var sendWindowBytes: UInt32?
+    var sendWindowBytes: UInt32?
 
-    package init(bytesAcked: UInt64, rttMicros: UInt32, minRttMicros: UInt32,
+    init(bytesAcked: UInt64, rttMicros: UInt32, minRttMicros: UInt32,
                  deliveryRateBytesPerSecond: UInt64, deliveryRateAppLimited: Bool, sendWindowBytes: UInt32? = nil) {
         self.bytesAcked = bytesAcked
         self.rttMicros = rttMicros
@@ -36,13 +36,13 @@ package struct TCPLinkInfo: Sendable, Equatable {
     }
 
     /// The delivery-rate sample in kbit/s when it measured the path (nil: app-limited or none).
-    package var deliveryKbps: Int? {
+    var deliveryKbps: Int? {
         deliveryRateAppLimited || deliveryRateBytesPerSecond == 0
             ? nil : Int(min(deliveryRateBytesPerSecond, UInt64(Int32.max)) * 8 / 1000)
     }
 
     /// Milliseconds the path's queues add to its RTT now (smoothed RTT over the lowest).
-    package var queueingMs: Int { Int(rttMicros &- min(rttMicros, minRttMicros)) / 1000 }
+    var queueingMs: Int { Int(rttMicros &- min(rttMicros, minRttMicros)) / 1000 }
 
     // Offsets in struct tcp_info (linux/tcp.h).
     private static let appLimitedByte = 7

@@ -74,13 +74,13 @@ package final class VideoLane: @unchecked Sendable {
     /// tick taken by a repeat is stale, skipped by the gate. Two: a stall under 100 ms makes no
     /// repeat, and the pictures it held back keep their own ticks (stamped from their PTS); a
     /// tick the source really left empty is filled when its next picture comes (`fillHole`).
-    package static let repeatGraceFrames: Int64 = 2
+    static let repeatGraceFrames: Int64 = 2
     /// A lane thread that fell this far behind its repeats (a stalled machine) skips the
     /// missed slots instead of encoding them in a burst.
-    package static let maxRepeatCatchUpNs: Int64 = 500_000_000
+    static let maxRepeatCatchUpNs: Int64 = 500_000_000
     /// Most empty ticks filled before a picture (`fillHole`); a longer gap is a pause, left to
     /// the repeats (a paused source) or to the encoder's variable frame timing.
-    package static let maxHoleFill = 2
+    static let maxHoleFill = 2
 
     /// `deliver` gets each packet with the CLOCK_MONOTONIC arrival time of its source frame.
     /// `clock` is the session timeline the repeated pictures are stamped on.
@@ -113,7 +113,7 @@ package final class VideoLane: @unchecked Sendable {
     package func requestKeyframe() { keyframeRequested.store(true, ordering: .relaxed) }
 
     /// The next frame will be an IDR: a request is pending.
-    package var keyframeRequestPending: Bool { keyframeRequested.load(ordering: .relaxed) }
+    var keyframeRequestPending: Bool { keyframeRequested.load(ordering: .relaxed) }
 
     /// Caller thread: validate, order-check, convert into a free slot and queue it.
     package func process(_ frame: VideoFrame, timelineMs: (Int64) -> Int64) -> ProcessResult {

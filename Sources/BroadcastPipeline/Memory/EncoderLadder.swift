@@ -30,7 +30,7 @@ package enum EncoderLadder {
         package var label: String
     }
 
-    package static let leanSuffix = "-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept; trellis)"
+    static let leanSuffix = "-lean (no sub-pel; cabac, deblock, 8x8dct, AQ kept; trellis)"
 
     /// The steps for `requested`, ordered by planned memory, heaviest first. Without
     /// `allowDowngrade` only the requested settings.

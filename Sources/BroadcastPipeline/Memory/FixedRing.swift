@@ -6,15 +6,15 @@ import BroadcastCore
 /// its entries in one of these: a full ring refuses the append, and the caller turns that into
 /// a counted drop. It never grows, and no operation after init allocates.
 /// Not thread-safe: each owner guards it with its own lock.
-package struct FixedRing<Element: BitwiseCopyable>: ~Copyable {
+struct FixedRing<Element: BitwiseCopyable>: ~Copyable {
     /// The most elements it holds.
-    package let capacity: Int
+    let capacity: Int
     private let storage: UnsafeMutablePointer<Element>
     private var head = 0
     /// Elements held now.
-    package private(set) var count = 0
+    private(set) var count = 0
 
-    package init(capacity: Int) {
+    init(capacity: Int) {
         precondition(capacity > 0, "a ring needs room for at least one element")
         self.capacity = capacity
         storage = .allocate(capacity: capacity)
@@ -27,15 +27,15 @@ package struct FixedRing<Element: BitwiseCopyable>: ~Copyable {
 
     deinit { storage.deallocate() }
 
-    package var isEmpty: Bool { count == 0 }
-    package var isFull: Bool { count == capacity }
+    var isEmpty: Bool { count == 0 }
+    var isFull: Bool { count == capacity }
 
     /// Bytes allocated at init, for the memory plan.
-    package var reservedBytes: Int { capacity * MemoryLayout<Element>.stride }
+    var reservedBytes: Int { capacity * MemoryLayout<Element>.stride }
 
     /// Adds `element` at the back; false (nothing stored) when the ring is full.
     @discardableResult
-    package mutating func append(_ element: Element) -> Bool {
+    mutating func append(_ element: Element) -> Bool {
         guard count < capacity else { return false }
         (storage + slot(count)).initialize(to: element)
         count += 1
@@ -43,20 +43,20 @@ package struct FixedRing<Element: BitwiseCopyable>: ~Copyable {
     }
 
     /// The oldest element.
-    package var first: Element? { count > 0 ? storage[head] : nil }
+    var first: Element? { count > 0 ? storage[head] : nil }
 
     /// The newest element.
-    package var last: Element? { count > 0 ? storage[slot(count - 1)] : nil }
+    var last: Element? { count > 0 ? storage[slot(count - 1)] : nil }
 
     /// The element `offset` places after the oldest (0 is the oldest).
-    package subscript(offset: Int) -> Element {
+    subscript(offset: Int) -> Element {
         precondition(offset >= 0 && offset < count, "ring offset out of range")
         return storage[slot(offset)]
     }
 
     /// Removes and returns the oldest element.
     @discardableResult
-    package mutating func removeFirst() -> Element? {
+    mutating func removeFirst() -> Element? {
         guard count > 0 else { return nil }
         let e = storage[head]
         head = head + 1 == capacity ? 0 : head + 1
@@ -64,7 +64,7 @@ package struct FixedRing<Element: BitwiseCopyable>: ~Copyable {
         return e
     }
 
-    package mutating func removeAll() {
+    mutating func removeAll() {
         head = 0
         count = 0
     }

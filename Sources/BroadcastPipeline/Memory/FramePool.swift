@@ -10,9 +10,9 @@ import BroadcastCore
 /// `acquire()` takes the pinned slot back when no other is free (a new picture replaces it
 /// anyway). Only while a repeat is being encoded ("borrowed") is it out of reach.
 package final class FramePool: @unchecked Sendable {
-    package let width: Int
-    package let height: Int
-    package let capacity: Int
+    let width: Int
+    let height: Int
+    let capacity: Int
     private let storage: UnsafeMutableRawBufferPointer
     private let frameBytes: Int
     /// Letterbox rectangle last painted into each slot; borders are repainted only when it changes.
@@ -45,7 +45,7 @@ package final class FramePool: @unchecked Sendable {
     }
 
     /// Bytes this pool holds, for the memory plan.
-    package var byteCount: Int { frameBytes * capacity }
+    var byteCount: Int { frameBytes * capacity }
 
     /// The picture in slot `index`.
     package func frame(_ index: Int) -> I420Frame {
@@ -56,7 +56,7 @@ package final class FramePool: @unchecked Sendable {
     }
 
     /// Takes a free slot, else the pinned last picture's (unless a repeat is reading it), or nil.
-    package func acquire() -> Int? {
+    func acquire() -> Int? {
         lock.withLock {
             guard freeCount > 0 else {
                 guard last >= 0 && !lastBorrowed else { return nil }
@@ -70,7 +70,7 @@ package final class FramePool: @unchecked Sendable {
 
     /// Pins `index` (an encoded picture) as the last one instead of freeing it; the previous
     /// last slot is freed.
-    package func retainAsLast(_ index: Int) {
+    func retainAsLast(_ index: Int) {
         lock.withLock {
             if last >= 0 {
                 free[freeCount] = last
@@ -82,7 +82,7 @@ package final class FramePool: @unchecked Sendable {
     }
 
     /// The last picture's slot, held for a repeat until `returnLast()`; nil when there is none.
-    package func borrowLast() -> Int? {
+    func borrowLast() -> Int? {
         lock.withLock {
             guard last >= 0 && !lastBorrowed else { return nil }
             lastBorrowed = true
@@ -91,12 +91,12 @@ package final class FramePool: @unchecked Sendable {
     }
 
     /// Ends a repeat's hold on the last picture.
-    package func returnLast() {
+    func returnLast() {
         lock.withLock { lastBorrowed = false }
     }
 
     /// Frees the pinned last picture (the lane has stopped).
-    package func releaseLast() {
+    func releaseLast() {
         lock.withLock {
             guard last >= 0 else { return }
             free[freeCount] = last
@@ -107,10 +107,10 @@ package final class FramePool: @unchecked Sendable {
     }
 
     /// True when a last picture is pinned (a repeat is possible).
-    package var hasLast: Bool { lock.withLock { last >= 0 } }
+    var hasLast: Bool { lock.withLock { last >= 0 } }
 
     /// Returns a slot taken with `acquire()`.
-    package func release(_ index: Int) {
+    func release(_ index: Int) {
         lock.withLock {
             free[freeCount] = index
             freeCount += 1
@@ -118,7 +118,7 @@ package final class FramePool: @unchecked Sendable {
     }
 
     /// Slots in use right now; a pinned last picture that `acquire()` may take counts as free.
-    package var inUse: Int { lock.withLock { capacity - freeCount - (last >= 0 && !lastBorrowed ? 1 : 0) } }
+    var inUse: Int { lock.withLock { capacity - freeCount - (last >= 0 && !lastBorrowed ? 1 : 0) } }
 
     /// Records the rectangle painted into `slot`; returns true when its borders must be repainted.
     func needsBorderRepaint(slot: Int, geometry: LetterboxGeometry) -> Bool {

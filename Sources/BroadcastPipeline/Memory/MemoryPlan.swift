@@ -149,7 +149,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     /// The plan prints the percentage ("headroom kept free (4%)"); tools/bktools/plan.py reads it from there.
     public var headroomBytes: Int { budgetBytes / Self.headroomDivisor }
     /// The headroom is 1/this of the budget.
-    package static let headroomDivisor = 25
+    static let headroomDivisor = 25
 
     public var fits: Bool { budgetBytes <= 0 || totalBytes + headroomBytes <= budgetBytes }
 

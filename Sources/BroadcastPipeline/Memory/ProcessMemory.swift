@@ -44,13 +44,13 @@ package enum ProcessMemory {
     /// Anonymous resident bytes (RssAnon: heap, pools, queues, encoder frames). Growth of a
     /// long run shows here; file-backed pages (RssFile: code and read-only data) are bounded by
     /// the mapped files and fault back in as code paths first run after the start-up release.
-    package static func anonymousBytes() -> Int { statusField("RssAnon:") }
+    static func anonymousBytes() -> Int { statusField("RssAnon:") }
 
     /// File-backed resident bytes (RssFile).
     package static func fileBytes() -> Int { statusField("RssFile:") }
 
     /// Shared-memory resident bytes (RssShmem: capture buffers mapped from the producer).
-    package static func sharedBytes() -> Int { statusField("RssShmem:") }
+    static func sharedBytes() -> Int { statusField("RssShmem:") }
 
     /// Bytes glibc malloc has handed out and not had back, in every arena and in mmapped blocks
     /// (mallinfo2 uordblks + hblkhd). Unlike RSS it does not move with page reuse or trimming,

@@ -10,23 +10,23 @@ import BroadcastCore
 /// deep as the queue ever got: its owners touch the whole region at init, so the pages the plan
 /// counts are resident from the start and a congestion episode cannot add resident memory later
 /// (the send queue, the interleaver's staging, the audio lanes).
-package struct RingAllocator: Sendable {
-    package let capacity: Int
+struct RingAllocator: Sendable {
+    let capacity: Int
     private var start = 0
     private var end = 0
     private var tailEnd = 0
     private var wrapped = false
-    package private(set) var liveCount = 0
+    private(set) var liveCount = 0
 
-    package init(capacity: Int) { self.capacity = capacity }
+    init(capacity: Int) { self.capacity = capacity }
 
     /// Bytes held by live allocations (excluding a skipped tail).
-    package var usedBytes: Int {
+    var usedBytes: Int {
         liveCount == 0 ? 0 : (wrapped ? (tailEnd - start) + end : end - start)
     }
 
     /// Returns the offset of `n` contiguous bytes, or nil when they do not fit.
-    package mutating func allocate(_ n: Int) -> Int? {
+    mutating func allocate(_ n: Int) -> Int? {
         if liveCount == 0 {
             start = 0; end = 0; wrapped = false
         }
@@ -56,7 +56,7 @@ package struct RingAllocator: Sendable {
     }
 
     /// Frees the oldest allocation, which starts at `offset` and holds `n` bytes.
-    package mutating func freeOldest(offset: Int, count n: Int) {
+    mutating func freeOldest(offset: Int, count n: Int) {
         liveCount -= 1
         if liveCount == 0 {
             start = 0; end = 0; wrapped = false
@@ -69,7 +69,7 @@ package struct RingAllocator: Sendable {
         }
     }
 
-    package mutating func reset() {
+    mutating func reset() {
         start = 0; end = 0; wrapped = false; liveCount = 0
     }
 }

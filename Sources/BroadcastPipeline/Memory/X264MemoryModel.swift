@@ -14,9 +14,9 @@ import BroadcastCore
 /// `weightedPlaneBytes`. (The subpel rows were first measured while veryfast still ran with its
 /// `weightp` 1; measured again with it off, on 2026-12-03, every row is within 0.5% of the table:
 /// moving noise never touched the weighted plane, a fade does.)
-package enum X264MemoryModel {
+enum X264MemoryModel {
     /// What decides x264's working set: whether it keeps half-pel planes per reference.
-    package enum Configuration: String, Sendable {
+    enum Configuration: String, Sendable {
         /// Any preset that refines to sub-pel (subme >= 1): superfast measured within 0.2% of veryfast.
         case subpel
         /// `X264Tuning.lean`: full-pel only, with CABAC, deblocking, 8x8 DCT, intra partitions, AQ.
@@ -25,14 +25,14 @@ package enum X264MemoryModel {
         case ultrafast
     }
 
-    package struct Row: Sendable {
-        package var configuration: Configuration
-        package var width: Int
-        package var height: Int
-        package var workingBytes: Int
+    struct Row: Sendable {
+        var configuration: Configuration
+        var width: Int
+        var height: Int
+        var workingBytes: Int
     }
 
-    package static let measured: [Row] = [
+    static let measured: [Row] = [
         // BEGIN measured table (tools/bench/x264model.py --write)
         .init(configuration: .subpel, width: 640, height: 360, workingBytes: 5574656),
         .init(configuration: .subpel, width: 854, height: 480, workingBytes: 8663040),
@@ -52,7 +52,7 @@ package enum X264MemoryModel {
         // END measured table
     ]
 
-    package static func configuration(_ v: VideoEncoderSettings) -> Configuration {
+    static func configuration(_ v: VideoEncoderSettings) -> Configuration {
         if v.subpelRefinement > 0 { return .subpel }
         return v.preset == "ultrafast" && v.tuning.isEmpty ? .ultrafast : .lean
     }
@@ -60,7 +60,7 @@ package enum X264MemoryModel {
     /// Planned working set for `v`: the measured rows of its configuration, interpolated in pixels,
     /// plus one decoded frame per extra reference and per-thread frames without sliced threads
     /// (the table is for 1 reference and sliced threads).
-    package static func workingBytes(_ v: VideoEncoderSettings) -> Int {
+    static func workingBytes(_ v: VideoEncoderSettings) -> Int {
         let px = v.width * v.height
         let rows = measured.filter { $0.configuration == configuration(v) }
             .sorted { $0.width * $0.height < $1.width * $1.height }
@@ -87,7 +87,7 @@ package enum X264MemoryModel {
     /// reference (1 for `weightp` 1, 2 for 2), as x264's source allocates them at open (luma
     /// padding 32 pixels each side). They become resident only at the first weighted frame,
     /// whenever content brings one, so they are planned in full from that layout, not measured.
-    package static func weightedPlaneBytes(_ v: VideoEncoderSettings) -> Int {
+    static func weightedPlaneBytes(_ v: VideoEncoderSettings) -> Int {
         guard v.weightedPrediction > 0 else { return 0 }
         let padding = 32                                       // x264's PADH and PADV, luma
         let stride = ((v.width + 15) / 16 * 16 + 2 * padding + 63) / 64 * 64

@@ -38,10 +38,10 @@ package indirect enum AMF0Value: Equatable, Sendable {
 
 /// A key/value pair of an AMF0 object or ECMA array, in wire order.
 package struct AMF0Property: Equatable, Sendable {
-    package var key: String
-    package var value: AMF0Value
+    var key: String
+    var value: AMF0Value
 
-    package init(_ key: String, _ value: AMF0Value) {
+    init(_ key: String, _ value: AMF0Value) {
         self.key = key
         self.value = value
     }
@@ -61,20 +61,20 @@ package enum AMF0Error: Error, Equatable, Sendable {
 /// long string, object, typed object, null, undefined, ECMA array, strict array, date.
 /// Nesting is bounded, so a hostile reply cannot exhaust the stack.
 package struct AMF0Reader {
-    package static let maxDepth = 16
+    static let maxDepth = 16
     private let bytes: [UInt8]
     /// Index of the next unread byte.
-    package private(set) var offset = 0
+    private(set) var offset = 0
 
     package init(_ bytes: [UInt8], offset: Int = 0) {
         self.bytes = bytes
         self.offset = offset
     }
 
-    package var isAtEnd: Bool { offset >= bytes.count }
+    var isAtEnd: Bool { offset >= bytes.count }
 
     /// Reads the next value.
-    package mutating func read() throws(AMF0Error) -> AMF0Value {
+    mutating func read() throws(AMF0Error) -> AMF0Value {
         try readValue(depth: 0)
     }
 

@@ -12,7 +12,7 @@ package struct AMF0Writer {
         case null = 0x05, ecmaArray = 0x08, objectEnd = 0x09
     }
 
-    package let buffer: UnsafeMutableRawBufferPointer
+    let buffer: UnsafeMutableRawBufferPointer
     /// Where the next value goes; advances past every successful write.
     package private(set) var offset: Int
     /// True once any write did not fit.
@@ -24,7 +24,7 @@ package struct AMF0Writer {
     }
 
     /// Bytes written since `offset` was `start`.
-    package func written(since start: Int = 0) -> Int { offset - start }
+    func written(since start: Int = 0) -> Int { offset - start }
 
     /// Number: 0x00 + IEEE-754 double, big-endian.
     @discardableResult
@@ -37,7 +37,7 @@ package struct AMF0Writer {
 
     /// Boolean: 0x01 + one byte (0 or 1).
     @discardableResult
-    package mutating func writeBoolean(_ value: Bool) -> Bool {
+    mutating func writeBoolean(_ value: Bool) -> Bool {
         guard reserve(2) else { return false }
         put(Marker.boolean.rawValue)
         put(value ? 1 : 0)
@@ -65,7 +65,7 @@ package struct AMF0Writer {
     /// ECMA array start: 0x08 + 32-bit BE approximate count. Follow with key/value pairs
     /// and `writeObjectEnd()`.
     @discardableResult
-    package mutating func writeECMAArrayStart(count: UInt32) -> Bool {
+    mutating func writeECMAArrayStart(count: UInt32) -> Bool {
         guard reserve(5) else { return false }
         put(Marker.ecmaArray.rawValue)
         putBE32(count)
@@ -100,13 +100,13 @@ package struct AMF0Writer {
     // MARK: - Encoded sizes (for reserving exactly)
 
     /// Encoded size of a short string value (marker included).
-    package static func stringSize(_ value: String) -> Int { 3 + value.utf8.count }
+    static func stringSize(_ value: String) -> Int { 3 + value.utf8.count }
     /// Encoded size of a property key.
-    package static func keySize(_ key: String) -> Int { 2 + key.utf8.count }
-    package static let numberSize = 9
-    package static let booleanSize = 2
-    package static let ecmaArrayStartSize = 5
-    package static let objectEndSize = 3
+    static func keySize(_ key: String) -> Int { 2 + key.utf8.count }
+    static let numberSize = 9
+    static let booleanSize = 2
+    static let ecmaArrayStartSize = 5
+    static let objectEndSize = 3
 
     // MARK: - Raw access
 

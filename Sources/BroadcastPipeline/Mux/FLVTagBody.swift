@@ -23,14 +23,14 @@ package enum FLVTagBody {
     /// E-RTMP SoundFormat 9 ("ExHeader") in the high nibble.
     static let exHeaderSoundFormat: UInt8 = 9 << 4
     /// FourCC 'Opus' = 0x4F707573.
-    package static let opusFourCC: UInt32 = 0x4F70_7573
+    static let opusFourCC: UInt32 = 0x4F70_7573
 
     // MARK: - Sizes
 
     /// Body size of an AVC tag (sequence header or NALU packet) carrying `payloadCount` bytes.
-    package static func avcBodySize(payloadCount: Int) -> Int { avcHeaderSize + payloadCount }
+    static func avcBodySize(payloadCount: Int) -> Int { avcHeaderSize + payloadCount }
     /// Body size of an audio tag of `codec` (sequence header or frame) carrying `payloadCount` bytes.
-    package static func audioBodySize(codec: AudioCodec, payloadCount: Int) -> Int {
+    static func audioBodySize(codec: AudioCodec, payloadCount: Int) -> Int {
         switch codec {
         case .aac: return aacHeaderSize + payloadCount
         case .opus: return opusHeaderSize + payloadCount
@@ -40,7 +40,7 @@ package enum FLVTagBody {
     // MARK: - AVC
 
     /// AVC sequence header: 17 00 00 00 00 + AVCDecoderConfigurationRecord.
-    package static func writeAVCSequenceHeader(configurationRecord: UnsafeRawBufferPointer,
+    static func writeAVCSequenceHeader(configurationRecord: UnsafeRawBufferPointer,
                                               into destination: UnsafeMutableRawBufferPointer) -> Int? {
         writeAVC(frameByte: 0x17, packetType: 0, compositionOffsetMs: 0,
                  payload: configurationRecord, into: destination)
@@ -48,7 +48,7 @@ package enum FLVTagBody {
 
     /// AVC NALU packet: (key ? 17 : 27) 01 + 24-bit signed BE composition offset + AVCC data.
     /// Offsets beyond the 24-bit range are clamped.
-    package static func writeAVCFrame(_ avcc: UnsafeRawBufferPointer, compositionOffsetMs: Int32,
+    static func writeAVCFrame(_ avcc: UnsafeRawBufferPointer, compositionOffsetMs: Int32,
                                      isKeyframe: Bool,
                                      into destination: UnsafeMutableRawBufferPointer) -> Int? {
         writeAVC(frameByte: isKeyframe ? 0x17 : 0x27, packetType: 1,
@@ -56,7 +56,7 @@ package enum FLVTagBody {
     }
 
     /// AVC end of sequence: 17 02 00 00 00.
-    package static func writeAVCEndOfSequence(into destination: UnsafeMutableRawBufferPointer) -> Int? {
+    static func writeAVCEndOfSequence(into destination: UnsafeMutableRawBufferPointer) -> Int? {
         writeAVC(frameByte: 0x17, packetType: 2, compositionOffsetMs: 0,
                  payload: UnsafeRawBufferPointer(start: nil, count: 0), into: destination)
     }
@@ -79,13 +79,13 @@ package enum FLVTagBody {
     // MARK: - AAC
 
     /// AAC sequence header: AF 00 + AudioSpecificConfig.
-    package static func writeAACSequenceHeader(audioSpecificConfig: UnsafeRawBufferPointer,
+    static func writeAACSequenceHeader(audioSpecificConfig: UnsafeRawBufferPointer,
                                               into destination: UnsafeMutableRawBufferPointer) -> Int? {
         writeAAC(packetType: 0, payload: audioSpecificConfig, into: destination)
     }
 
     /// AAC raw frame: AF 01 + one raw access unit (no ADTS).
-    package static func writeAACFrame(_ accessUnit: UnsafeRawBufferPointer,
+    static func writeAACFrame(_ accessUnit: UnsafeRawBufferPointer,
                                      into destination: UnsafeMutableRawBufferPointer) -> Int? {
         writeAAC(packetType: 1, payload: accessUnit, into: destination)
     }
@@ -103,13 +103,13 @@ package enum FLVTagBody {
     // MARK: - Opus (Enhanced RTMP v2)
 
     /// Opus SequenceStart: 90 'O' 'p' 'u' 's' + OpusHead (RFC 7845 §5.1).
-    package static func writeOpusSequenceStart(opusHead: UnsafeRawBufferPointer,
+    static func writeOpusSequenceStart(opusHead: UnsafeRawBufferPointer,
                                               into destination: UnsafeMutableRawBufferPointer) -> Int? {
         writeOpus(packetType: 0, payload: opusHead, into: destination)
     }
 
     /// Opus CodedFrames: 91 'O' 'p' 'u' 's' + one Opus packet.
-    package static func writeOpusFrame(_ packet: UnsafeRawBufferPointer,
+    static func writeOpusFrame(_ packet: UnsafeRawBufferPointer,
                                       into destination: UnsafeMutableRawBufferPointer) -> Int? {
         writeOpus(packetType: 1, payload: packet, into: destination)
     }
@@ -130,7 +130,7 @@ package enum FLVTagBody {
     // MARK: - Audio by codec
 
     /// Sequence header for `codec`: AudioSpecificConfig (AAC) or OpusHead (Opus).
-    package static func writeAudioSequenceHeader(codec: AudioCodec, config: UnsafeRawBufferPointer,
+    static func writeAudioSequenceHeader(codec: AudioCodec, config: UnsafeRawBufferPointer,
                                                 into destination: UnsafeMutableRawBufferPointer) -> Int? {
         switch codec {
         case .aac: return writeAACSequenceHeader(audioSpecificConfig: config, into: destination)
@@ -139,7 +139,7 @@ package enum FLVTagBody {
     }
 
     /// One encoded audio frame of `codec`.
-    package static func writeAudioFrame(codec: AudioCodec, _ data: UnsafeRawBufferPointer,
+    static func writeAudioFrame(codec: AudioCodec, _ data: UnsafeRawBufferPointer,
                                        into destination: UnsafeMutableRawBufferPointer) -> Int? {
         switch codec {
         case .aac: return writeAACFrame(data, into: destination)

@@ -4,22 +4,22 @@ import BroadcastCore
 ///
 /// Built at start (not on the hot path). A video-only stream sets `hasAudio = false` and the
 /// audio fields are omitted; an audio-only stream likewise omits the video fields.
-package struct StreamMetadata: Sendable, Equatable {
-    package var hasVideo: Bool
-    package var hasAudio: Bool
-    package var width: Int
-    package var height: Int
-    package var framerate: Double
-    package var videoDataRateKbps: Int
+struct StreamMetadata: Sendable, Equatable {
+    var hasVideo: Bool
+    var hasAudio: Bool
+    var width: Int
+    var height: Int
+    var framerate: Double
+    var videoDataRateKbps: Int
     /// FLV CodecID; 7 = AVC.
-    package var videoCodecID: Int
-    package var audioCodec: AudioCodec
-    package var audioDataRateKbps: Int
-    package var audioSampleRate: Int
-    package var audioChannels: Int
-    package var encoder: String
+    var videoCodecID: Int
+    var audioCodec: AudioCodec
+    var audioDataRateKbps: Int
+    var audioSampleRate: Int
+    var audioChannels: Int
+    var encoder: String
 
-    package init(hasVideo: Bool = true, hasAudio: Bool = true,
+    init(hasVideo: Bool = true, hasAudio: Bool = true,
                 width: Int, height: Int, framerate: Double, videoDataRateKbps: Int,
                 videoCodecID: Int = 7,
                 audioCodec: AudioCodec = .aac, audioDataRateKbps: Int = 128,
@@ -40,7 +40,7 @@ package struct StreamMetadata: Sendable, Equatable {
     }
 
     /// `audiocodecid`: 10 for AAC; for Opus the FourCC 'Opus' as a number, as E-RTMP does.
-    package var audioCodecIDValue: Double {
+    var audioCodecIDValue: Double {
         switch audioCodec {
         case .aac: return 10
         case .opus: return Double(FLVTagBody.opusFourCC)
@@ -48,14 +48,14 @@ package struct StreamMetadata: Sendable, Equatable {
     }
 
     /// The RTMP data-message prefix; FLV files carry `onMetaData` without it.
-    package static let setDataFrame = "@setDataFrame"
+    static let setDataFrame = "@setDataFrame"
 
     private static let videoNumberKeys = ["width", "height", "framerate", "videocodecid", "videodatarate"]
     private static let audioNumberKeys = ["audiocodecid", "audiodatarate", "audiosamplerate",
                                           "audiosamplesize", "audiochannels"]
 
     /// Exact size of the body `write(into:)` produces.
-    package var encodedSize: Int {
+    var encodedSize: Int {
         var size = AMF0Writer.stringSize(Self.setDataFrame) + AMF0Writer.stringSize("onMetaData")
             + AMF0Writer.ecmaArrayStartSize + AMF0Writer.objectEndSize
         if hasVideo {
@@ -77,7 +77,7 @@ package struct StreamMetadata: Sendable, Equatable {
 
     /// Writes the script-data body: "@setDataFrame", "onMetaData", ECMA array.
     /// Returns bytes written, or `nil` if `destination` is smaller than `encodedSize`.
-    package func write(into destination: UnsafeMutableRawBufferPointer) -> Int? {
+    func write(into destination: UnsafeMutableRawBufferPointer) -> Int? {
         var w = AMF0Writer(buffer: destination)
         w.writeString(Self.setDataFrame)
         w.writeString("onMetaData")

@@ -4,7 +4,7 @@ import BroadcastNetwork
 
 /// Where finished transport-stream chunks go: whole 188-byte packets, at most 7 (1316 bytes, the
 /// SRT live payload and what every SRT receiver expects per datagram).
-package protocol TSChunkOutput: AnyObject {
+protocol TSChunkOutput: AnyObject {
     func sendChunk(_ chunk: UnsafeRawBufferPointer) throws(TransportError)
 }
 
@@ -20,19 +20,19 @@ package protocol TSChunkOutput: AnyObject {
 ///   of it as the receiver's buffering allowance.
 /// - Continuity counters per PID; payloads are copied straight from the tag into preallocated
 ///   packets: no allocation per frame.
-package final class TSMuxer {
-    package static let packetSize = 188
-    package static let packetsPerChunk = 7
-    package static let chunkSize = packetSize * packetsPerChunk
+final class TSMuxer {
+    static let packetSize = 188
+    static let packetsPerChunk = 7
+    static let chunkSize = packetSize * packetsPerChunk
     /// How far PTS/DTS lead PCR (the decoder's buffer allowance), as FFmpeg's default max_delay does.
-    package static let ptsLeadMs: Int64 = 400
+    static let ptsLeadMs: Int64 = 400
     /// Tables are repeated at least this often (ms of media) when no keyframe brings them.
     static let tableIntervalMs: Int64 = 500
     /// NAL units per access unit we can lay out; x264 gives a handful (slices, SEI).
     static let maxSegments = 1024
     static let parameterSetCapacity = 4096
 
-    private(set) package var layout: TSStreamLayout
+    private(set) var layout: TSStreamLayout
     private let chunk: UnsafeMutableRawBufferPointer
     private var chunkFill = 0
     /// Continuity counters: PAT, PMT, video, audio.
@@ -51,13 +51,13 @@ package final class TSMuxer {
     private var lastTablesMs: Int64?
     /// Access units that could not be laid out (more NAL units than `maxSegments`, or a malformed
     /// body), counted instead of sent.
-    private(set) package var droppedUnits = 0
+    private(set) var droppedUnits = 0
 
     private static let startCode: [UInt8] = [0, 0, 0, 1]
     private static let accessUnitDelimiter: [UInt8] = [0, 0, 0, 1, 0x09, 0xF0]
     private let constants: UnsafeMutableRawBufferPointer
 
-    package init(layout: TSStreamLayout) {
+    init(layout: TSStreamLayout) {
         self.layout = layout
         chunk = .allocate(byteCount: Self.chunkSize, alignment: 16)
         parameterSets = .allocate(byteCount: Self.parameterSetCapacity, alignment: 16)
@@ -76,20 +76,20 @@ package final class TSMuxer {
     }
 
     /// What the muxer holds, for the memory plan.
-    package static var plannedBytes: Int {
+    static var plannedBytes: Int {
         chunkSize + parameterSetCapacity + maxSegments * MemoryLayout<(UnsafeRawPointer, Int)>.stride + 64 + 16
     }
 
     /// A new connection: tables go out again before the next media, and the continuity counters
     /// restart (a new receiver session). The codec configuration is kept; it is resent anyway.
-    package func reset() {
+    func reset() {
         chunkFill = 0
         continuity = (0, 0, 0, 0)
         lastTablesMs = nil
     }
 
     /// Muxes one FLV tag; complete chunks go to `output` as they fill, and the rest when the tag ends.
-    package func write(_ tag: FLVTag, to output: any TSChunkOutput) throws(TransportError) {
+    func write(_ tag: FLVTag, to output: any TSChunkOutput) throws(TransportError) {
         let body = tag.body
         switch tag.type {
         case .scriptData: return
@@ -117,7 +117,7 @@ package final class TSMuxer {
     }
 
     /// Sends the partial chunk (whole packets), if any.
-    package func flush(to output: any TSChunkOutput) throws(TransportError) {
+    func flush(to output: any TSChunkOutput) throws(TransportError) {
         guard chunkFill > 0 else { return }
         let n = chunkFill
         chunkFill = 0

@@ -4,24 +4,24 @@ import BroadcastNetwork
 
 /// The program a transport stream carries: which elementary streams, on which PIDs, with which
 /// stream types. One program (number 1); PCR on the video PID, or on audio when there is no video.
-package struct TSStreamLayout: Sendable, Equatable {
-    package static let pmtPID: UInt16 = 0x1000
-    package static let videoPID: UInt16 = 0x100
-    package static let audioPID: UInt16 = 0x101
+struct TSStreamLayout: Sendable, Equatable {
+    static let pmtPID: UInt16 = 0x1000
+    static let videoPID: UInt16 = 0x100
+    static let audioPID: UInt16 = 0x101
 
-    package var hasVideo: Bool
+    var hasVideo: Bool
     /// nil: no audio track.
-    package var audioCodec: AudioCodec?
+    var audioCodec: AudioCodec?
     /// Opus channel count, for its extension descriptor.
-    package var audioChannels: Int
+    var audioChannels: Int
 
-    package init(hasVideo: Bool, audioCodec: AudioCodec?, audioChannels: Int = 2) {
+    init(hasVideo: Bool, audioCodec: AudioCodec?, audioChannels: Int = 2) {
         self.hasVideo = hasVideo
         self.audioCodec = audioCodec
         self.audioChannels = audioChannels
     }
 
-    package var pcrPID: UInt16 { hasVideo ? Self.videoPID : Self.audioPID }
+    var pcrPID: UInt16 { hasVideo ? Self.videoPID : Self.audioPID }
 
     /// H.264 (0x1B); AAC in ADTS (0x0F); Opus as private PES data (0x06) identified by its
     /// registration descriptor.

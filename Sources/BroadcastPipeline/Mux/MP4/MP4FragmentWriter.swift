@@ -6,15 +6,15 @@ import BroadcastCore
 /// One coded frame for an MP4 fragment: where its payload is (FLV header already left out) and
 /// when it plays, in FLV milliseconds.
 package struct MP4Sample: BitwiseCopyable {
-    package var isVideo: Bool
-    package var isKeyframe: Bool
-    package var timestampMs: Int64
-    package var compositionOffsetMs: Int32
-    package var size: Int32
-    package var data: UnsafeRawPointer
+    var isVideo: Bool
+    var isKeyframe: Bool
+    var timestampMs: Int64
+    var compositionOffsetMs: Int32
+    var size: Int32
+    var data: UnsafeRawPointer
     /// An AAC priming packet (`FLVTag.isPriming`): it sits one frame before the next audio sample,
     /// in media time under the edit list; its `timestampMs` is not used.
-    package var isPriming: Bool
+    var isPriming: Bool
 
     package init(isVideo: Bool, isKeyframe: Bool, timestampMs: Int64, compositionOffsetMs: Int32,
                  data: UnsafeRawPointer, size: Int, isPriming: Bool = false) {
@@ -35,8 +35,8 @@ package struct MP4Sample: BitwiseCopyable {
 ///
 /// A file cut anywhere keeps every complete fragment before the cut playable.
 package final class MP4FragmentWriter {
-    package let layout: MP4TrackLayout
-    package let maxSamples: Int
+    let layout: MP4TrackLayout
+    let maxSamples: Int
     private let moofStorage: UnsafeMutableRawBufferPointer
     private let iov: UnsafeMutablePointer<iovec>
     private static let iovCapacity = 256
@@ -45,15 +45,15 @@ package final class MP4FragmentWriter {
     /// Bytes written to the file so far.
     package private(set) var bytesWritten = 0
     /// End of the latest sample written, in ms after the origin.
-    package private(set) var endMs: Int64 = 0
+    private(set) var endMs: Int64 = 0
     private var syncedUpTo = 0
     /// Bytes between fdatasync + POSIX_FADV_DONTNEED, so the page cache (charged to the memory
     /// cgroup) does not grow with the file; 0 disables it.
-    package var dropCacheInterval = 4 << 20
+    var dropCacheInterval = 4 << 20
     /// Audio media time at presentation time 0 (the audio edit's media_time): the layout's
     /// priming for a whole recording; for a clip, the pre-roll it holds (`ReplaySaver`). Set
     /// before `writeInit`; `reset()` restores the layout's.
-    package var audioLeadSamples: Int
+    var audioLeadSamples: Int
 
     package init(layout: MP4TrackLayout, maxSamples: Int) {
         self.layout = layout
@@ -76,7 +76,7 @@ package final class MP4FragmentWriter {
     private static func moofBytes(maxSamples: Int) -> Int { 256 + maxSamples * 16 }
 
     /// Starts a new file: fragment numbers, sizes and durations back to zero.
-    package func reset() {
+    func reset() {
         sequence = 0; durationAt = .init(mehd: -1, editDuration: -1); bytesWritten = 0; endMs = 0; syncedUpTo = 0
         audioLeadSamples = layout.audio?.primingSamples ?? 0
     }

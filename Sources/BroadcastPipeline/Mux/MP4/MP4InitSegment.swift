@@ -7,20 +7,20 @@ import BroadcastCore
 /// `primingSamples` (see `MP4TrackLayout`).
 ///
 /// Written once per file, so it may use a temporary buffer.
-package enum MP4InitSegment {
+enum MP4InitSegment {
     /// Where the durations known only at the end sit in the segment.
-    package struct DurationOffsets {
+    struct DurationOffsets {
         /// `mehd`'s 64-bit fragment_duration.
-        package var mehd: Int
+        var mehd: Int
         /// The audio edit's 32-bit segment_duration, or -1 without an edit list.
-        package var editDuration: Int
+        var editDuration: Int
     }
 
     /// Writes the segment into `w`; returns where the durations are, for patching. The audio
     /// edit starts at `audioEditMediaTime` (default: the layout's priming; 0: no edit list),
     /// which must be what the track holds before presentation time 0 (a clip's pre-roll).
     @discardableResult
-    package static func write(_ layout: MP4TrackLayout, durationMs: UInt64, audioEditMediaTime: Int? = nil,
+    static func write(_ layout: MP4TrackLayout, durationMs: UInt64, audioEditMediaTime: Int? = nil,
                               into w: inout MP4BoxWriter) -> DurationOffsets {
         let ftyp = w.begin("ftyp")
         w.fourCC("isom"); w.u32(0x200)

@@ -11,9 +11,9 @@ import BroadcastCore
 /// plays each decoded sample at the time its input was captured.
 package struct MP4TrackLayout: Sendable {
     package struct Video: Sendable {
-        package var width: Int
-        package var height: Int
-        package var fps: Int
+        var width: Int
+        var height: Int
+        var fps: Int
         /// AVCDecoderConfigurationRecord.
         package var avcC: [UInt8]
 
@@ -27,11 +27,11 @@ package struct MP4TrackLayout: Sendable {
 
     package struct Audio: Sendable {
         package var codec: AudioCodec
-        package var sampleRate: Int
-        package var channels: Int
-        package var bitrateKbps: Int
+        var sampleRate: Int
+        var channels: Int
+        var bitrateKbps: Int
         /// Samples per packet (1024 AAC, 960 Opus).
-        package var frameSize: Int
+        var frameSize: Int
         /// AudioSpecificConfig (AAC) or OpusHead (Opus).
         package var config: [UInt8]
         /// AAC priming in samples of `sampleRate`: the media time the audio edit list starts at.
@@ -63,12 +63,12 @@ package struct MP4TrackLayout: Sendable {
         self.audio = audio
     }
 
-    package static let videoTimescale = 90_000
-    package static let movieTimescale = 1000
+    static let videoTimescale = 90_000
+    static let movieTimescale = 1000
 
-    package var videoTrackID: UInt32 { 1 }
-    package var audioTrackID: UInt32 { video == nil ? 1 : 2 }
-    package var trackCount: Int { (video == nil ? 0 : 1) + (audio == nil ? 0 : 1) }
+    var videoTrackID: UInt32 { 1 }
+    var audioTrackID: UInt32 { video == nil ? 1 : 2 }
+    var trackCount: Int { (video == nil ? 0 : 1) + (audio == nil ? 0 : 1) }
 
     /// Bytes of the FLV body before the codec payload: the part an MP4 sample leaves out.
     package func flvHeaderSize(isVideo: Bool) -> Int {
