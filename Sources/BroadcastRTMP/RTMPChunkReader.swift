@@ -3,11 +3,11 @@ import BroadcastPipeline
 import BroadcastNetwork
 
 /// One complete RTMP message as received from the server.
-struct RTMPMessage: Equatable, Sendable {
-    var type: UInt8
-    var messageStreamID: UInt32
-    var timestamp: UInt32
-    var payload: [UInt8]
+package struct RTMPMessage: Equatable, Sendable {
+    package var type: UInt8
+    package var messageStreamID: UInt32
+    package var timestamp: UInt32
+    package var payload: [UInt8]
 
     init(type: UInt8, messageStreamID: UInt32, timestamp: UInt32, payload: [UInt8]) {
         self.type = type
@@ -18,7 +18,7 @@ struct RTMPMessage: Equatable, Sendable {
 }
 
 /// Why the server's chunk stream could not be read.
-enum RTMPProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
+package enum RTMPProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
     /// A message longer than `RTMPChunkReader.maxMessageLength`.
     case messageTooLarge(Int)
     /// Set Chunk Size with 0 or a value above 2^31-1... or a short body.
@@ -30,7 +30,7 @@ enum RTMPProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
     /// More unread bytes appended than `RTMPChunkReader.inputCapacity` holds.
     case inputOverflow(Int)
 
-    var description: String {
+    package var description: String {
         switch self {
         case .messageTooLarge(let n): return "server message of \(n) bytes is too large"
         case .badChunkSize(let n): return "invalid chunk size \(n)"
@@ -53,7 +53,7 @@ enum RTMPProtocolError: Error, Equatable, Sendable, CustomStringConvertible {
 /// plan's line). Past any bound `next()` throws: a protocol error, never growth. A server sends
 /// a publisher only small messages (acknowledgements, pings, status), so the bounds cost nothing
 /// to an honest one. Only a completed message's payload is a fresh array.
-final class RTMPChunkReader {
+package final class RTMPChunkReader {
     /// Distinct chunk streams per connection (a publisher's server uses 2-6).
     static let maxChunkStreams = 64
     /// The largest server message we accept (ours are commands and control messages).
@@ -102,7 +102,7 @@ final class RTMPChunkReader {
     /// server's acknowledgements arrive every few seconds for the life of the stream).
     private var delivered: [UInt8] = []
 
-    init() {
+    package init() {
         delivered.reserveCapacity(Self.maxMessageLength)
         input = .allocate(capacity: Self.inputCapacity)
         arena = .allocate(byteCount: Self.maxReassemblyBytes, alignment: 16)
@@ -130,7 +130,7 @@ final class RTMPChunkReader {
     }
 
     /// Adds received bytes. Past `inputCapacity` unread bytes the reader is broken: `next()` throws.
-    func append(_ bytes: UnsafeRawBufferPointer) {
+    package func append(_ bytes: UnsafeRawBufferPointer) {
         totalBytes &+= UInt64(bytes.count)
         if overflowed || bytes.isEmpty { return }
         if readIndex > 0 {
@@ -152,7 +152,7 @@ final class RTMPChunkReader {
     }
 
     /// The next complete message, or nil until more bytes arrive.
-    func next() throws(RTMPProtocolError) -> RTMPMessage? {
+    package func next() throws(RTMPProtocolError) -> RTMPMessage? {
         if overflowed { throw .inputOverflow(Self.inputCapacity) }
         while let message = try readChunk() {
             if let message { return message }

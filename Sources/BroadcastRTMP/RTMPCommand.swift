@@ -8,7 +8,7 @@ import BroadcastNetwork
 /// Transaction ids are fixed per command: a publisher sends each at most once per connection.
 /// The stream key travels only in releaseStream, FCPublish, publish and FCUnpublish, never in
 /// `tcUrl`; the caller zeroes those payloads once sent.
-enum RTMPCommand {
+package enum RTMPCommand {
     static let connectTransaction: Double = 1
     static let releaseStreamTransaction: Double = 2
     static let fcPublishTransaction: Double = 3
@@ -82,7 +82,7 @@ enum RTMPCommand {
     }
 
     /// A decoded command from the server: `_result`, `_error`, `onStatus`, `onBWDone`, ...
-    struct Reply: Equatable, Sendable {
+    package struct Reply: Equatable, Sendable {
         var name: String
         var transaction: Double
         /// The values after the transaction id (command object, then arguments).
@@ -90,12 +90,12 @@ enum RTMPCommand {
 
         /// The info object's `code` (e.g. "NetStream.Publish.Start"): the last argument of
         /// onStatus / _result / _error that is an object with a code.
-        var code: String? { arguments.reversed().lazy.compactMap { $0["code"]?.string }.first }
+        package var code: String? { arguments.reversed().lazy.compactMap { $0["code"]?.string }.first }
         /// The info object's `level` ("status", "warning", "error").
-        var level: String? { arguments.reversed().lazy.compactMap { $0["level"]?.string }.first }
+        package var level: String? { arguments.reversed().lazy.compactMap { $0["level"]?.string }.first }
 
         /// Decodes an AMF0 command message payload; nil when it is not one.
-        init?(payload: [UInt8]) {
+        package init?(payload: [UInt8]) {
             var reader = AMF0Reader(payload)
             guard let values = try? reader.readAll(), values.count >= 2,
                   let name = values[0].string, let transaction = values[1].number else { return nil }

@@ -42,11 +42,11 @@ package struct RTMPURL: Sendable, Equatable {
     }
 
     var scheme: Scheme
-    var host: String
+    package var host: String
     /// Explicit or default port (1935 for rtmp, 443 for rtmps).
-    var port: Int
+    package var port: Int
     var hasExplicitPort: Bool
-    var app: String
+    package var app: String
     /// The stream key, or `nil` when the URL ends at the application.
     package var streamKey: String?
 
@@ -110,7 +110,7 @@ package struct RTMPURL: Sendable, Equatable {
 
     /// Parses `url` and, when `streamKey` is not empty, uses it as the key. A path after the
     /// application in `url` is then kept as part of the application (app instance).
-    init(url: String, streamKey: String) throws(RTMPURLError) {
+    package init(url: String, streamKey: String) throws(RTMPURLError) {
         try self.init(parsing: url)
         if !streamKey.isEmpty {
             if let existing = self.streamKey { app += "/" + existing }
@@ -125,10 +125,10 @@ package struct RTMPURL: Sendable, Equatable {
     }
 
     /// The connect command's `tcUrl`: the URL up to the application, never the key.
-    var tcUrl: String { base }
+    package var tcUrl: String { base }
 
     /// The complete URL including the key. Never log it.
-    var fullURL: String {
+    package var fullURL: String {
         guard let streamKey else { return base }
         return base + "/" + streamKey
     }

@@ -37,12 +37,12 @@ package struct SRTURL: Sendable, Equatable {
     var streamID: String?
     package var passphrase: String?
     /// Receiver and sender latency (TSBPD), ms.
-    var latencyMs: Int
-    var hasQuery: Bool
+    package var latencyMs: Int
+    package var hasQuery: Bool
 
     /// libsrt's default: enough for loopback and LAN; a lossy long path wants 4 x RTT or more.
     static let defaultLatencyMs = 120
-    static let latencyRange = 20...8000
+    package static let latencyRange = 20...8000
     /// libsrt refuses passphrases outside 10...79 characters.
     package static let passphraseLengths = 10...79
 
@@ -130,7 +130,7 @@ package struct SRTURL: Sendable, Equatable {
         return "srt://\(h):\(port)" + (hasQuery ? "?****" : "")
     }
 
-    static let knownNames: Set<String> = ["streamid", "passphrase", "latency", "pbkeylen", "mode"]
+    package static let knownNames: Set<String> = ["streamid", "passphrase", "latency", "pbkeylen", "mode"]
 
     /// Outside text quoted in a message: control characters shown as '?', never written raw.
     static func printable(_ s: Substring) -> String {

@@ -6,8 +6,8 @@ import BroadcastNetwork
 /// one parser of the endpoint's feedback, apart from the thread that reads it, so it can be fuzzed
 /// (`bk-libfuzz whip-rtcp`). Bounded by the packet: a length that runs past it ends the walk, and
 /// each item is read only inside its own packet's length.
-enum RTCPFeedback {
-    enum Item: Equatable {
+package enum RTCPFeedback {
+    package enum Item: Equatable {
         /// A receiver report block (RR, or one in an SR) about the video SSRC: the fraction lost
         /// (x/256), the highest sequence number received (its low 16 bits) and the cumulative
         /// number lost (24-bit signed: duplicates can make it negative).
@@ -21,7 +21,7 @@ enum RTCPFeedback {
     }
 
     /// Calls `visit` with each item of `b`, in order. Items about other SSRCs are skipped.
-    static func walk(_ b: UnsafeRawBufferPointer, videoSSRC: UInt32?, _ visit: (Item) -> Void) {
+    package static func walk(_ b: UnsafeRawBufferPointer, videoSSRC: UInt32?, _ visit: (Item) -> Void) {
         var at = 0
         while at + 4 <= b.count {
             let fmt = b[at] & 0x1F, type = b[at + 1]

@@ -19,7 +19,7 @@ import BroadcastNetwork
 ///
 /// Owned by the sender thread (it writes the ring and takes each new report); the result is
 /// published through `WHIPReceiverReports`. A fixed ring allocated once: a memory-plan line.
-final class RTPDeliveryMeter {
+package final class RTPDeliveryMeter {
     /// Video packets remembered: 2048 at 700 packets a second (1080p at 8 Mbit/s) is 2.9 s,
     /// past the longest report interval of aiortc (1.5 s) and browsers (about 1 s).
     static let capacity = 2048
@@ -42,7 +42,7 @@ final class RTPDeliveryMeter {
     /// The previous report's highest sequence and cumulative loss (nil: none yet on this session).
     private var previous: (highest: UInt16, lost: Int)?
 
-    init() {
+    package init() {
         ring = .allocate(capacity: Self.capacity)
         ring.initialize(repeating: Entry(), count: Self.capacity)
     }
@@ -62,7 +62,7 @@ final class RTPDeliveryMeter {
     func audioSent(bytes: Int) { audioBytes &+= bytes }
 
     /// Video packet `sequence` left at `nowNs` with `bytes` of payload (first transmissions only).
-    func videoSent(sequence: UInt16, bytes: Int, nowNs: Int64) {
+    package func videoSent(sequence: UInt16, bytes: Int, nowNs: Int64) {
         videoBytes &+= bytes
         ring[Int(sequence) % Self.capacity] = Entry(sequence: sequence, valid: true, videoBytes: videoBytes,
                                                     audioBytes: audioBytes, sentNs: nowNs)
@@ -73,7 +73,7 @@ final class RTPDeliveryMeter {
     /// audio included) over the span since the previous report, or nil when it cannot be
     /// measured (the first report, a span too short or older than the ring, a report going
     /// backwards).
-    func take(highest: UInt16, cumulativeLost: Int) -> Int? {
+    package func take(highest: UInt16, cumulativeLost: Int) -> Int? {
         guard let p = previous else {
             previous = (highest, cumulativeLost)
             return nil

@@ -5,29 +5,29 @@ import BroadcastNetwork
 /// What we need from a WHIP endpoint's SDP answer: its ICE credentials and candidates, its DTLS
 /// fingerprint and role, and the payload types it accepted. Bounded: the answer is read into a
 /// 64 kB buffer (`WHIPHTTPClient.maxResponseBytes`) and at most `maxCandidates` are kept.
-struct SDPAnswer: Equatable {
-    struct Candidate: Equatable {
-        var address: String
-        var port: Int
-        var priority: UInt32
+package struct SDPAnswer: Equatable {
+    package struct Candidate: Equatable {
+        package var address: String
+        package var port: Int
+        package var priority: UInt32
     }
 
-    static let maxCandidates = 16
+    package static let maxCandidates = 16
 
-    var iceUfrag = ""
-    var icePwd = ""
+    package var iceUfrag = ""
+    package var icePwd = ""
     /// "AB:CD:…" (SHA-256), upper case.
-    var fingerprint = ""
+    package var fingerprint = ""
     /// `a=setup:active`: the endpoint is the DTLS client (we serve); passive: we are the client.
     var endpointIsDTLSClient = false
     var iceLite = false
-    var candidates: [Candidate] = []
-    var opusPayloadType: Int?
-    var h264PayloadType: Int?
+    package var candidates: [Candidate] = []
+    package var opusPayloadType: Int?
+    package var h264PayloadType: Int?
     /// The abs-send-time extension id the endpoint accepted on video (nil: do not send it).
-    var absSendTimeID: Int?
+    package var absSendTimeID: Int?
 
-    init(parsing text: String) throws(TransportError) {
+    package init(parsing text: String) throws(TransportError) {
         var kind = ""
         var rejected = false
         for raw in text.split(whereSeparator: \.isNewline) {

@@ -136,7 +136,7 @@ enum STUNMessage {
 
 extension UnsafeRawBufferPointer {
     func loadBE16(_ at: Int) -> UInt16 { UInt16(self[at]) << 8 | UInt16(self[at + 1]) }
-    func loadBE32(_ at: Int) -> UInt32 {
+    package func loadBE32(_ at: Int) -> UInt32 {
         UInt32(self[at]) << 24 | UInt32(self[at + 1]) << 16 | UInt32(self[at + 2]) << 8 | UInt32(self[at + 3])
     }
 }

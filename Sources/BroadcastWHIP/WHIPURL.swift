@@ -7,11 +7,11 @@ import BroadcastNetwork
 /// The bearer token is never part of it (it is `$STREAM_KEY`); a query may still carry a secret,
 /// so `redacted` shows it as `?****`.
 package struct WHIPURL: Sendable, Equatable {
-    var isTLS: Bool
-    var host: String
-    var port: Int
+    package var isTLS: Bool
+    package var host: String
+    package var port: Int
     /// Path and query, as sent in the request line (at least "/").
-    var target: String
+    package var target: String
 
     package static func isWHIP(_ url: String) -> Bool {
         let lower = url.lowercased()
@@ -96,7 +96,7 @@ package struct WHIPURL: Sendable, Equatable {
     /// The URL of a resource the endpoint named in `Location` (absolute, or a path on this host).
     /// An absolute one must keep the endpoint's scheme, host and port: the DELETE carries the
     /// bearer token, which must go nowhere else (and never from https to http).
-    func resource(_ location: String) -> WHIPURL? {
+    package func resource(_ location: String) -> WHIPURL? {
         if WHIPURL.isWHIP(location) {
             guard let r = try? WHIPURL(parsing: location), r.isTLS == isTLS, r.host.lowercased() == host.lowercased(),
                   r.port == port else { return nil }
