@@ -36,11 +36,11 @@ let engineTargets: [Target] = unity
         .target(name: "BroadcastKit",
                 dependencies: engineLayers.dropLast().map { .target(name: $0.name) }
                     + Array(Set(engineLayers.flatMap(\.c))).sorted().map { .target(name: $0) },
-                path: "Sources", sources: engineLayers.map(\.name), swiftSettings: [.swiftLanguageMode(.v6)]),
+                path: "Sources/Engine", swiftSettings: [.swiftLanguageMode(.v6)]),
     ]
     : engineLayers.map { layer in
         .target(name: layer.name, dependencies: (layer.uses + layer.c).map { .target(name: $0) },
-                swiftSettings: [.swiftLanguageMode(.v6)])
+                path: "Sources/Engine/" + layer.name, swiftSettings: [.swiftLanguageMode(.v6)])
     }
 
 let package = Package(

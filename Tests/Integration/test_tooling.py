@@ -91,7 +91,7 @@ class CIMachineryTests(unittest.TestCase):
         r = subprocess.run([str(support.BROADCAST_BIN), "--version"], capture_output=True, text=True, timeout=10)
         self.assertEqual(r.returncode, 0, r.stderr)
         number = re.search(r"broadcast (\d+\.\d+\.\d+) \(", r.stdout).group(1)
-        swift = (self.REPO / "Sources/BroadcastCore/Support/BuildVersion.swift").read_text()
+        swift = (self.REPO / "Sources/Engine/BroadcastCore/Support/BuildVersion.swift").read_text()
         self.assertIn(f'number = "{number}"', swift)
         lib = ctypes.CDLL(str(support.BROADCAST_BIN.parent / "libbroadcastkit.so"))
         lib.bk_version.restype = ctypes.c_char_p
@@ -215,14 +215,14 @@ class CIMachineryTests(unittest.TestCase):
                     self.assertIn(line, r.stdout.splitlines(), name)
             # A file of a lower layer that imports a higher one (its target does not depend on it).
             root = Path(tmp) / "pkg"
-            (root / "Sources/BroadcastCore").mkdir(parents=True)
-            (root / "Sources/BroadcastCore/A.swift").write_text("import Glibc\nimport BroadcastRTMP\n")
+            (root / "Sources/Engine/BroadcastCore").mkdir(parents=True)
+            (root / "Sources/Engine/BroadcastCore/A.swift").write_text("import Glibc\nimport BroadcastRTMP\n")
             path = Path(tmp) / "ok.json"
             path.write_text(json.dumps(manifest))
             r = subprocess.run(["python3", tool, "--check", "--manifest-json", str(path), "--root", str(root)],
                                capture_output=True, text=True, timeout=60)
             self.assertEqual(r.returncode, 1, r.stdout)
-            self.assertIn("Sources/BroadcastCore/A.swift: imports BroadcastRTMP, which BroadcastCore does not depend on",
+            self.assertIn("Sources/Engine/BroadcastCore/A.swift: imports BroadcastRTMP, which BroadcastCore does not depend on",
                           r.stdout.splitlines())
 
 if __name__ == "__main__":

@@ -963,7 +963,7 @@ def _memory_plan_against_vmhwm(r: dict, w, made: list[str]) -> None:
         w("")
         w("`tools/bench/x264model.py` runs `bk-bench x264-memory` once per configuration and size, each in its own "
           f"process (moving noise, zerolatency, 2 sliced threads, 1 reference; the larger of {xm.get('runs')} runs); "
-          "`--write` puts the table into `Sources/BroadcastPipeline/Memory/X264MemoryModel.swift`, which the plan "
+          "`--write` puts the table into `Sources/Engine/BroadcastPipeline/Memory/X264MemoryModel.swift`, which the plan "
           "interpolates in pixels. Noise is the hardest content: on the test pattern x264 holds less.")
         w("")
         w("| configuration | size | working set MiB | B/px | at open MiB | plan's earlier per-pixel figure MiB |")

@@ -6,7 +6,7 @@ beyond what it holds right after open) per configuration and resolution, each me
     tools/bench/x264model.py --bin-dir .build/release [--runs 2] [--write]
 
 Prints one JSON object (the table); --write rewrites the measured table in
-Sources/BroadcastPipeline/Memory/X264MemoryModel.swift (between the BEGIN/END markers), which is the
+Sources/Engine/BroadcastPipeline/Memory/X264MemoryModel.swift (between the BEGIN/END markers), which is the
 data the plan interpolates. scripts/bench runs it as the `x264model` section.
 """
 from __future__ import annotations
