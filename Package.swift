@@ -24,10 +24,11 @@ let engineLayers: [(name: String, uses: [String], c: [String])] = [
 
 /// BK_UNITY=1 (scripts/build sets it for the release build that ships, is benchmarked and is tested
 /// by the integration suite): the same sources compiled as one module, `BroadcastKit`, optimised as
-/// a whole. The layered binary kept about 0.5 MiB more code resident at 720p (docs/bench,
-/// "Renovation A/B"). The layers' names stay importable as empty modules (Sources/Unity), so no
-/// source file changes between the two builds; every debug build, the unit tests and the sanitizers
-/// build the layers, and so keep their order.
+/// a whole. The layered binary kept about 0.5 MiB more code resident at 720p (BENCHMARKS.md,
+/// "Renovation A/B"): the same functions run, spread over more pages. The layers' names stay
+/// importable as empty modules (Sources/Unity), so no source file changes between the two builds.
+/// Every other build (debug, the unit tests, the sanitizers, libFuzzer) builds the layers, and so
+/// the compiler keeps their order; tools/layers.py checks the graph's shape.
 let unity = Context.environment["BK_UNITY"] == "1"
 let engineTargets: [Target] = unity
     ? engineLayers.dropLast().map { layer in
@@ -43,6 +44,23 @@ let engineTargets: [Target] = unity
                 path: "Sources/Engine/" + layer.name, swiftSettings: [.swiftLanguageMode(.v6)])
     }
 
+/// The engine's unit tests: one test target per layer, each reaching its own module with
+/// `@testable import` and the layers below through their package API, plus the fixtures they
+/// share (`BroadcastTestSupport`, package API only). A unity build declares none: its layers are
+/// empty there.
+let engineTestC: [String: [String]] = [
+    "BroadcastCore": ["CDynamicLibrary", "CLinuxProcess"], "BroadcastPipeline": ["COpus", "CYUV"],
+    "BroadcastKit": ["COpus", "CLinuxProcess"],
+]
+let engineTests: [Target] = unity ? [] : [
+    .target(name: "BroadcastTestSupport", dependencies: ["BroadcastCore", "BroadcastPipeline"],
+            path: "Tests/BroadcastTestSupport", swiftSettings: [.swiftLanguageMode(.v6)]),
+] + engineLayers.map { layer in
+    .testTarget(name: layer.name + "Tests",
+                dependencies: ([layer.name] + layer.uses + ["BroadcastTestSupport"] + engineTestC[layer.name, default: []])
+                    .map { .target(name: $0) })
+}
+
 let package = Package(
     name: "broadcast",
     products: [
@@ -52,7 +70,7 @@ let package = Package(
         // The C ABI (include/broadcastkit.h) as libbroadcastkit.so, for C, Python (ctypes) and GStreamer.
         .library(name: "broadcastkit", type: .dynamic, targets: ["BroadcastKitC"]),
     ],
-    targets: engineTargets + [
+    targets: engineTargets + engineTests + [
         // No pkgConfig: x264.pc adds -DX264_API_IMPORTS (a Windows-only flag SwiftPM refuses); its header and
         // library sit on the default paths.
         .systemLibrary(name: "CX264", providers: [.apt(["libx264-dev"])]),
@@ -130,7 +148,6 @@ let package = Package(
         // The README's embedding example, compiled so it cannot drift from the API.
         .executableTarget(name: "embed-example", dependencies: ["BroadcastKit"], path: "Examples/embed-example",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(name: "BroadcastKitTests", dependencies: ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork", "BroadcastRTMP", "BroadcastSRT", "BroadcastWHIP", "BroadcastRecording", "BroadcastKit", "CLinuxProcess", "CDynamicLibrary"]),
         .testTarget(name: "BroadcastCaptureTests", dependencies: ["BroadcastCapture"]),
         .testTarget(name: "BroadcastCLITests", dependencies: ["BroadcastCLI", "BroadcastKit", "BroadcastCapture"]),
     ]

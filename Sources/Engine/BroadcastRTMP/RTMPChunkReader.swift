@@ -64,7 +64,7 @@ package final class RTMPChunkReader {
     /// Unread input: one chunk's header and payload (at most a whole message) plus one receive.
     static let inputCapacity = maxMessageLength + (16 << 10)
     /// What a reader holds resident, for `MemoryPlan`: its arena, its input and its stream table.
-    static let plannedBytes = maxReassemblyBytes + inputCapacity + maxMessageLength
+    package static let plannedBytes = maxReassemblyBytes + inputCapacity + maxMessageLength
         + maxChunkStreams * MemoryLayout<StreamState>.stride
 
     /// What the last header on one chunk stream said, and where its message is being reassembled.

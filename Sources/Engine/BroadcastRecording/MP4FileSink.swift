@@ -50,7 +50,7 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
     package static func isMP4(_ path: String) -> Bool { path.lowercased().hasSuffix(".mp4") }
 
     /// What the sink allocates for `video`/`audio`, for the memory plan.
-    static func plannedBytes(video: VideoEncoderSettings?, audio: AudioEncoderSettings?) -> Int {
+    package static func plannedBytes(video: VideoEncoderSettings?, audio: AudioEncoderSettings?) -> Int {
         let s = sizes(video: video, audio: audio)
         return s.bytes + s.samples * MemoryLayout<MP4Sample>.stride + MP4FragmentWriter.reservedBytes(maxSamples: s.samples)
     }

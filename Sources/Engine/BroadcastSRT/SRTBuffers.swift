@@ -30,7 +30,7 @@ package struct SRTBuffers: Sendable, Equatable {
     static let packetBytes = 1500
     static let minimumSendBytes = 256 << 10
 
-    init(latencyMs: Int, maxBitrateKbps: Int) {
+    package init(latencyMs: Int, maxBitrateKbps: Int) {
         self.latencyMs = latencyMs
         let window = maxBitrateKbps * 125 * (latencyMs + 1000) / 1000
         sendBufferBytes = max(Self.minimumSendBytes, window * 5 / 4)
@@ -39,5 +39,5 @@ package struct SRTBuffers: Sendable, Equatable {
     }
 
     /// What one SRT destination adds to the plan.
-    var plannedBytes: Int { sendBufferBytes + receiveBufferBytes + Self.fixedBytes + TSMuxer.plannedBytes }
+    package var plannedBytes: Int { sendBufferBytes + receiveBufferBytes + Self.fixedBytes + TSMuxer.plannedBytes }
 }

@@ -443,11 +443,11 @@ package final class WHIPPublisher: TagSink, LinkFeedback, KeyframeRequesting, @u
 
     /// One destination's buffers: the NACK history, the delivery meter's ring, the packet
     /// buffers and the signalling response buffer.
-    static let bufferBytes = RTPPacketHistory.plannedBytes + RTPDeliveryMeter.plannedBytes + 4 * 1600
+    package static let bufferBytes = RTPPacketHistory.plannedBytes + RTPDeliveryMeter.plannedBytes + 4 * 1600
         + WHIPHTTPClient.maxResponseBytes
 
     /// GnuTLS (+ nettle, p11-kit …), libsrtp2, the certificate and the `bk-whip-rx` stack, once per
     /// process: measured 2026-12-02 at 720p from the test source, a WHIP run's VmHWM 36.4 MB against
     /// 33.0 MB for RTMP (both Opus), less the 0.7 MB of buffers above.
-    static let libraryBytes = 2_700_000
+    package static let libraryBytes = 2_700_000
 }

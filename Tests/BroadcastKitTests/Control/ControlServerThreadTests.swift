@@ -2,14 +2,15 @@
 import Glibc
 #endif
 import Testing
-@testable import BroadcastCore
-@testable import BroadcastPipeline
-@testable import BroadcastNetwork
-@testable import BroadcastRTMP
-@testable import BroadcastSRT
-@testable import BroadcastWHIP
-@testable import BroadcastRecording
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// `ControlServer` from a client's side: raw `socket`/`send`/`recv` on the test's thread while
 /// the socket's own `bk-control` thread serves, so the two threads' sharing of the client list,

@@ -2,14 +2,15 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import BroadcastCore
-@testable import BroadcastPipeline
-@testable import BroadcastNetwork
-@testable import BroadcastRTMP
-@testable import BroadcastSRT
-@testable import BroadcastWHIP
-@testable import BroadcastRecording
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// A transport that accepts the headers, then blocks every write until released.
 final class StalledSink: TagSink, @unchecked Sendable {

@@ -2,14 +2,15 @@
 import Glibc
 #endif
 import Testing
-@testable import BroadcastCore
-@testable import BroadcastPipeline
-@testable import BroadcastNetwork
-@testable import BroadcastRTMP
-@testable import BroadcastSRT
-@testable import BroadcastWHIP
-@testable import BroadcastRecording
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 @Suite(.timeLimit(.minutes(5)), .serialized) struct StartupPagesTests {
     /// The test runner has touched megabytes of its own code and libraries: releasing them

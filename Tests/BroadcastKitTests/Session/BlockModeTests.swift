@@ -3,14 +3,15 @@ import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
-@testable import BroadcastCore
-@testable import BroadcastPipeline
-@testable import BroadcastNetwork
-@testable import BroadcastRTMP
-@testable import BroadcastSRT
-@testable import BroadcastWHIP
-@testable import BroadcastRecording
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// A custom sink that keeps every tag's type and timestamp, and takes `delayUs` per media tag: a
 /// sink slower than the producer.

@@ -1,12 +1,13 @@
 import Testing
-@testable import BroadcastCore
-@testable import BroadcastPipeline
-@testable import BroadcastNetwork
-@testable import BroadcastRTMP
-@testable import BroadcastSRT
-@testable import BroadcastWHIP
-@testable import BroadcastRecording
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// The session's seams (issue 25): the event handler is fixed before start, and the version
 /// lives in one place.

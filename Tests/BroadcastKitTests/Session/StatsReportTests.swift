@@ -1,12 +1,13 @@
 import Testing
-@testable import BroadcastCore
-@testable import BroadcastPipeline
-@testable import BroadcastNetwork
-@testable import BroadcastRTMP
-@testable import BroadcastSRT
-@testable import BroadcastWHIP
-@testable import BroadcastRecording
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 @Suite(.timeLimit(.minutes(2))) struct StatsReportTests {
     /// Rates come from the interval since the previous report, the first one from the start;

@@ -1,12 +1,13 @@
 import Testing
-@testable import BroadcastCore
-@testable import BroadcastPipeline
-@testable import BroadcastNetwork
-@testable import BroadcastRTMP
-@testable import BroadcastSRT
-@testable import BroadcastWHIP
-@testable import BroadcastRecording
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// Issue 39: one rule for keys and URLs in the library, in the CLI's words, whatever the front end.
 @Suite(.timeLimit(.minutes(1))) struct StreamKeyRuleTests {

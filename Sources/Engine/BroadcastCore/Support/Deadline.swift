@@ -7,7 +7,7 @@ package struct Deadline: Sendable, Equatable {
     /// CLOCK_MONOTONIC nanoseconds; `Int64.max` for none.
     package let ns: Int64
 
-    init(ns: Int64) { self.ns = ns }
+    package init(ns: Int64) { self.ns = ns }
 
     /// No deadline.
     package static let never = Deadline(ns: .max)

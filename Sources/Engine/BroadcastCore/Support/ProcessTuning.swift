@@ -64,7 +64,7 @@ public enum ProcessTuning {
     /// `releaseStartupPages()` with the switch's name as a parameter (tests pass one that is
     /// always set: setenv is not safe while other threads read the environment).
     @discardableResult
-    static func releaseStartupPages(unlessSet variable: String) -> Int? {
+    package static func releaseStartupPages(unlessSet variable: String) -> Int? {
         if getenv(variable) != nil { return nil }
         let released = bk_release_clean_file_pages()
         return released < 0 ? nil : released

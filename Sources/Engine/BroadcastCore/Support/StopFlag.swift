@@ -22,7 +22,7 @@ package final class StopFlag: Sendable {
     package let wakeFD: Int32
     private let writeFD: Int32
 
-    init() {
+    package init() {
         var fds: [Int32] = [-1, -1]
         if pipe(&fds) == 0 {
             for fd in fds {

@@ -32,8 +32,8 @@ package final class AudioMixer: @unchecked Sendable {
     private var outPosition: Int64 = Int64.min
     private let lock = ConditionLock()
     private let emit: (UnsafePointer<Float>, Int64) -> Void
-    private(set) var lateFramesDiscarded: Int64 = 0
-    private(set) var silenceFrames: Int64 = 0
+    package private(set) var lateFramesDiscarded: Int64 = 0
+    package private(set) var silenceFrames: Int64 = 0
     /// Output skipped forward over discontinuities longer than `maxSilenceFrames`.
     private(set) var skippedFrames: Int64 = 0
     /// Writes that ended a pause of every source.
@@ -91,7 +91,7 @@ package final class AudioMixer: @unchecked Sendable {
     package var reservedBytes: Int { (capacity * AudioMixer.sourceCount + frameSize) * 2 * 4 }
 
     /// Writes `samples` (interleaved stereo) of `source` at timeline `position`, then emits what is ready.
-    func write(source: Int, samples: UnsafeBufferPointer<Float>, position: Int64, nowNs: Int64) {
+    package func write(source: Int, samples: UnsafeBufferPointer<Float>, position: Int64, nowNs: Int64) {
         lock.lock()
         defer { lock.unlock() }
         var frames = samples.count / 2

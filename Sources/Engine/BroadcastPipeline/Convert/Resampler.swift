@@ -10,7 +10,7 @@ import BroadcastCore
 /// (libgomp) it pulls in. That first call is the one allocation this type makes after init
 /// (dlopen once per process, soxr's filter state once per resampler); `reservedBytes` counts it
 /// in the memory plan, and every later call allocates nothing.
-final class Resampler: @unchecked Sendable {
+package final class Resampler: @unchecked Sendable {
     let inputRate: Int
     let outputRate: Int
     /// soxr's state; nil until the first `process` (or for good after `failure`).
@@ -25,7 +25,7 @@ final class Resampler: @unchecked Sendable {
     /// plus half of what loading libsoxr + libgomp costs once per process (each of the two audio
     /// lanes reserves half). Measured on the release build, 720p Y4M + 44.1 kHz PCM on one lane
     /// against the same run at 48 kHz: VmHWM +1.07 to +1.32 MB, of which RssFile +0.72 MB.
-    static let reservedBytes = AudioBuffer.maxFrames * 2 * 4 * 2 + 512 << 10
+    package static let reservedBytes = AudioBuffer.maxFrames * 2 * 4 * 2 + 512 << 10
 
     init(inputRate: Int, outputRate: Int = 48_000, maxInputFrames: Int = AudioBuffer.maxFrames) throws(BroadcastError) {
         guard inputRate > 0, outputRate > 0 else {

@@ -15,12 +15,12 @@ package final class Destination: @unchecked Sendable {
     /// The sink's capabilities, read once here.
     package let capabilities: DestinationCapabilities
     /// The sink as a link that reports on itself (nil for recordings and most custom sinks).
-    let feedback: LinkFeedback?
+    package let feedback: LinkFeedback?
     /// The sink as a TCP link whose kernel reports on the path (RTMP), for the bitrate controller.
     let tcpPath: TCPPathFeedback?
     package let queue: SendQueue
     /// The destination whose delivery is reported as "sent" in the stats (RTMP when present).
-    let isPrimary: Bool
+    package let isPrimary: Bool
     /// Video capture-to-socket latency on this destination.
     package let latency = LatencyHistogram()
     private let stats: BroadcastStats
@@ -145,7 +145,7 @@ package final class Destination: @unchecked Sendable {
     }
 
     /// This destination's line in a stats report (no key: the name is the redacted display name).
-    var statsNow: DestinationStats {
+    package var statsNow: DestinationStats {
         let word: String
         switch state {
         case .idle: word = "connecting"

@@ -76,7 +76,7 @@ package final class Interleaver: @unchecked Sendable {
     /// Stages one tag body, written by `write` into the space given (exactly `bodySize` bytes).
     /// `isPriming`: an audio packet stamped before 0 (`timestampMs` negative), for the sinks that
     /// take priming.
-    func submit(type: FLVTagType, timestampMs: Int64, isKeyframe: Bool, bodySize: Int, nowNs: Int64,
+    package func submit(type: FLVTagType, timestampMs: Int64, isKeyframe: Bool, bodySize: Int, nowNs: Int64,
                        captureNs: Int64 = 0, isPriming: Bool = false, write: (UnsafeMutableRawBufferPointer) -> Void) {
         lock.lock()
         defer { lock.unlock() }

@@ -44,7 +44,7 @@ package final class SendQueue: @unchecked Sendable {
     /// Called (outside the lock) when admission starts dropping video: the session asks the encoder for an IDR.
     package var onKeyframeNeeded: (@Sendable () -> Void)?
 
-    init(policy: CongestionPolicy, maxEntries: Int = 4096, stats: BroadcastStats? = nil,
+    package init(policy: CongestionPolicy, maxEntries: Int = 4096, stats: BroadcastStats? = nil,
                  blockWaitNs: Int64? = nil) {
         self.policy = policy
         self.blockWaitNs = blockWaitNs
@@ -77,7 +77,7 @@ package final class SendQueue: @unchecked Sendable {
 
     /// Admits `tag` (copying its body) or drops it by policy; returns the drop reason, or nil when queued.
     @discardableResult
-    func push(_ tag: FLVTag) -> DropReason? {
+    package func push(_ tag: FLVTag) -> DropReason? {
         var needKeyframe = false
         let result: DropReason? = cond.withLock {
             if closed { return .queueFull }
@@ -139,7 +139,7 @@ package final class SendQueue: @unchecked Sendable {
     /// Blocks until a tag is available (or the deadline passes / the queue is closed), then calls
     /// `body` with it while it stays in the ring (no copy), and removes it afterwards.
     /// Returns false on timeout or when closed and drained.
-    func withNext(deadlineNs: Int64, _ body: (FLVTag) -> Void) -> Bool {
+    package func withNext(deadlineNs: Int64, _ body: (FLVTag) -> Void) -> Bool {
         cond.lock()
         while entries.isEmpty {
             if closed { cond.unlock(); return false }
@@ -168,7 +168,7 @@ package final class SendQueue: @unchecked Sendable {
 
     /// Block mode: whether a push into a full queue waits (the destination is live) or drops at
     /// once (it is reconnecting, failed or closed); a push waiting now is woken to see it.
-    func setHoldsProducer(_ holds: Bool) {
+    package func setHoldsProducer(_ holds: Bool) {
         cond.withLock {
             holdsProducer = holds && blockWaitNs != nil
             cond.broadcast()

@@ -113,7 +113,7 @@ package final class VideoLane: @unchecked Sendable {
     package func requestKeyframe() { keyframeRequested.store(true, ordering: .relaxed) }
 
     /// The next frame will be an IDR: a request is pending.
-    var keyframeRequestPending: Bool { keyframeRequested.load(ordering: .relaxed) }
+    package var keyframeRequestPending: Bool { keyframeRequested.load(ordering: .relaxed) }
 
     /// Caller thread: validate, order-check, convert into a free slot and queue it.
     package func process(_ frame: VideoFrame, timelineMs: (Int64) -> Int64) -> ProcessResult {

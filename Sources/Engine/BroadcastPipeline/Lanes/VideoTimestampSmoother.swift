@@ -23,7 +23,7 @@
 /// phase is checked over the next frames as after a bridged pause.
 ///
 /// A value type with no allocation: the video lane keeps one under its convert lock.
-struct VideoTimestampSmoother: Sendable {
+package struct VideoTimestampSmoother: Sendable {
     /// Nominal frame period in ns.
     let nominalPeriodNs: Double
     /// A frame further than this fraction of a period from its grid slot is a discontinuity.
@@ -69,7 +69,7 @@ struct VideoTimestampSmoother: Sendable {
     /// Discontinuities after which the grid restarted from the raw PTS.
     private(set) var reanchors = 0
 
-    init(fps: Int) {
+    package init(fps: Int) {
         nominalPeriodNs = 1e9 / Double(max(1, fps))
         periodNs = nominalPeriodNs
     }
@@ -81,7 +81,7 @@ struct VideoTimestampSmoother: Sendable {
 
     /// The PTS of a repeated picture `slots` frame periods after the last output (1 unless the
     /// encoder fell behind): the grid extended, not moved. Nil before the first real frame.
-    mutating func repeatSlot(slots: Int = 1) -> Int64? {
+    package mutating func repeatSlot(slots: Int = 1) -> Int64? {
         // No repeat at the far end of the timestamp range (hostile or wrapped PTS): the next slot
         // would not fit in Int64.
         guard anchored, slots > 0, slotNs < Int64.max - Int64((Double(slots) + 2) * periodNs) else { return nil }
@@ -97,7 +97,7 @@ struct VideoTimestampSmoother: Sendable {
 
     /// Returns the PTS to use for a frame captured at `pts` (ns, any monotonic clock).
     /// Outputs are strictly increasing when inputs are.
-    mutating func smooth(_ pts: Int64) -> Int64 {
+    package mutating func smooth(_ pts: Int64) -> Int64 {
         guard anchored else {
             anchored = true
             anchor(pts)

@@ -56,7 +56,7 @@ package final class FramePool: @unchecked Sendable {
     }
 
     /// Takes a free slot, else the pinned last picture's (unless a repeat is reading it), or nil.
-    func acquire() -> Int? {
+    package func acquire() -> Int? {
         lock.withLock {
             guard freeCount > 0 else {
                 guard last >= 0 && !lastBorrowed else { return nil }
@@ -70,7 +70,7 @@ package final class FramePool: @unchecked Sendable {
 
     /// Pins `index` (an encoded picture) as the last one instead of freeing it; the previous
     /// last slot is freed.
-    func retainAsLast(_ index: Int) {
+    package func retainAsLast(_ index: Int) {
         lock.withLock {
             if last >= 0 {
                 free[freeCount] = last
@@ -82,7 +82,7 @@ package final class FramePool: @unchecked Sendable {
     }
 
     /// The last picture's slot, held for a repeat until `returnLast()`; nil when there is none.
-    func borrowLast() -> Int? {
+    package func borrowLast() -> Int? {
         lock.withLock {
             guard last >= 0 && !lastBorrowed else { return nil }
             lastBorrowed = true
@@ -91,12 +91,12 @@ package final class FramePool: @unchecked Sendable {
     }
 
     /// Ends a repeat's hold on the last picture.
-    func returnLast() {
+    package func returnLast() {
         lock.withLock { lastBorrowed = false }
     }
 
     /// Frees the pinned last picture (the lane has stopped).
-    func releaseLast() {
+    package func releaseLast() {
         lock.withLock {
             guard last >= 0 else { return }
             free[freeCount] = last
@@ -107,7 +107,7 @@ package final class FramePool: @unchecked Sendable {
     }
 
     /// True when a last picture is pinned (a repeat is possible).
-    var hasLast: Bool { lock.withLock { last >= 0 } }
+    package var hasLast: Bool { lock.withLock { last >= 0 } }
 
     /// Returns a slot taken with `acquire()`.
     func release(_ index: Int) {
@@ -118,7 +118,7 @@ package final class FramePool: @unchecked Sendable {
     }
 
     /// Slots in use right now; a pinned last picture that `acquire()` may take counts as free.
-    var inUse: Int { lock.withLock { capacity - freeCount - (last >= 0 && !lastBorrowed ? 1 : 0) } }
+    package var inUse: Int { lock.withLock { capacity - freeCount - (last >= 0 && !lastBorrowed ? 1 : 0) } }
 
     /// Records the rectangle painted into `slot`; returns true when its borders must be repainted.
     func needsBorderRepaint(slot: Int, geometry: LetterboxGeometry) -> Bool {

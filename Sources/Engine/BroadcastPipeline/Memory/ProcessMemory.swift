@@ -18,6 +18,15 @@ package enum ProcessMemory {
         package var fileBytes = 0
         /// RssShmem.
         package var sharedBytes = 0
+
+        package init(residentBytes: Int = 0, peakResidentBytes: Int = 0, anonymousBytes: Int = 0, fileBytes: Int = 0,
+                     sharedBytes: Int = 0) {
+            self.residentBytes = residentBytes
+            self.peakResidentBytes = peakResidentBytes
+            self.anonymousBytes = anonymousBytes
+            self.fileBytes = fileBytes
+            self.sharedBytes = sharedBytes
+        }
     }
 
     /// Every figure from one read of /proc/self/status (into a buffer allocated once): what a

@@ -41,7 +41,7 @@ package struct AMF0Property: Equatable, Sendable {
     var key: String
     var value: AMF0Value
 
-    init(_ key: String, _ value: AMF0Value) {
+    package init(_ key: String, _ value: AMF0Value) {
         self.key = key
         self.value = value
     }
@@ -71,10 +71,10 @@ package struct AMF0Reader {
         self.offset = offset
     }
 
-    var isAtEnd: Bool { offset >= bytes.count }
+    package var isAtEnd: Bool { offset >= bytes.count }
 
     /// Reads the next value.
-    mutating func read() throws(AMF0Error) -> AMF0Value {
+    package mutating func read() throws(AMF0Error) -> AMF0Value {
         try readValue(depth: 0)
     }
 

@@ -37,7 +37,7 @@ package struct AMF0Writer {
 
     /// Boolean: 0x01 + one byte (0 or 1).
     @discardableResult
-    mutating func writeBoolean(_ value: Bool) -> Bool {
+    package mutating func writeBoolean(_ value: Bool) -> Bool {
         guard reserve(2) else { return false }
         put(Marker.boolean.rawValue)
         put(value ? 1 : 0)
@@ -65,7 +65,7 @@ package struct AMF0Writer {
     /// ECMA array start: 0x08 + 32-bit BE approximate count. Follow with key/value pairs
     /// and `writeObjectEnd()`.
     @discardableResult
-    mutating func writeECMAArrayStart(count: UInt32) -> Bool {
+    package mutating func writeECMAArrayStart(count: UInt32) -> Bool {
         guard reserve(5) else { return false }
         put(Marker.ecmaArray.rawValue)
         putBE32(count)

@@ -40,7 +40,7 @@ package enum FLVTagBody {
     // MARK: - AVC
 
     /// AVC sequence header: 17 00 00 00 00 + AVCDecoderConfigurationRecord.
-    static func writeAVCSequenceHeader(configurationRecord: UnsafeRawBufferPointer,
+    package static func writeAVCSequenceHeader(configurationRecord: UnsafeRawBufferPointer,
                                               into destination: UnsafeMutableRawBufferPointer) -> Int? {
         writeAVC(frameByte: 0x17, packetType: 0, compositionOffsetMs: 0,
                  payload: configurationRecord, into: destination)
@@ -48,7 +48,7 @@ package enum FLVTagBody {
 
     /// AVC NALU packet: (key ? 17 : 27) 01 + 24-bit signed BE composition offset + AVCC data.
     /// Offsets beyond the 24-bit range are clamped.
-    static func writeAVCFrame(_ avcc: UnsafeRawBufferPointer, compositionOffsetMs: Int32,
+    package static func writeAVCFrame(_ avcc: UnsafeRawBufferPointer, compositionOffsetMs: Int32,
                                      isKeyframe: Bool,
                                      into destination: UnsafeMutableRawBufferPointer) -> Int? {
         writeAVC(frameByte: isKeyframe ? 0x17 : 0x27, packetType: 1,
