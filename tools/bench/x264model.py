@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-MODEL = REPO / "Sources" / "BroadcastKit" / "Memory" / "X264MemoryModel.swift"
+MODEL = REPO / "Sources" / "Engine" / "BroadcastPipeline" / "Memory" / "X264MemoryModel.swift"
 # Configuration class -> bk-bench arguments. "subpel": every preset that refines to sub-pel
 # (superfast measured equal to veryfast within 0.2%); "lean": X264Tuning.lean; "ultrafast".
 CLASSES = {"subpel": ["--preset", "veryfast"], "lean": ["--preset", "veryfast", "--lean"],
