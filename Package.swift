@@ -1,6 +1,66 @@
 // swift-tools-version:6.0
 import PackageDescription
 
+/// The engine in layers, lowest first. Each layer names only those below it, so the compiler keeps
+/// the order (docs/ARCHITECTURE.md draws the graph); `BroadcastKit` re-exports them all, so an
+/// embedder imports it alone.
+let engineLayers: [(name: String, uses: [String], c: [String])] = [
+    // Media types, clocks, primitives, stats, events and errors.
+    ("BroadcastCore", [], ["CLinuxProcess"]),
+    // Lanes, conversion, codecs, muxing, the interleaver, send queues, bitrate control, the memory plan.
+    ("BroadcastPipeline", ["BroadcastCore"],
+     ["CX264", "CX264Shim", "COpus", "COpusShim", "CVoAACEnc", "CYUV", "CSoxrShim", "CLinuxProcess"]),
+    // The socket layer the network destinations share: TCP, TLS, name lookup, HTTP responses.
+    ("BroadcastNetwork", ["BroadcastCore", "BroadcastPipeline"], ["CGnuTLSShim", "CLinuxProcess"]),
+    // One target per destination kind; none names another.
+    ("BroadcastRTMP", ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork"], []),
+    ("BroadcastSRT", ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork"], ["CSRTShim"]),
+    ("BroadcastWHIP", ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork"], ["CDTLSShim", "CSRTPShim"]),
+    ("BroadcastRecording", ["BroadcastCore", "BroadcastPipeline"], []),
+    // The public face: the session, its assembly, the control socket.
+    ("BroadcastKit", ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork", "BroadcastRTMP", "BroadcastSRT",
+                      "BroadcastWHIP", "BroadcastRecording"], []),
+]
+
+/// BK_UNITY=1 (scripts/build sets it for the release build that ships, is benchmarked and is tested
+/// by the integration suite): the same sources compiled as one module, `BroadcastKit`, optimised as
+/// a whole. The layered binary kept about 0.5 MiB more code resident at 720p (BENCHMARKS.md,
+/// "Renovation A/B"): the same functions run, spread over more pages. The layers' names stay
+/// importable as empty modules (Sources/Unity), so no source file changes between the two builds.
+/// Every other build (debug, the unit tests, the sanitizers, libFuzzer) builds the layers, and so
+/// the compiler keeps their order; tools/layers.py checks the graph's shape.
+let unity = Context.environment["BK_UNITY"] == "1"
+let engineTargets: [Target] = unity
+    ? engineLayers.dropLast().map { layer in
+        .target(name: layer.name, path: "Sources/Unity/" + layer.name, swiftSettings: [.swiftLanguageMode(.v6)])
+    } + [
+        .target(name: "BroadcastKit",
+                dependencies: engineLayers.dropLast().map { .target(name: $0.name) }
+                    + Array(Set(engineLayers.flatMap(\.c))).sorted().map { .target(name: $0) },
+                path: "Sources/Engine", swiftSettings: [.swiftLanguageMode(.v6)]),
+    ]
+    : engineLayers.map { layer in
+        .target(name: layer.name, dependencies: (layer.uses + layer.c).map { .target(name: $0) },
+                path: "Sources/Engine/" + layer.name, swiftSettings: [.swiftLanguageMode(.v6)])
+    }
+
+/// The engine's unit tests: one test target per layer, each reaching its own module with
+/// `@testable import` and the layers below through their package API, plus the fixtures they
+/// share (`BroadcastTestSupport`, package API only). A unity build declares none: its layers are
+/// empty there.
+let engineTestC: [String: [String]] = [
+    "BroadcastCore": ["CDynamicLibrary", "CLinuxProcess"], "BroadcastPipeline": ["COpus", "CYUV"],
+    "BroadcastKit": ["COpus", "CLinuxProcess"],
+]
+let engineTests: [Target] = unity ? [] : [
+    .target(name: "BroadcastTestSupport", dependencies: ["BroadcastCore", "BroadcastPipeline"],
+            path: "Tests/BroadcastTestSupport", swiftSettings: [.swiftLanguageMode(.v6)]),
+] + engineLayers.map { layer in
+    .testTarget(name: layer.name + "Tests",
+                dependencies: ([layer.name] + layer.uses + ["BroadcastTestSupport"] + engineTestC[layer.name, default: []])
+                    .map { .target(name: $0) })
+}
+
 let package = Package(
     name: "broadcast",
     products: [
@@ -10,7 +70,7 @@ let package = Package(
         // The C ABI (include/broadcastkit.h) as libbroadcastkit.so, for C, Python (ctypes) and GStreamer.
         .library(name: "broadcastkit", type: .dynamic, targets: ["BroadcastKitC"]),
     ],
-    targets: [
+    targets: engineTargets + engineTests + [
         // No pkgConfig: x264.pc adds -DX264_API_IMPORTS (a Windows-only flag SwiftPM refuses); its header and
         // library sit on the default paths.
         .systemLibrary(name: "CX264", providers: [.apt(["libx264-dev"])]),
@@ -48,12 +108,7 @@ let package = Package(
         .target(name: "CPipeWireTestScreen",
                 cSettings: [.headerSearchPath("system/pipewire-0.3"), .headerSearchPath("system/spa-0.2")],
                 linkerSettings: [.linkedLibrary("pipewire-0.3")]),
-        .target(
-            name: "BroadcastKit",
-            dependencies: ["CX264", "CX264Shim", "COpus", "COpusShim", "CVoAACEnc", "CGnuTLSShim", "CYUV", "CSoxrShim",
-                           "CLinuxProcess", "CSRTShim", "CDTLSShim", "CSRTPShim"],
-            swiftSettings: [.swiftLanguageMode(.v6)]
-        ),
+        // The engine: `engineTargets` below (the layers, or one module for a release build).
         .target(
             name: "BroadcastCapture",
             dependencies: ["BroadcastKit", "CPipeWireShim", "CSDBusShim"],
@@ -93,7 +148,6 @@ let package = Package(
         // The README's embedding example, compiled so it cannot drift from the API.
         .executableTarget(name: "embed-example", dependencies: ["BroadcastKit"], path: "Examples/embed-example",
                           swiftSettings: [.swiftLanguageMode(.v6)]),
-        .testTarget(name: "BroadcastKitTests", dependencies: ["BroadcastKit", "CLinuxProcess", "CDynamicLibrary"]),
         .testTarget(name: "BroadcastCaptureTests", dependencies: ["BroadcastCapture"]),
         .testTarget(name: "BroadcastCLITests", dependencies: ["BroadcastCLI", "BroadcastKit", "BroadcastCapture"]),
     ]

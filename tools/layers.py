@@ -1,95 +1,100 @@
 #!/usr/bin/env python3
-"""The references between BroadcastKit's folders that point up the layers.
+"""The engine's SwiftPM targets keep their layers: each depends only on layers below it.
 
-BroadcastKit's folders are meant to become SwiftPM targets in layers (issue 41): the core (Media,
-Timing, Support, Reporting), the pipeline (Codec, Convert, Lanes, Memory, Mux, Delivery, Limits), the socket
-layer (Network), one per destination (RTMP, SRT, WHIP, Recording), and the public face (Session,
-Control). Until they are, nothing stops a lower folder from naming a type of a higher one, or one
-destination another's; this lists each such reference, by the type named, so a split knows what
-has to move first.
+The engine is eight targets (Package.swift, `engineLayers`): the core, the pipeline, the socket
+layer, one target per destination kind, and the public face. The compiler keeps a target from
+naming a type of one it does not depend on, and SwiftPM refuses a cycle; what neither checks is
+that the graph has the intended shape. This does, from the manifest as SwiftPM reads it
+(`swift package dump-package`, in the layered mode: BK_UNITY unset):
+- every engine target is there;
+- a target depends only on targets of lower layers (never up, never a sibling destination);
+- each source file imports only engine modules its target depends on (scripts/test also builds
+  with --explicit-target-dependency-import-check error, which holds every import to that).
 
-A reference is a capitalised word in the code (comments removed) that a declaration in another
-folder introduces (class, struct, enum, protocol, actor, typealias). It is a reading aid, not a
-compiler: extensions are attributed to the file that declares the name; nested types are not
-counted.
-
-usage: tools/layers.py [--all] [--check] [--root DIR]
-  --all     every cross-folder reference, not only the upward or sideways ones
-  --check   exit 1 when any reference points up or sideways (scripts/test runs this)
-  --root    the folder to read (default: Sources/BroadcastKit)
-The count of upward or sideways references is the last line; exit 0 without --check.
+usage: tools/layers.py [--check] [--manifest-json FILE] [--root DIR]
+  --check             exit 1 on any violation (scripts/test runs this)
+  --manifest-json F   read the manifest from F (dump-package's JSON) instead of running SwiftPM
+  --root DIR          the package (default: this repository)
+The number of violations is the last line; exit 0 without --check.
 """
+import json
 import os
 import re
+import subprocess
 import sys
-from collections import defaultdict
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources", "BroadcastKit")
-# The layer each folder is to become, lowest first.
+REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+# The layer each engine target is, lowest first.
 LAYERS = {
-    "Media": 0, "Timing": 0, "Support": 0, "Reporting": 0,                          # BroadcastCore
-    "Codec": 1, "Convert": 1, "Lanes": 1, "Memory": 1, "Mux": 1, "Delivery": 1,   # BroadcastPipeline
-    "Limits": 1,
-    "Network": 2,                                  # the socket layer the network destinations share
-    "RTMP": 3, "SRT": 3, "WHIP": 3, "Recording": 3,                                 # one per destination
-    "Session": 4, "Control": 4, ".": 4,                                             # BroadcastKit
+    "BroadcastCore": 0,
+    "BroadcastPipeline": 1,
+    "BroadcastNetwork": 2,
+    "BroadcastRTMP": 3, "BroadcastSRT": 3, "BroadcastWHIP": 3, "BroadcastRecording": 3,
+    "BroadcastKit": 4,
 }
-# Destinations are siblings: one naming another's type could not be its own target.
-DESTINATIONS = {name for name, layer in LAYERS.items() if layer == 3}
-# Top-level declarations only (column 0): a nested type's short name (Entry, State) is not a
-# dependency on the file that happens to declare another type of that name.
-DECL = re.compile(r"^(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|package|internal|private|fileprivate|final|"
-                  r"nonisolated|indirect)\s+)*(?:class|struct|enum|protocol|actor|typealias)\s+([A-Z]\w*)", re.M)
+IMPORT = re.compile(r"^\s*(?:@\w+\s+)*import\s+(Broadcast\w+)\s*$", re.M)
 
 
-def wrong(a: str, b: str) -> bool:
-    """A reference from folder a to folder b that the layered targets could not have."""
-    return LAYERS.get(a, 4) < LAYERS.get(b, 4) or (a in DESTINATIONS and b in DESTINATIONS and a != b)
+def target_deps(manifest: dict) -> dict:
+    deps = {}
+    for t in manifest.get("targets", []):
+        names = []
+        for d in t.get("dependencies", []):
+            for kind in ("byName", "target", "product"):
+                if kind in d:
+                    names.append(d[kind][0])
+        deps[t["name"]] = (names, t.get("path"))
+    return deps
 
 
-def folder(path: str) -> str:
-    parts = os.path.relpath(path, ROOT).split(os.sep)
-    return parts[0] if len(parts) > 1 else "."
+def violations(manifest: dict, root: str) -> list:
+    found = []
+    deps = target_deps(manifest)
+    for name in LAYERS:
+        if name not in deps:
+            found.append(f"{name}: not a target of the package")
+    for name, (uses, path) in deps.items():
+        if name not in LAYERS:
+            continue
+        for u in uses:
+            if u in LAYERS and LAYERS[u] >= LAYERS[name]:
+                how = "a sibling" if LAYERS[u] == LAYERS[name] else "a higher layer"
+                found.append(f"{name} depends on {u}, {how}")
+        folder = os.path.join(root, path or os.path.join("Sources", name))
+        for d, _, files in os.walk(folder):
+            for f in sorted(files):
+                if not f.endswith(".swift"):
+                    continue
+                p = os.path.join(d, f)
+                with open(p, encoding="utf-8") as fh:
+                    text = fh.read()
+                for m in IMPORT.finditer(text):
+                    mod = m.group(1)
+                    if mod in LAYERS and mod != name and mod not in uses:
+                        found.append(f"{os.path.relpath(p, root)}: imports {mod}, which {name} does not depend on")
+    return found
 
 
 def main() -> int:
     args = sys.argv[1:]
-    show_all = "--all" in args
     check = "--check" in args
-    global ROOT
-    if "--root" in args:
-        ROOT = args[args.index("--root") + 1]
-    files = {}
-    for d, _, names in os.walk(ROOT):
-        for n in names:
-            if n.endswith(".swift"):
-                p = os.path.join(d, n)
-                with open(p, encoding="utf-8") as f:
-                    files[p] = f.read()
-    owner = {}
-    for p, text in files.items():
-        for m in DECL.finditer(text):
-            owner.setdefault(m.group(1), p)
-    edges = defaultdict(set)
-    for p, text in files.items():
-        code = re.sub(r"//.*", "", text)
-        for word in set(re.findall(r"\b[A-Z]\w+\b", code)):
-            q = owner.get(word)
-            if q is None or folder(q) == folder(p):
-                continue
-            a, b = folder(p), folder(q)
-            if show_all or wrong(a, b):
-                edges[(a, b)].add(f"{os.path.basename(p)} -> {word}")
-    upward = 0
-    for (a, b), refs in sorted(edges.items()):
-        up = wrong(a, b)
-        upward += len(refs) if up else 0
-        tag = " (sideways)" if a in DESTINATIONS and b in DESTINATIONS else " (up)" if up else ""
-        print(f"{a} -> {b}{tag}: {len(refs)}")
-        for r in sorted(refs):
-            print(f"    {r}")
-    print(f"{upward} upward or sideways references")
-    return 1 if check and upward else 0
+    root = args[args.index("--root") + 1] if "--root" in args else REPO
+    if "--manifest-json" in args:
+        with open(args[args.index("--manifest-json") + 1], encoding="utf-8") as f:
+            manifest = json.load(f)
+    else:
+        env = {k: v for k, v in os.environ.items() if k != "BK_UNITY"}
+        r = subprocess.run(["swift", "package", "dump-package"], cwd=root, env=env,
+                           capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            print(r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "swift package dump-package failed")
+            return 1
+        manifest = json.loads(r.stdout)
+    found = violations(manifest, root)
+    for line in found:
+        print(line)
+    print(f"{len(found)} layer violations")
+    return 1 if check and found else 0
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ class OneVersionTests(BroadcastTestCase):
 
     def test_every_statement_in_the_sources_agrees(self):
         stated = {
-            "Sources/BroadcastKit/Support/BuildVersion.swift": r'static let number = "([^"]+)"',
+            "Sources/Engine/BroadcastCore/Support/BuildVersion.swift": r'static let number = "([^"]+)"',
             "bindings/python/pyproject.toml": r'^version = "([^"]+)"',
             "bindings/python/broadcastkit/__init__.py": r'^__version__ = "([^"]+)"',
             "gst/broadcastsink/gstbroadcastsink.c": r'^#define PACKAGE_VERSION "([^"]+)"',

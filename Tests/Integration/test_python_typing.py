@@ -306,7 +306,7 @@ class PythonTypingTest(BroadcastTestCase):
         self.assertEqual(out["statuses"], ["connecting", "live"])
         self.assertEqual(out["limits"], td["Limits"]["required"])
         # The one writer of the stats JSON: every key it writes is in a TypedDict, and the reverse.
-        writer = (REPO_ROOT / "Sources" / "BroadcastKit" / "Session" / "StatsReport.swift").read_text()
+        writer = (REPO_ROOT / "Sources" / "Engine" / "BroadcastKit" / "Session" / "StatsReport.swift").read_text()
         written = set(re.findall(r'\\"([a-z0-9_]+)\\":', writer))
         typed = set()
         for name in ("SessionStats", "DestinationStats", "LinkStats"):
@@ -342,11 +342,11 @@ class PythonTypingTest(BroadcastTestCase):
         if header_enum("BK_BUDGET"):  # once the header declares them
             self.assertEqual(abi["budget_scopes"], {k.lower(): v for k, v in header_enum("BK_BUDGET").items()})
         # The destinations' kinds and states as the library words them.
-        sink = (REPO_ROOT / "Sources" / "BroadcastKit" / "Delivery" / "TagSink.swift").read_text()
+        sink = (REPO_ROOT / "Sources" / "Engine" / "BroadcastPipeline" / "Delivery" / "TagSink.swift").read_text()
         cases = re.search(r"enum TagSinkKind: String, Sendable \{(.*?)\n\}", sink, re.S).group(1)
         kinds = [w for line in re.findall(r"^\s*case ([\w, ]+)$", cases, re.M) for w in re.split(r",\s*", line)]
         self.assertEqual(sorted(lit["DestinationKind"]), sorted(kinds))
-        dest = (REPO_ROOT / "Sources" / "BroadcastKit" / "Delivery" / "Destination.swift").read_text()
+        dest = (REPO_ROOT / "Sources" / "Engine" / "BroadcastPipeline" / "Delivery" / "Destination.swift").read_text()
         words = re.search(r"var statsNow: DestinationStats \{(.*?)return DestinationStats", dest, re.S).group(1)
         self.assertEqual(sorted(lit["DestinationState"]), sorted(set(re.findall(r'"(\w+)"', words))))
 

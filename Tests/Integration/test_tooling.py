@@ -3,6 +3,7 @@ fixture records what is pushed, and probe_recording accepts a good file and reje
 
 import ctypes
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -90,7 +91,7 @@ class CIMachineryTests(unittest.TestCase):
         r = subprocess.run([str(support.BROADCAST_BIN), "--version"], capture_output=True, text=True, timeout=10)
         self.assertEqual(r.returncode, 0, r.stderr)
         number = re.search(r"broadcast (\d+\.\d+\.\d+) \(", r.stdout).group(1)
-        swift = (self.REPO / "Sources/BroadcastKit/Support/BuildVersion.swift").read_text()
+        swift = (self.REPO / "Sources/Engine/BroadcastCore/Support/BuildVersion.swift").read_text()
         self.assertIn(f'number = "{number}"', swift)
         lib = ctypes.CDLL(str(support.BROADCAST_BIN.parent / "libbroadcastkit.so"))
         lib.bk_version.restype = ctypes.c_char_p
@@ -177,28 +178,52 @@ class CIMachineryTests(unittest.TestCase):
             self.assertIn("hangs()", r.stdout)
             self.assertIn("freeHangs()", r.stdout)
 
-    def test_layers_check_fails_on_a_reference_up_the_layers(self):
-        """tools/layers.py --check (a scripts/test step) passes the tree and fails a folder that
-        names a type of a higher layer, or a destination that names another's."""
+    def test_layers_check_fails_on_a_dependency_up_the_layers(self):
+        """tools/layers.py --check (a scripts/test step) passes the package and fails a target that
+        depends on a higher layer or a sibling destination, a missing engine target, and a source
+        file that imports an engine module its target does not depend on."""
         tool = str(self.REPO / "tools/layers.py")
-        r = subprocess.run(["python3", tool, "--check"], capture_output=True, text=True, timeout=60)
-        self.assertEqual(r.returncode, 0, r.stdout)
-        self.assertEqual(r.stdout.splitlines()[-1], "0 upward or sideways references")
-        cases = {
-            "up": ({"Media/A.swift": "struct Low { var h: High }", "Session/B.swift": "struct High {}"}, 1),
-            "sideways": ({"SRT/A.swift": "struct Muxer { var w: Packetizer }", "WHIP/B.swift": "struct Packetizer {}"}, 1),
-            "down": ({"Session/A.swift": "struct High { var l: Low }", "Media/B.swift": "struct Low {}"}, 0),
-            "nested name": ({"Media/A.swift": "struct Low {\n    enum Entry {}\n}\nlet e = Entry.self",
-                             "Session/B.swift": "struct High {\n    struct Entry {}\n}"}, 0),
-        }
-        for name, (files, rc) in cases.items():
-            with tempfile.TemporaryDirectory() as tmp:
-                for rel, text in files.items():
-                    (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
-                    (Path(tmp) / rel).write_text(text + "\n")
-                r = subprocess.run(["python3", tool, "--check", "--root", tmp], capture_output=True, text=True, timeout=60)
-                self.assertEqual(r.returncode, rc, f"{name}: {r.stdout}")
+        r = subprocess.run(["python3", tool, "--check"], capture_output=True, text=True, timeout=300)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(r.stdout.splitlines()[-1], "0 layer violations")
+        env = {k: v for k, v in os.environ.items() if k != "BK_UNITY"}
+        manifest = json.loads(subprocess.run(["swift", "package", "dump-package"], cwd=self.REPO, env=env,
+                                             capture_output=True, text=True, timeout=300, check=True).stdout)
 
+        def with_dep(target: str, dep: str) -> dict:
+            m = json.loads(json.dumps(manifest))
+            for t in m["targets"]:
+                if t["name"] == target:
+                    t["dependencies"].append({"byName": [dep, None]})
+            return m
+        without_srt = json.loads(json.dumps(manifest))
+        without_srt["targets"] = [t for t in without_srt["targets"] if t["name"] != "BroadcastSRT"]
+        cases = {
+            "up": (with_dep("BroadcastCore", "BroadcastKit"), 1, "BroadcastCore depends on BroadcastKit, a higher layer"),
+            "sideways": (with_dep("BroadcastSRT", "BroadcastWHIP"), 1, "BroadcastSRT depends on BroadcastWHIP, a sibling"),
+            "missing": (without_srt, 1, "BroadcastSRT: not a target of the package"),
+            "down": (with_dep("BroadcastKit", "BroadcastCore"), 0, None),
+        }
+        with tempfile.TemporaryDirectory() as tmp:
+            for name, (m, rc, line) in cases.items():
+                path = Path(tmp) / f"{name}.json"
+                path.write_text(json.dumps(m))
+                r = subprocess.run(["python3", tool, "--check", "--manifest-json", str(path), "--root", str(self.REPO)],
+                                   capture_output=True, text=True, timeout=60)
+                self.assertEqual(r.returncode, rc, f"{name}: {r.stdout}")
+                if line:
+                    self.assertIn(line, r.stdout.splitlines(), name)
+            # A file of a lower layer that imports a higher one (its target does not depend on it).
+            root = Path(tmp) / "pkg"
+            (root / "Sources/Engine/BroadcastCore").mkdir(parents=True)
+            (root / "Sources/Engine/BroadcastCore/A.swift").write_text("import Glibc\nimport BroadcastRTMP\n")
+            path = Path(tmp) / "ok.json"
+            path.write_text(json.dumps(manifest))
+            r = subprocess.run(["python3", tool, "--check", "--manifest-json", str(path), "--root", str(root)],
+                               capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 1, r.stdout)
+            self.assertIn("Sources/Engine/BroadcastCore/A.swift: imports BroadcastRTMP, which BroadcastCore does not depend on",
+                          r.stdout.splitlines())
 
 if __name__ == "__main__":
     unittest.main()

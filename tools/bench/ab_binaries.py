@@ -12,9 +12,11 @@ capture-to-socket latency p50/p99 (the medians of the stats lines'), and the pla
 headroom against that VmHWM (`--print-memory-plan=json`). Written to OUT as JSON;
 tools/bench/report.py renders it into BENCHMARKS.md ("Renovation A/B").
 
-usage: tools/bench/ab_binaries.py BEFORE AFTER --label-before REV --label-after REV
-                                  [--runs 3] [--seconds 20] [--res 480p,720p,1080p]
-                                  [--out docs/bench/renovation-ab.json]
+usage: tools/bench/ab_binaries.py BEFORE AFTER [MORE...] --label-before REV --label-after REV
+                                  [--label-more NAME,...] [--runs 3] [--seconds 20]
+                                  [--res 480p,720p,1080p] [--out docs/bench/renovation-ab.json]
+More builds than two (a variant of the after build, say) take part in the same rotation, each
+under its --label-more name.
 """
 from __future__ import annotations
 
@@ -77,16 +79,21 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("before")
     ap.add_argument("after")
+    ap.add_argument("more", nargs="*", help="further builds, named by --label-more")
     ap.add_argument("--label-before", required=True)
     ap.add_argument("--label-after", required=True)
+    ap.add_argument("--label-more", default="", help="comma-separated names of the further builds")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--seconds", type=int, default=20)
     ap.add_argument("--res", default="480p,720p,1080p")
     ap.add_argument("--out", default=str(REPO / "docs/bench/renovation-ab.json"))
     a = ap.parse_args(argv)
-    bins = {"before": a.before, "after": a.after}
+    more = [x for x in a.label_more.split(",") if x]
+    if len(more) != len(a.more):
+        ap.error(f"{len(a.more)} further builds but {len(more)} --label-more names")
+    bins = {"before": a.before, "after": a.after, **dict(zip(more, a.more))}
     out: dict = {"meta": {"started": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "seconds": a.seconds, "runs": a.runs,
-                          "labels": {"before": a.label_before, "after": a.label_after},
+                          "labels": {"before": a.label_before, "after": a.label_after, **{m: m for m in more}},
                           "loadavg_start": round(os.getloadavg()[0], 2), "cpus": os.cpu_count(), "kernel": platform.release()},
                  "results": {}}
     with tempfile.TemporaryDirectory() as tmp:

@@ -963,7 +963,7 @@ def _memory_plan_against_vmhwm(r: dict, w, made: list[str]) -> None:
         w("")
         w("`tools/bench/x264model.py` runs `bk-bench x264-memory` once per configuration and size, each in its own "
           f"process (moving noise, zerolatency, 2 sliced threads, 1 reference; the larger of {xm.get('runs')} runs); "
-          "`--write` puts the table into `Sources/BroadcastKit/Memory/X264MemoryModel.swift`, which the plan "
+          "`--write` puts the table into `Sources/Engine/BroadcastPipeline/Memory/X264MemoryModel.swift`, which the plan "
           "interpolates in pixels. Noise is the hardest content: on the test pattern x264 holds less.")
         w("")
         w("| configuration | size | working set MiB | B/px | at open MiB | plan's earlier per-pixel figure MiB |")
@@ -1017,7 +1017,9 @@ def _renovation_ab(r: dict, w, made: list[str]) -> None:
     labels = meta.get("labels", {})
     w("## Renovation A/B: before and after in one run (issue 41)")
     w("")
-    w(f"`tools/bench/ab_binaries.py`: before = `{labels.get('before', '?')}`, after = `{labels.get('after', '?')}`, "
+    more = [k for k in labels if k not in ("before", "after")]
+    extra = "".join(f", `{k}` = {meta.get('notes', {}).get(k, k)}" for k in more)
+    w(f"`tools/bench/ab_binaries.py`: before = `{labels.get('before', '?')}`, after = `{labels.get('after', '?')}`{extra}, "
       f"{meta.get('runs', '?')} runs each of {meta.get('seconds', '?')} s, alternating, the binary evicted from the page "
       f"cache before each run; the test source to nginx-rtmp. {meta.get('started', '?')} to {meta.get('finished', '?')}, "
       f"load average {meta.get('loadavg_start', '?')} at the start and {meta.get('loadavg_end', '?')} at the end, "
@@ -1034,7 +1036,7 @@ def _renovation_ab(r: dict, w, made: list[str]) -> None:
         return f"{statistics.median(xs):.{digits}f} ({min(xs):.{digits}f}-{max(xs):.{digits}f})"
 
     for out, d in res.items():
-        for name in ("before", "after"):
+        for name in ("before", "after", *more):
             e = d.get(name) or {}
             runs = e.get("runs") or []
             hwm = [x["vmhwm_mib"] for x in runs]

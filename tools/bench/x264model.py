@@ -6,7 +6,7 @@ beyond what it holds right after open) per configuration and resolution, each me
     tools/bench/x264model.py --bin-dir .build/release [--runs 2] [--write]
 
 Prints one JSON object (the table); --write rewrites the measured table in
-Sources/BroadcastKit/Memory/X264MemoryModel.swift (between the BEGIN/END markers), which is the
+Sources/Engine/BroadcastPipeline/Memory/X264MemoryModel.swift (between the BEGIN/END markers), which is the
 data the plan interpolates. scripts/bench runs it as the `x264model` section.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-MODEL = REPO / "Sources" / "BroadcastKit" / "Memory" / "X264MemoryModel.swift"
+MODEL = REPO / "Sources" / "Engine" / "BroadcastPipeline" / "Memory" / "X264MemoryModel.swift"
 # Configuration class -> bk-bench arguments. "subpel": every preset that refines to sub-pel
 # (superfast measured equal to veryfast within 0.2%); "lean": X264Tuning.lean; "ultrafast".
 CLASSES = {"subpel": ["--preset", "veryfast"], "lean": ["--preset", "veryfast", "--lean"],

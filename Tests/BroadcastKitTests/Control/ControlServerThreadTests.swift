@@ -3,6 +3,14 @@ import Glibc
 #endif
 import Testing
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// `ControlServer` from a client's side: raw `socket`/`send`/`recv` on the test's thread while
 /// the socket's own `bk-control` thread serves, so the two threads' sharing of the client list,

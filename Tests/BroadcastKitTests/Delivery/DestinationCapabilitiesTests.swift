@@ -1,5 +1,13 @@
 import Testing
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// Issue 41: each destination says what it is (`DestinationCapabilities`), whether it reports on
 /// its link (`LinkFeedback`), and what it holds (its own memory-plan lines), in place of the ten

@@ -1,5 +1,13 @@
 import Testing
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// A destination's line in the stats names what its sink is: an MP4 recording is "mp4", not
 /// "custom" (the kind comes from the sink itself, so a new sink cannot fall through to "custom").

@@ -3,6 +3,14 @@ import Testing
 import Glibc
 #endif
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// A transport that accepts the headers, then blocks every write until released.
 final class StalledSink: TagSink, @unchecked Sendable {

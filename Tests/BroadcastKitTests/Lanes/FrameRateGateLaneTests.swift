@@ -3,6 +3,14 @@ import Testing
 import Glibc
 #endif
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// The video lane thins a live source faster than the output rate before conversion, and never
 /// a block-mode producer.

@@ -3,6 +3,14 @@ import Testing
 import Glibc
 #endif
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// Collects every video tag's time and keyframe flag.
 final class VideoTagLog: TagSink, @unchecked Sendable {

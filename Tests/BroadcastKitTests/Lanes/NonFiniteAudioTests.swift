@@ -3,6 +3,14 @@ import Glibc
 import Synchronization
 import Testing
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// What the mixer handed the encoder, and what the encoder made of it.
 final class EncodedAudio: @unchecked Sendable {

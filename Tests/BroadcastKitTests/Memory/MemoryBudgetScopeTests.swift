@@ -1,6 +1,14 @@
 import Glibc
 import Testing
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// Issue 39: an embedded session's budget is its own memory, not the host's RSS.
 @Suite(.timeLimit(.minutes(2))) struct MemoryBudgetScopeTests {

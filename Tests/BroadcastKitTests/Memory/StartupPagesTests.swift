@@ -3,6 +3,14 @@ import Glibc
 #endif
 import Testing
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 @Suite(.timeLimit(.minutes(5)), .serialized) struct StartupPagesTests {
     /// The test runner has touched megabytes of its own code and libraries: releasing them

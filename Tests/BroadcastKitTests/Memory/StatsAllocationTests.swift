@@ -1,5 +1,13 @@
 import Testing
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// Issue 23: the once-a-second stats path and the drop counters allocate nothing (counted on the
 /// calling thread by tools/allocshim, which scripts/test preloads).

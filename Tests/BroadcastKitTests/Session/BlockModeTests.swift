@@ -4,6 +4,14 @@ import Testing
 import Glibc
 #endif
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// A custom sink that keeps every tag's type and timestamp, and takes `delayUs` per media tag: a
 /// sink slower than the producer.

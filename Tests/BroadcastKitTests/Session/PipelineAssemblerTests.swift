@@ -2,6 +2,14 @@ import Glibc
 import Synchronization
 import Testing
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// A sink that records what it was given and fails its writes when asked to.
 final class ScriptedSink: TagSink, @unchecked Sendable {

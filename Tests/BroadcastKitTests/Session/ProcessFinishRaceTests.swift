@@ -2,6 +2,14 @@ import Glibc
 import Synchronization
 import Testing
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// What the producer thread saw from `process()`.
 private struct ProducerTally: Sendable {

@@ -3,6 +3,14 @@ import Testing
 import Glibc
 #endif
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// The library's own rules (BroadcastLimits through validate()) and its two back-pressure modes.
 @Suite(.serialized, .timeLimit(.minutes(1))) struct RulesAndBackpressureTests {

@@ -1,5 +1,13 @@
 import Testing
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// The six reproducers of the seeded fuzzer's fixed findings (`bk-fuzz repro NAME`, run in CI by
 /// `scripts/fuzz --ci`), as unit tests so they also run under TSan and ASan. Each once crashed,

@@ -1,5 +1,13 @@
 import Testing
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// The session's seams (issue 25): the event handler is fixed before start, and the version
 /// lives in one place.

@@ -1,5 +1,13 @@
 import Testing
 @testable import BroadcastKit
+import BroadcastCore
+import BroadcastPipeline
+import BroadcastNetwork
+import BroadcastRTMP
+import BroadcastSRT
+import BroadcastWHIP
+import BroadcastRecording
+import BroadcastTestSupport
 
 /// Issue 39: one rule for keys and URLs in the library, in the CLI's words, whatever the front end.
 @Suite(.timeLimit(.minutes(1))) struct StreamKeyRuleTests {

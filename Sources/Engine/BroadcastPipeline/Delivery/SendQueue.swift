@@ -1,0 +1,208 @@
+import Synchronization
+import BroadcastCore
+
+/// A bounded FIFO of FLV tags between the muxer and one destination's sender thread.
+///
+/// Tag bodies live in one preallocated byte ring and metadata in a fixed entry ring, so the
+/// queue never allocates after init and can never exceed its byte cap. Admission applies the
+/// congestion policy: a dropped video frame always starts a drop-until-keyframe run, so no
+/// P-frame is ever sent without its references.
+///
+/// In block mode (`blockWaitNs` set, `Backpressure.block`) a push into a full queue waits for the
+/// sender while the destination delivers (`holdsProducer`): the encoder's thread, and through its
+/// lane the producer, is slowed to the sink's pace. Only a sink that takes nothing for
+/// `blockWaitNs`, or a destination that went down, makes it a counted drop.
+package final class SendQueue: @unchecked Sendable {
+    private struct Entry: TagByteRingEntry {
+        var offset: Int
+        var length: Int
+        var timestampMs: UInt32
+        var type: FLVTagType
+        var isKeyframe: Bool
+        var isHeader: Bool
+        var captureNs: Int64
+        var isPriming: Bool
+        var byteCount: Int { length }
+    }
+
+    let policy: CongestionPolicy
+    private var entries: TagByteRing<Entry>
+    private var droppingVideoUntilKeyframe = false
+    private var closed = false
+    /// The sender is inside `withNext`'s body, reading the head entry in place.
+    private var consuming = false
+    /// `removeAll` arrived while consuming: purge when the body returns, not under its feet.
+    private var purgeRequested = false
+    private let cond = ConditionLock()
+    private let stats: BroadcastStats?
+    private let dropped = Atomic<Int>(0)
+    /// Block mode: how long a push waits for room (nil: never waits).
+    private let blockWaitNs: Int64?
+    /// Block mode: the destination is live, so a push into a full queue waits (guarded by `cond`).
+    private var holdsProducer = false
+
+    /// Called (outside the lock) when admission starts dropping video: the session asks the encoder for an IDR.
+    package var onKeyframeNeeded: (@Sendable () -> Void)?
+
+    package init(policy: CongestionPolicy, maxEntries: Int = 4096, stats: BroadcastStats? = nil,
+                 blockWaitNs: Int64? = nil) {
+        self.policy = policy
+        self.blockWaitNs = blockWaitNs
+        // Touched at init, all of it (TagByteRing): the ring restarts at offset 0 whenever it
+        // empties, so an untouched ring's pages became resident only as deep as congestion ever
+        // filled it, and stayed (the 45-min soak grew 0.47 MB of anon during a throttle, in steps).
+        // The plan counts the whole cap, so holding it from the start makes VmHWM match the plan.
+        entries = TagByteRing(bytes: policy.maxBytes, entries: maxEntries)
+        self.stats = stats
+    }
+
+    /// Bytes preallocated by this queue, for the memory plan.
+    package var reservedBytes: Int { entries.reservedBytes }
+
+    /// Tags this queue refused (every reason), for the per-destination stats.
+    var droppedTags: Int { dropped.load(ordering: .relaxed) }
+
+    /// Queued body bytes right now.
+    package var queuedBytes: Int { cond.withLock { entries.usedBytes } }
+
+    /// Media time between the oldest and newest queued tags.
+    package var queuedDurationMs: Int { cond.withLock { durationLocked() } }
+
+    private func durationLocked() -> Int {
+        guard entries.count > 1, let first = entries.first?.timestampMs, let last = entries.last?.timestampMs else {
+            return 0
+        }
+        return last >= first ? Int(last - first) : 0
+    }
+
+    /// Admits `tag` (copying its body) or drops it by policy; returns the drop reason, or nil when queued.
+    @discardableResult
+    package func push(_ tag: FLVTag) -> DropReason? {
+        var needKeyframe = false
+        let result: DropReason? = cond.withLock {
+            if closed { return .queueFull }
+            if tag.type == .video && !tag.isHeader {
+                let queued = durationLocked()
+                if tag.isKeyframe {
+                    if queued > policy.dropAllVideoAfterMs {
+                        droppingVideoUntilKeyframe = true
+                        needKeyframe = true
+                        return .congestionUntilIDR
+                    }
+                    droppingVideoUntilKeyframe = false
+                } else if droppingVideoUntilKeyframe {
+                    return queued > policy.dropAllVideoAfterMs ? .congestionUntilIDR : .congestionPFrame
+                } else if queued > policy.dropPFramesAfterMs {
+                    droppingVideoUntilKeyframe = true
+                    needKeyframe = true
+                    return queued > policy.dropAllVideoAfterMs ? .congestionUntilIDR : .congestionPFrame
+                }
+            }
+            var room = entries.append(size: tag.body.count) { offset in
+                Entry(offset: offset, length: tag.body.count, timestampMs: tag.timestampMs, type: tag.type,
+                      isKeyframe: tag.isKeyframe, isHeader: tag.isHeader, captureNs: tag.captureNs,
+                      isPriming: tag.isPriming)
+            }
+            if room == nil, let wait = blockWaitNs {
+                // Block mode: wait for the sender to make room while the sink delivers.
+                let deadline = MediaTime.now() + wait
+                while room == nil && holdsProducer && !closed && MediaTime.now() < deadline {
+                    cond.wait(untilNs: deadline)
+                    room = entries.append(size: tag.body.count) { offset in
+                        Entry(offset: offset, length: tag.body.count, timestampMs: tag.timestampMs, type: tag.type,
+                              isKeyframe: tag.isKeyframe, isHeader: tag.isHeader, captureNs: tag.captureNs,
+                      isPriming: tag.isPriming)
+                    }
+                }
+            }
+            guard let space = room else {
+                if tag.type == .video {
+                    droppingVideoUntilKeyframe = true
+                    needKeyframe = true
+                }
+                return .queueFull
+            }
+            if tag.body.count > 0 {
+                space.baseAddress!.copyMemory(from: tag.body.baseAddress!, byteCount: tag.body.count)
+            }
+            cond.broadcast()
+            return nil
+        }
+        if let r = result {
+            stats?.countDrop(r)
+            dropped.add(1, ordering: .relaxed)
+        }
+        if needKeyframe { onKeyframeNeeded?() }
+        return result
+    }
+
+    /// Blocks until a tag is available (or the deadline passes / the queue is closed), then calls
+    /// `body` with it while it stays in the ring (no copy), and removes it afterwards.
+    /// Returns false on timeout or when closed and drained.
+    package func withNext(deadlineNs: Int64, _ body: (FLVTag) -> Void) -> Bool {
+        cond.lock()
+        while entries.isEmpty {
+            if closed { cond.unlock(); return false }
+            if MediaTime.now() >= deadlineNs { cond.unlock(); return false }
+            cond.wait(untilNs: deadlineNs)
+        }
+        let e = entries.first!
+        consuming = true
+        cond.unlock()
+        let tag = FLVTag(type: e.type, timestampMs: e.timestampMs,
+                         body: entries.body(e),
+                         isKeyframe: e.isKeyframe, isHeader: e.isHeader, captureNs: e.captureNs, isPriming: e.isPriming)
+        body(tag)
+        cond.withLock {
+            consuming = false
+            if purgeRequested {
+                purgeRequested = false
+                entries.removeAll()
+            } else {
+                entries.removeFirst()
+            }
+            cond.broadcast()
+        }
+        return true
+    }
+
+    /// Block mode: whether a push into a full queue waits (the destination is live) or drops at
+    /// once (it is reconnecting, failed or closed); a push waiting now is woken to see it.
+    package func setHoldsProducer(_ holds: Bool) {
+        cond.withLock {
+            holdsProducer = holds && blockWaitNs != nil
+            cond.broadcast()
+        }
+    }
+
+    /// Drops everything queued (used when a destination is abandoned).
+    func removeAll() {
+        cond.withLock {
+            if consuming {
+                purgeRequested = true
+            } else {
+                entries.removeAll()
+            }
+            cond.broadcast()
+        }
+    }
+
+    /// Wakes the sender; `withNext` returns false once the queue is empty.
+    func close() {
+        cond.withLock {
+            closed = true
+            cond.broadcast()
+        }
+    }
+
+    /// Waits until the queue is empty or the deadline passes; true when drained.
+    func waitUntilDrained(deadlineNs: Int64) -> Bool {
+        cond.withLock {
+            while !entries.isEmpty {
+                if MediaTime.now() >= deadlineNs { return false }
+                cond.wait(untilNs: deadlineNs)
+            }
+            return true
+        }
+    }
+}

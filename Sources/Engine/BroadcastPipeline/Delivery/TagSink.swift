@@ -1,0 +1,43 @@
+import BroadcastCore
+
+/// Where a destination's sender thread writes tags: a network publisher (RTMP, SRT, WHIP), a
+/// recording (FLV, MP4), or a sink the embedding application supplies.
+///
+/// All calls come from that destination's single sender thread. The small surface is the whole
+/// contract: what the sink is (`capabilities`), what it holds (`memoryPlanLines`), and the four
+/// calls of its life. A network link that reports on itself also conforms to `LinkFeedback`.
+public protocol TagSink: AnyObject {
+    /// Human-readable destination with secrets redacted (safe for logs).
+    var displayName: String { get }
+    /// What this sink is, as the stats name it ("rtmp", "srt", "flv", "mp4", "discard", "custom").
+    var kind: TagSinkKind { get }
+    /// How the pipeline feeds it; read once, when its destination is built.
+    var capabilities: DestinationCapabilities { get }
+    /// What the sink holds beyond its send queue, as lines of the memory plan (read once, before
+    /// the plan is made). Lines with the same key add up across destinations, except a `once`
+    /// line (library pages), counted once per process. Empty by default.
+    var memoryPlanLines: [MemoryPlan.Line] { get }
+    /// Connects or opens.
+    func open() throws(TransportError)
+    /// Writes one tag; throws when the destination failed.
+    func write(_ tag: FLVTag) throws(TransportError)
+    /// Flushes and closes; safe to call twice.
+    func close()
+    /// Called from another thread when a stop deadline passed while `write` may still be
+    /// blocked (a stalled link): make that write fail now. Must be async-safe with `write`.
+    func abortPendingIO()
+}
+
+/// The kind of a destination's sink, as its line in the stats names it.
+public enum TagSinkKind: String, Sendable {
+    case rtmp, srt, whip, flv, mp4, discard
+    /// A sink the embedding application supplied.
+    case custom
+}
+
+extension TagSink {
+    public var kind: TagSinkKind { .custom }
+    public var capabilities: DestinationCapabilities { .recording }
+    public var memoryPlanLines: [MemoryPlan.Line] { [] }
+    public func abortPendingIO() {}
+}

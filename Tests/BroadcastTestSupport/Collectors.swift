@@ -1,0 +1,17 @@
+import BroadcastPipeline
+
+/// What an `AudioMixer`'s output callback saw: each frame's position, first sample and peak.
+package final class MixCollector: @unchecked Sendable {
+    package var positions: [Int64] = []
+    package var firstSample: [Float] = []
+    package var peak: [Float] = []
+
+    package init() {}
+}
+
+/// The tags an interleaver released, by type and timestamp, in order.
+package final class TagLog: @unchecked Sendable {
+    package var tags: [(FLVTagType, UInt32)] = []
+
+    package init() {}
+}
