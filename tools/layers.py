@@ -8,8 +8,11 @@ that the graph has the intended shape. This does, from the manifest as SwiftPM r
 (`swift package dump-package`, in the layered mode: BK_UNITY unset):
 - every engine target is there;
 - a target depends only on targets of lower layers (never up, never a sibling destination);
-- each source file imports only engine modules its target depends on (scripts/test also builds
-  with --explicit-target-dependency-import-check error, which holds every import to that).
+- each source file imports only engine modules its target depends on directly. (scripts/test also
+  builds with --explicit-target-dependency-import-check error, which refuses an import of a target
+  that is no dependency at all, but lets an import of a transitive one through.)
+The layer table below is kept apart from Package.swift's `engineLayers` on purpose: it is the
+intended shape the manifest is checked against, not a copy read from it.
 
 usage: tools/layers.py [--check] [--manifest-json FILE] [--root DIR]
   --check             exit 1 on any violation (scripts/test runs this)
