@@ -84,13 +84,19 @@ package enum TestMedia {
     }
 
     /// Writes parsed tags through a sink, converting script tags to the RTMP "@setDataFrame" form.
-    package static func send(_ tags: [ParsedTag], to sink: TagSink) throws {
+    /// A built-in sink gets each tag as the packet it carries (`FLVTag.packet`).
+    package static func send(_ tags: [ParsedTag], to sink: any DestinationSink) throws {
         for tag in tags {
             var body = tag.body
             if tag.type == 18 { body = [0x02, 0x00, 0x0D] + Array("@setDataFrame".utf8) + body }
-            try body.withUnsafeBytes { raw in
-                try sink.write(FLVTag(type: FLVTagType(rawValue: tag.type)!, timestampMs: tag.timestampMs,
-                                      body: raw, isKeyframe: tag.isKeyframe, isHeader: tag.type == 18))
+            // An AVC end of sequence (ffmpeg ends its files with one) carries no packet: the engine
+            // never sends one, and a packet sink has nothing to take.
+            if sink is PacketSink && tag.type == 9 && body.count > 1 && body[1] == 2 { continue }
+            // Mutable: a packet sink frames FLV in the packet's headroom, which is this copy's bytes.
+            try body.withUnsafeMutableBytes { raw in
+                let flv = FLVTag(type: FLVTagType(rawValue: tag.type)!, timestampMs: tag.timestampMs,
+                                 body: UnsafeRawBufferPointer(raw), isKeyframe: tag.isKeyframe, isHeader: tag.type == 18)
+                if let packets = sink as? PacketSink { try packets.write(flv.packet) } else { try (sink as! TagSink).write(flv) }
             }
         }
     }

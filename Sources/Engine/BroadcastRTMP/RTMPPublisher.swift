@@ -3,7 +3,7 @@ import BroadcastCore
 import BroadcastPipeline
 import BroadcastNetwork
 
-/// A `TagSink` that publishes FLV tags to an RTMP/RTMPS server, speaking RTMP itself.
+/// A `PacketSink` that publishes the stream to an RTMP/RTMPS server as FLV tags, speaking RTMP itself.
 ///
 /// The publish half (the shape of HaishinKit's RTMPStream) over an `RTMPConnection` (socket,
 /// handshake, chunk I/O, replies, the one failure classifier). `open` connects (TCP with a real
@@ -21,7 +21,7 @@ import BroadcastNetwork
 ///
 /// `open`/`write`/`close` come from the destination's single sender thread; `bytesSent`,
 /// `lastWriteMonotonicNs` and `abortPendingIO` may be used from any thread.
-package final class RTMPPublisher: TagSink, TCPPathFeedback, @unchecked Sendable {
+package final class RTMPPublisher: PacketSink, TCPPathFeedback, @unchecked Sendable {
     package var kind: TagSinkKind { .rtmp }
     /// The destination with the key replaced by "****".
     package let displayName: String
@@ -143,10 +143,15 @@ package final class RTMPPublisher: TagSink, TCPPathFeedback, @unchecked Sendable
         lastDrainNs = UInt64(MediaTime.now())
     }
 
-    package func write(_ tag: FLVTag) throws(TransportError) {
+    /// Sends one packet as an RTMP message: its FLV tag body, framed in the packet's headroom.
+    package func write(_ packet: EncodedPacket) throws(TransportError) {
         guard connection.isOpen, streamID != 0 else {
             throw TransportError.writeFailed("\(displayName): not connected")
         }
+        try packet.withFLVTag { (tag) throws(TransportError) in try send(tag) }
+    }
+
+    private func send(_ tag: FLVTag) throws(TransportError) {
         let channel: UInt8
         switch tag.type {
         case .video: channel = Self.videoChannel

@@ -3,7 +3,7 @@ import Synchronization
 import BroadcastCore
 import BroadcastPipeline
 
-/// A `TagSink` that writes a standard FLV file with plain `open`/`writev` (no buffering
+/// A `PacketSink` that writes a standard FLV file with plain `open`/`writev` (no buffering
 /// layer): one `writev` per tag, so a tag is either complete on disk or cut back off.
 ///
 /// On a write error (ENOSPC, EIO, ...) the file is truncated back to the end of the last
@@ -12,7 +12,7 @@ import BroadcastPipeline
 /// is synced and dropped from the page cache, which is charged to the memory cgroup.
 ///
 /// `open`/`write`/`close` come from one sender thread; `bytesWritten` may be read anywhere.
-package final class FLVFileSink: ClosingSink, @unchecked Sendable {
+package final class FLVFileSink: PacketSink, ClosingSink, @unchecked Sendable {
     let path: String
     let hasAudio: Bool
     let hasVideo: Bool
@@ -81,9 +81,14 @@ package final class FLVFileSink: ClosingSink, @unchecked Sendable {
         committed.store(header.count, ordering: .relaxed)
     }
 
-    package func write(_ tag: FLVTag) throws(TransportError) {
+    /// Appends one packet as an FLV tag (its body framed in the packet's headroom).
+    package func write(_ packet: EncodedPacket) throws(TransportError) {
         guard fd >= 0, !failed.load(ordering: .relaxed) else { return }
         if presence.vanished(fd: fd) { throw vanished() }
+        try packet.withFLVTag { (tag) throws(TransportError) in try append(tag) }
+    }
+
+    private func append(_ tag: FLVTag) throws(TransportError) {
         var body = tag.body
         if tag.type == .scriptData { body = Self.strippingSetDataFrame(body) }
         let bodySize = body.count

@@ -5,7 +5,7 @@ import Synchronization
 import BroadcastCore
 import BroadcastPipeline
 
-/// A `TagSink` that records fragmented MP4 (`--record NAME.mp4`): `ftyp`+`moov` once the codec
+/// A `PacketSink` that records fragmented MP4 (`--record NAME.mp4`): `ftyp`+`moov` once the codec
 /// headers arrived, then one `moof`+`mdat` per GOP. A process killed mid-run leaves every
 /// complete fragment playable; `close` writes the last GOP and the duration.
 ///
@@ -13,7 +13,7 @@ import BroadcastPipeline
 /// plus a second, plus one VBV buffer, plus audio); a GOP that outgrows it is cut into more than
 /// one fragment, which players accept. On a write error the file is cut back to its last
 /// complete fragment and `TransportError.fileError` is thrown once, as `FLVFileSink` does.
-package final class MP4FileSink: ClosingSink, @unchecked Sendable {
+package final class MP4FileSink: PacketSink, ClosingSink, @unchecked Sendable {
     let path: String
     package var kind: TagSinkKind { .mp4 }
     package var displayName: String { path }
@@ -105,7 +105,8 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
         }
     }
 
-    package func write(_ tag: FLVTag) throws(TransportError) {
+    /// Takes one packet: a codec configuration into the track layout, a frame into the fragment.
+    package func write(_ packet: EncodedPacket) throws(TransportError) {
         guard fd >= 0, !failed else { return }
         if presence.vanished(fd: fd) {
             // The file has no name left: nothing to keep valid; close it and say so once.
@@ -114,19 +115,15 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
             fd = -1
             throw RecordingPresence.failure(path, bytes: committed.load(ordering: .relaxed))
         }
-        let body = tag.body
-        switch tag.type {
-        case .scriptData: return
-        case .video:
-            guard body.count > FLVTagBody.avcHeaderSize else { return }
-            if body[1] == 0 { layout.video?.avcC = Array(UnsafeRawBufferPointer(rebasing: body[FLVTagBody.avcHeaderSize...])); return }
-            guard body[1] == 1 else { return }
-        case .audio:
-            let header = layout.flvHeaderSize(isVideo: false)
-            guard body.count > header else { return }
-            let isConfig = layout.audio?.codec == .opus ? body[0] & 0x0F == 0 : body[1] == 0
-            if isConfig { layout.audio?.config = Array(UnsafeRawBufferPointer(rebasing: body[header...])); return }
-            guard layout.isMediaFrame(type: .audio, body: body) else { return }
+        let body = packet.data
+        guard !body.isEmpty else { return }
+        switch packet.codec {
+        case .metadata: return
+        case .h264:
+            if packet.isConfig { layout.video?.avcC = Array(body); return }
+        case .aac, .opus:
+            guard let audio = layout.audio, PacketCodec(audio.codec) == packet.codec else { return }
+            if packet.isConfig { layout.audio?.config = Array(body); return }
         }
         if writer == nil {
             // The init segment needs every codec configuration; frames before them cannot play.
@@ -137,29 +134,28 @@ package final class MP4FileSink: ClosingSink, @unchecked Sendable {
             writer = w
             committed.store(w.bytesWritten, ordering: .relaxed)
         }
-        let isVideo = tag.type == .video
-        let ts = Int64(tag.timestampMs)
+        let isVideo = packet.track == .video
+        let ts = packet.timestampMs
         // Priming comes before anything else, and only then: it opens the first fragment.
-        let isPriming = tag.isPriming && !isVideo
+        let isPriming = packet.isPriming && !isVideo
         if isPriming && (!isFirstFragmentPending || !capabilities.takesPriming || sampleCount != primingStaged) { return }
         // The file starts on a keyframe, with the audio from that instant (and the priming before it).
         if !isPriming {
-            if isFirstFragmentPending && expectsVideo && !(isVideo && tag.isKeyframe) { return }
+            if isFirstFragmentPending && expectsVideo && !(isVideo && packet.isKeyframe) { return }
             isFirstFragmentPending = false
         }
-        let header = layout.flvHeaderSize(isVideo: isVideo)
-        let size = body.count - header
+        let size = body.count
         // A new GOP (or a second of audio alone) closes the fragment; so does a full stage. The
         // first keyframe does not close the priming ahead of it.
-        let newGOP = (expectsVideo ? isVideo && tag.isKeyframe : ts - lastAudioFlushMs >= 1000) && sampleCount > primingStaged
+        let newGOP = (expectsVideo ? isVideo && packet.isKeyframe : ts - lastAudioFlushMs >= 1000) && sampleCount > primingStaged
         if sampleCount > 0 && (newGOP || sampleCount == sampleCapacity || stagedBytes + size > staging.count) {
             try flush(nextVideoMs: isVideo ? ts : nil)
             if !expectsVideo { lastAudioFlushMs = ts }
         }
         guard size <= staging.count else { return }
-        (staging.baseAddress! + stagedBytes).copyMemory(from: body.baseAddress! + header, byteCount: size)
-        samples[sampleCount] = MP4Sample(isVideo: isVideo, isKeyframe: isVideo && tag.isKeyframe, timestampMs: ts,
-                                         compositionOffsetMs: isVideo ? MP4TrackLayout.compositionOffsetMs(body) : 0,
+        (staging.baseAddress! + stagedBytes).copyMemory(from: body.baseAddress!, byteCount: size)
+        samples[sampleCount] = MP4Sample(isVideo: isVideo, isKeyframe: isVideo && packet.isKeyframe, timestampMs: ts,
+                                         compositionOffsetMs: isVideo ? packet.compositionOffsetMs : 0,
                                          data: UnsafeRawPointer(staging.baseAddress! + stagedBytes), size: size,
                                          isPriming: isPriming)
         sampleCount += 1

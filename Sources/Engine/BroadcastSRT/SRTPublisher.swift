@@ -5,13 +5,13 @@ import BroadcastCore
 import BroadcastPipeline
 import BroadcastNetwork
 
-/// A `TagSink` that sends the stream as MPEG-TS over SRT (caller mode, live transmission type)
+/// A `PacketSink` that sends the stream as MPEG-TS over SRT (caller mode, live transmission type)
 /// to a listening receiver: FFmpeg's `srt://…?mode=listener`, `srt-live-transmit`, MediaMTX, an
 /// ingest.
 ///
 /// `open` loads libsrt on first use (`CSRTShim`; a process without an srt:// destination never
 /// maps it) and connects with every buffer set explicitly (`SRTBuffers`, a line of the memory
-/// plan). `write` muxes each tag (`TSMuxer`) straight into 1316-byte payloads and sends them;
+/// plan). `write` muxes each packet (`TSMuxer`) straight into 1316-byte payloads and sends them;
 /// SRT's ARQ retransmits what the link loses within the latency window, and drops what is too late
 /// on the sender. The link's state (`srt_bstats`: unacknowledged send buffer, loss, RTT, bandwidth
 /// estimate) is read for the stats and for congestion: data sitting unacknowledged for longer
@@ -20,7 +20,7 @@ import BroadcastNetwork
 /// Refusals (a listener that answers and rejects the passphrase or stream id) are
 /// `publishRejected` (exit 3, never retried); no answer is `connectFailed`; a send that fails
 /// after the connection is `writeFailed` (reconnect with backoff, as for RTMP).
-package final class SRTPublisher: TagSink, LinkFeedback, TSChunkOutput, @unchecked Sendable {
+package final class SRTPublisher: PacketSink, LinkFeedback, TSChunkOutput, @unchecked Sendable {
     package let displayName: String
     package var kind: TagSinkKind { .srt }
     package var capabilities: DestinationCapabilities {
@@ -117,11 +117,12 @@ package final class SRTPublisher: TagSink, LinkFeedback, TSChunkOutput, @uncheck
         socket.store(s, ordering: .releasing)
     }
 
-    package func write(_ tag: FLVTag) throws(TransportError) {
+    /// Muxes one packet into TS and sends the chunks it fills.
+    package func write(_ packet: EncodedPacket) throws(TransportError) {
         guard socket.load(ordering: .acquiring) >= 0 else {
             throw TransportError.writeFailed("\(displayName): not connected")
         }
-        try muxer.write(tag, to: self)
+        try muxer.write(packet, to: self)
     }
 
     func sendChunk(_ chunk: UnsafeRawBufferPointer) throws(TransportError) {

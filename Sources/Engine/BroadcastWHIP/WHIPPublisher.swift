@@ -5,7 +5,7 @@ import BroadcastCore
 import BroadcastPipeline
 import BroadcastNetwork
 
-/// A `TagSink` that publishes to a WHIP endpoint (RFC 9725): H.264 and Opus over SRTP from the same
+/// A `PacketSink` that publishes to a WHIP endpoint (RFC 9725): H.264 and Opus over SRTP from the same
 /// encode as every other destination.
 ///
 /// `open` POSTs the SDP offer (`SDPOffer`) with `$STREAM_KEY` as the bearer token, reads the 201
@@ -18,13 +18,13 @@ import BroadcastNetwork
 ///
 /// 401/403 are refusals (exit 3, never retried); other failures are `connectFailed` (exit 3 at
 /// start, reconnect with backoff after a loss, as for RTMP).
-package final class WHIPPublisher: TagSink, LinkFeedback, KeyframeRequesting, @unchecked Sendable {
+package final class WHIPPublisher: PacketSink, LinkFeedback, KeyframeRequesting, @unchecked Sendable {
     package let displayName: String
     /// RTP is real time: receivers play each packet out by its arrival (a jitter buffer of a few
     /// frames), so block mode paces sends to media time as for SRT; and each track is its own RTP
     /// stream, timed on its own, so tags come without the interleaver's wait.
     package var capabilities: DestinationCapabilities {
-        DestinationCapabilities(isNetworkPublisher: true, tracksUnordered: true, needsRealTimeInput: true)
+        DestinationCapabilities(isNetworkPublisher: true, stage: .encoded, needsRealTimeInput: true)
     }
     /// The NACK history, the delivery meter's ring, the packet buffers and the signalling response
     /// buffer (while open), and the libraries' pages once per process.
@@ -233,28 +233,30 @@ package final class WHIPPublisher: TagSink, LinkFeedback, KeyframeRequesting, @u
         reader = r
     }
 
-    package func write(_ tag: FLVTag) throws(TransportError) {
+    /// Packetizes one packet into RTP over SRTP: H.264 per RFC 6184, Opus per RFC 7587; a codec
+    /// configuration keeps the parameter sets that go before each IDR.
+    package func write(_ packet: EncodedPacket) throws(TransportError) {
         guard ice != nil, dtls != nil, let reader else { throw TransportError.writeFailed("\(displayName): not connected") }
         if let why = reader.lostReason { throw TransportError.connectionLost("\(displayName): \(why)") }
         unanswerableNACKs += reader.drainNACKs { retransmit($0) }
         let now = ICEAgent.nowNs()
         takeReport(now)
-        let body = tag.body
-        switch tag.type {
-        case .video where hasVideo && body.count >= 5 && body[0] & 0x0F == 7:
-            if body[1] == 0 {
-                storeParameterSets(UnsafeRawBufferPointer(rebasing: body[5...]))
-            } else if body[1] == 1 {
-                let cts = Int32(bitPattern: (UInt32(body[2]) << 24 | UInt32(body[3]) << 16 | UInt32(body[4]) << 8)) >> 8
-                sendAccessUnit(UnsafeRawBufferPointer(rebasing: body[5...]), keyframe: body[0] >> 4 == 1,
-                               timestamp: video.timestamp(ms: tag.timestampMs, compositionMs: cts), captureNs: tag.captureNs)
+        let payload = packet.data
+        let ms = UInt32(truncatingIfNeeded: packet.timestampMs)
+        switch packet.codec {
+        case .h264 where hasVideo && !payload.isEmpty:
+            if packet.isConfig {
+                storeParameterSets(payload)
+            } else {
+                sendAccessUnit(payload, keyframe: packet.isKeyframe,
+                               timestamp: video.timestamp(ms: ms, compositionMs: packet.compositionOffsetMs),
+                               captureNs: packet.captureNs)
             }
-        case .audio where hasAudio && body.count > 5 && body[0] == 0x91:
-            let ts = audio.timestamp(ms: tag.timestampMs)
-            sendPacket(&audio, timestamp: ts, marker: false, header: (0, 0), headerCount: 0,
-                       payload: UnsafeRawBufferPointer(rebasing: body[5...]), keep: false)
+        case .opus where hasAudio && !payload.isEmpty && !packet.isConfig:
+            let ts = audio.timestamp(ms: ms)
+            sendPacket(&audio, timestamp: ts, marker: false, header: (0, 0), headerCount: 0, payload: payload, keep: false)
             audio.lastTimestamp = ts
-            audio.lastCaptureNs = tag.captureNs
+            audio.lastCaptureNs = packet.captureNs
         default:
             break
         }

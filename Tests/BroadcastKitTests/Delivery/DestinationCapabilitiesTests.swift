@@ -15,7 +15,7 @@ import BroadcastTestSupport
 @Suite(.timeLimit(.minutes(2))) struct DestinationCapabilitiesTests {
     static let video = VideoEncoderSettings(width: 320, height: 180, fps: 30, bitrateKbps: 300)
 
-    func destination(_ sink: TagSink) -> Destination {
+    func destination(_ sink: any DestinationSink) -> Destination {
         Destination(sink: sink, policy: .default, isPrimary: false, stats: BroadcastStats())
     }
 
@@ -31,7 +31,7 @@ import BroadcastTestSupport
 
         let whip = destination(WHIPPublisher(url: "http://127.0.0.1:1/whip", token: "", hasVideo: true, hasAudio: true,
                                              connectTimeoutSeconds: 1, caFile: nil))
-        #expect(whip.capabilities == DestinationCapabilities(isNetworkPublisher: true, tracksUnordered: true,
+        #expect(whip.capabilities == DestinationCapabilities(isNetworkPublisher: true, stage: .encoded,
                                                              needsRealTimeInput: true))
         #expect(whip.feedback != nil)
 
@@ -40,7 +40,7 @@ import BroadcastTestSupport
                                              audioDelaySamples: 2048))
         #expect(mp4AAC.capabilities == DestinationCapabilities(takesPriming: true))
         #expect(mp4AAC.feedback == nil)
-        for sink: TagSink in [FLVFileSink(path: "/nonexistent/r.flv"), DiscardSink(), ScriptedSink("embedder's own")] {
+        for sink: any DestinationSink in [FLVFileSink(path: "/nonexistent/r.flv"), DiscardSink(), ScriptedSink("embedder's own")] {
             #expect(destination(sink).capabilities == .recording, "\(sink.displayName)")
             #expect(destination(sink).feedback == nil, "\(sink.displayName)")
         }

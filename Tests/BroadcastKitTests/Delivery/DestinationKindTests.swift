@@ -12,7 +12,7 @@ import BroadcastTestSupport
 /// A destination's line in the stats names what its sink is: an MP4 recording is "mp4", not
 /// "custom" (the kind comes from the sink itself, so a new sink cannot fall through to "custom").
 @Suite(.timeLimit(.minutes(1))) struct DestinationKindTests {
-    func kind(_ sink: TagSink) -> String {
+    func kind(_ sink: any DestinationSink) -> String {
         Destination(sink: sink, policy: .default, isPrimary: false, stats: BroadcastStats()).statsNow.kind
     }
 

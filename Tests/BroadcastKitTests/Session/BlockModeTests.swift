@@ -58,7 +58,7 @@ final class Received: Sendable {
         let log = TagLog()
         let stats = BroadcastStats()
         let il = Interleaver(hasVideo: true, hasAudio: true, videoBytes: 1 << 20, stagingWaitNs: 50_000_000,
-                             stats: stats) { t in log.tags.append((t.type, t.timestampMs)) }
+                             stats: stats) { t, _ in log.tags.append((t.flvTagType, UInt32(t.timestampMs))) }
         il.submit(type: .video, timestampMs: 1000, isKeyframe: true, bodySize: 10, nowNs: 0) { _ in }
         // 40 s of wall clock with no audio: the producer paused; nothing is released by time.
         il.poll(nowNs: 40_000_000_000)
@@ -75,8 +75,8 @@ final class Received: Sendable {
         // The same arrivals in live mode: the video goes after 150 ms, the late audio is clamped.
         let log = TagLog()
         let stats = BroadcastStats()
-        let il = Interleaver(hasVideo: true, hasAudio: true, videoBytes: 1 << 20, stats: stats) { t in
-            log.tags.append((t.type, t.timestampMs))
+        let il = Interleaver(hasVideo: true, hasAudio: true, videoBytes: 1 << 20, stats: stats) { t, _ in
+            log.tags.append((t.flvTagType, UInt32(t.timestampMs)))
         }
         il.submit(type: .video, timestampMs: 1000, isKeyframe: true, bodySize: 10, nowNs: 0) { _ in }
         il.poll(nowNs: 40_000_000_000)
@@ -91,7 +91,7 @@ final class Received: Sendable {
         let stats = BroadcastStats()
         // 64 video entries of staging; a 200 ms wait for audio.
         let il = Interleaver(hasVideo: true, hasAudio: true, videoBytes: 1 << 20, stagingWaitNs: 200_000_000,
-                             stats: stats) { t in log.tags.append((t.type, t.timestampMs)) }
+                             stats: stats) { t, _ in log.tags.append((t.flvTagType, UInt32(t.timestampMs))) }
         for i in 0..<64 {
             il.submit(type: .video, timestampMs: Int64(i) * 33, isKeyframe: i == 0, bodySize: 10, nowNs: 0) { _ in }
         }
@@ -119,7 +119,7 @@ final class Received: Sendable {
         // A track that stopped: the wait ends at its deadline once, then lone heads go at once.
         let log2 = TagLog()
         let il2 = Interleaver(hasVideo: true, hasAudio: true, videoBytes: 1 << 20, stagingWaitNs: 100_000_000,
-                              stats: BroadcastStats()) { t in log2.tags.append((t.type, t.timestampMs)) }
+                              stats: BroadcastStats()) { t, _ in log2.tags.append((t.flvTagType, UInt32(t.timestampMs))) }
         let t0 = MediaTime.now()
         for i in 0..<200 {
             il2.submit(type: .video, timestampMs: Int64(i) * 33, isKeyframe: i == 0, bodySize: 10, nowNs: 0) { _ in }
@@ -207,7 +207,7 @@ final class Received: Sendable {
         let body = UnsafeMutableRawBufferPointer.allocate(byteCount: 1000, alignment: 1)
         defer { body.deallocate() }
         body.initializeMemory(as: UInt8.self, repeating: 0x27)
-        let tag = { (ts: UInt32) in FLVTag(type: .video, timestampMs: ts, body: UnsafeRawBufferPointer(body), isKeyframe: ts == 0) }
+        let tag = { (ts: UInt32) in EncodedPacket.of(.video, timestampMs: Int64(ts), data: UnsafeRawBufferPointer(body), isKeyframe: ts == 0) }
         // A sender 5 ms per tag, 40 tags through a queue of 4: every push waits, none drops.
         let received = Received()
         let sender = WorkerThread(name: "test-sender")
@@ -215,7 +215,7 @@ final class Received: Sendable {
             while received.values.withLock({ $0.count }) < 40 {
                 _ = q.withNext(deadlineNs: MediaTime.now() + 1_000_000_000) { t in
                     usleep(5_000)
-                    received.values.withLock { $0.append(t.timestampMs) }
+                    received.values.withLock { $0.append(UInt32(t.timestampMs)) }
                 }
             }
         }
@@ -242,7 +242,7 @@ final class Received: Sendable {
         let body = UnsafeMutableRawBufferPointer.allocate(byteCount: 100, alignment: 1)
         defer { body.deallocate() }
         body.initializeMemory(as: UInt8.self, repeating: 0x27)
-        let tag = { (ms: UInt32) in FLVTag(type: .video, timestampMs: ms, body: UnsafeRawBufferPointer(body), isKeyframe: true) }
+        let tag = { (ms: UInt32) in EncodedPacket.of(.video, timestampMs: Int64(ms), data: UnsafeRawBufferPointer(body), isKeyframe: true) }
         // Half a second of media handed over at once: it goes out over half a second.
         for ms in stride(from: UInt32(0), through: 500, by: 100) { _ = d.queue.push(tag(ms)) }
         while sink.writes.count < 6 { usleep(10_000) }

@@ -119,7 +119,7 @@ final class KeyframeAskingSink: TagSink, KeyframeRequesting, @unchecked Sendable
         let headers = StreamHeaders(video: c.video, audio: c.audio, encoderName: c.encoderName,
                                     videoEncoder: p.videoEncoder, audioEncoder: p.audioEncoder)
         var seen: [(FLVTagType, Bool)] = []
-        headers.forEach { seen.append(($0.type, $0.isHeader)) }
+        headers.forEach { seen.append(($0.flvTagType, $0.isConfig)) }
         #expect(seen.map(\.0) == [.scriptData, .video, .audio])
         #expect(seen.allSatisfy { $0.1 })
     }
@@ -134,7 +134,7 @@ final class KeyframeAskingSink: TagSink, KeyframeRequesting, @unchecked Sendable
         let set = DestinationSet([primary, other])
         for d in set.all { try d.open() }
         let body: [UInt8] = [0xAF, 0x01, 0x00]
-        body.withUnsafeBytes { set.push(FLVTag(type: .audio, timestampMs: 0, body: $0)) }
+        body.withUnsafeBytes { set.push(FLVTag(type: .audio, timestampMs: 0, body: $0).packet, at: .interleaved) }
         let deadline = MediaTime.now() + 2_000_000_000
         while set.all.contains(where: { $0.state != .failed }) && MediaTime.now() < deadline {
             var ts = timespec(tv_sec: 0, tv_nsec: 5_000_000)
@@ -169,7 +169,7 @@ final class KeyframeAskingSink: TagSink, KeyframeRequesting, @unchecked Sendable
         let set = DestinationSet([a, b, rec], requireAll: requireAll)
         for d in set.all { try d.open() }
         let body: [UInt8] = [0xAF, 0x01, 0x00]
-        body.withUnsafeBytes { set.push(FLVTag(type: .audio, timestampMs: 0, body: $0)) }
+        body.withUnsafeBytes { set.push(FLVTag(type: .audio, timestampMs: 0, body: $0).packet, at: .interleaved) }
         let deadline = MediaTime.now() + 2_000_000_000
         while (a.state != .failed || rec.state != .failed) && MediaTime.now() < deadline {
             var ts = timespec(tv_sec: 0, tv_nsec: 5_000_000)

@@ -497,7 +497,7 @@ final class BitrateRecordingEncoder: VideoEncoder, @unchecked Sendable {
         body.initializeMemory(as: UInt8.self, repeating: 0x17)
         defer { body.deallocate() }
         for ts in stride(from: 0, through: 1000, by: 100) {
-            _ = d.queue.push(FLVTag(type: .video, timestampMs: UInt32(ts), body: UnsafeRawBufferPointer(body), isKeyframe: true))
+            _ = d.queue.push(EncodedPacket.of(.video, timestampMs: Int64(UInt32(ts)), data: UnsafeRawBufferPointer(body), isKeyframe: true))
         }
         #expect(d.queue.queuedDurationMs >= 900)
         let (c, enc, _) = controller([d])

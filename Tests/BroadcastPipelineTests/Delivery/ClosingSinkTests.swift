@@ -7,7 +7,7 @@ import BroadcastTestSupport
 /// close failed) is a lost destination, and the run's only output being lost fails the run.
 @Suite(.timeLimit(.minutes(1))) struct ClosingSinkTests {
     /// A file-like sink whose `close` fails, as `MP4FileSink` does when the last GOP hits ENOSPC.
-    final class FailingCloseSink: ClosingSink, @unchecked Sendable {
+    final class FailingCloseSink: TagSink, ClosingSink, @unchecked Sendable {
         var displayName: String { "/tmp/a.mp4" }
         private(set) var closeFailure: TransportError?
         var failOnClose = true

@@ -13,8 +13,8 @@ import BroadcastTestSupport
     @Test func primingGoesFirstFlaggedAndUnclamped() {
         let log = Log()
         let stats = BroadcastStats()
-        let il = Interleaver(hasVideo: true, hasAudio: true, videoBytes: 1 << 16, stats: stats) { t in
-            log.tags.append((t.type, t.timestampMs, t.isPriming))
+        let il = Interleaver(hasVideo: true, hasAudio: true, videoBytes: 1 << 16, stats: stats) { t, _ in
+            log.tags.append((t.flvTagType, UInt32(t.timestampMs), t.isPriming))
         }
         il.submit(type: .video, timestampMs: 0, isKeyframe: true, bodySize: 20, nowNs: 0) { _ in }
         il.submit(type: .audio, timestampMs: -34, isKeyframe: false, bodySize: 10, nowNs: 0, isPriming: true) { _ in }
@@ -47,8 +47,8 @@ import BroadcastTestSupport
         for d in set.all { try? d.open() }
         let body: [UInt8] = [0xAF, 1, 0x21]
         body.withUnsafeBytes { b in
-            set.push(FLVTag(type: .audio, timestampMs: 0, body: b, isPriming: true))
-            set.push(FLVTag(type: .audio, timestampMs: 9, body: b))
+            set.push(FLVTag(type: .audio, timestampMs: 0, body: b, isPriming: true).packet, at: .interleaved)
+            set.push(FLVTag(type: .audio, timestampMs: 9, body: b).packet, at: .interleaved)
         }
         for d in set.all { d.finish(deadlineNs: MediaTime.now() + 2_000_000_000) }
         #expect((flv.priming, flv.timed) == (0, 1))

@@ -131,7 +131,7 @@ final class EventLog: @unchecked Sendable {
         let body = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 1)
         defer { body.deallocate() }
         body.initializeMemory(as: UInt8.self, repeating: 0x17)
-        _ = d.queue.push(FLVTag(type: .video, timestampMs: ts, body: UnsafeRawBufferPointer(body), isKeyframe: true))
+        _ = d.queue.push(EncodedPacket.of(.video, timestampMs: Int64(ts), data: UnsafeRawBufferPointer(body), isKeyframe: true))
     }
 
     @Test func attemptsResetAfterASuccessfulReconnect() throws {

@@ -26,13 +26,13 @@ import BroadcastTestSupport
                 let a = Int64(audioPacket) * 1024 * 1000 / 48000
                 if min(v, a) > ms { return }
                 if a <= v {
-                    audioBody.withUnsafeBytes { ring.append(FLVTag(type: .audio, timestampMs: UInt32(a), body: $0)) }
+                    audioBody.withUnsafeBytes { ring.append(FLVTag(type: .audio, timestampMs: UInt32(a), body: $0).packet) }
                     audioPacket += 1
                 } else {
                     let key = frame % gop == 0
                     videoBody[0] = key ? 0x17 : 0x27
                     videoBody.withUnsafeBytes {
-                        ring.append(FLVTag(type: .video, timestampMs: UInt32(v), body: $0, isKeyframe: key))
+                        ring.append(FLVTag(type: .video, timestampMs: UInt32(v), body: $0, isKeyframe: key).packet)
                     }
                     frame += 1
                 }

@@ -8,7 +8,7 @@ private func push(_ q: SendQueue, _ type: FLVTagType, ts: UInt32, key: Bool = fa
     let body = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 1)
     defer { body.deallocate() }
     body.initializeMemory(as: UInt8.self, repeating: key ? 0x17 : 0x27)
-    return q.push(FLVTag(type: type, timestampMs: ts, body: UnsafeRawBufferPointer(body), isKeyframe: key))
+    return q.push(EncodedPacket.of(type, timestampMs: Int64(ts), data: UnsafeRawBufferPointer(body), isKeyframe: key))
 }
 
 @Suite(.timeLimit(.minutes(2))) struct SendQueueTests {
@@ -72,7 +72,7 @@ private func push(_ q: SendQueue, _ type: FLVTagType, ts: UInt32, key: Bool = fa
         let q = SendQueue(policy: CongestionPolicy(maxBytes: 4096))
         for i in 0..<10 { #expect(push(q, .audio, ts: UInt32(i), size: 300) == nil) }
         var seen: [UInt32] = []
-        while q.withNext(deadlineNs: MediaTime.now(), { seen.append($0.timestampMs) }) {}
+        while q.withNext(deadlineNs: MediaTime.now(), { seen.append(UInt32($0.timestampMs)) }) {}
         #expect(seen == Array(0..<10))
         #expect(q.queuedBytes == 0)
     }

@@ -44,17 +44,16 @@ enum PipelineAssembler {
         let videoStaging = max(512 << 10, cfg.video.maxBitrateKbps * 1000 / 8 * 2)
         let interleaver = Interleaver(hasVideo: cfg.hasVideo, hasAudio: cfg.hasAudio, videoBytes: videoStaging,
                                       stagingWaitNs: cfg.backpressure.stageWaitNs, stats: stats,
-                                      direct: destinations.hasUnordered ? { [unowned destinations] in destinations.pushUnordered($0) } : nil
-        ) { [unowned destinations] tag in
-            destinations.push(tag)
+                                      deliversEncoded: destinations.takesEncodedStage) { [unowned destinations] packet, stage in
+            destinations.push(packet, at: stage)
             // A clip starts mid-stream and brings its own pre-roll (ReplaySaver).
-            if !tag.isPriming { replayRing?.append(tag) }
+            if stage == .interleaved && !packet.isPriming { replayRing?.append(packet) }
         }
 
         var mixer: AudioMixer?
         var audioLanes: [AudioLane] = []
         if let aenc = audioEncoder {
-            let writer = AudioTagWriter(encoder: aenc, interleaver: interleaver)
+            let writer = AudioPacketWriter(encoder: aenc, interleaver: interleaver)
             let m = AudioMixer(frameSize: aenc.frameSize) { samples, position in writer.encode(samples, position: position) }
             m.flushPaddingFrames = writer.delaySamples
             m.silenceWithoutSource = cfg.backpressure.repeatsLastPicture
@@ -100,7 +99,7 @@ enum PipelineAssembler {
             videoEncoder = chosen.encoder
             plan = chosen.plan
             note = chosen.note
-            let writer = VideoTagWriter(interleaver: interleaver)
+            let writer = VideoPacketWriter(interleaver: interleaver)
             videoLane = VideoLane(encoder: chosen.encoder, pendingFrames: chosen.pendingFrames, stats: stats,
                                   clock: clock, repeatsLastPicture: cfg.backpressure.repeatsLastPicture) { p, arrival in
                 writer.submit(p, captureNs: arrival)
@@ -155,7 +154,7 @@ enum PipelineAssembler {
     /// Network publishers first, so the primary (what "sent" reports) is the RTMP stream when there is one.
     /// `audioDelaySamples`: the audio encoder's delay, for an MP4 recording's edit list.
     static func makeDestinations(_ cfg: BroadcastConfiguration, stats: BroadcastStats, audioDelaySamples: Int) -> [Destination] {
-        let sinks: [TagSink] = cfg.destinations.map { d in
+        let sinks: [any DestinationSink] = cfg.destinations.map { d in
             switch d {
             case .rtmp(let url, let key):
                 let publisher = RTMPPublisher(url: url, streamKey: key, connectTimeoutSeconds: cfg.connectTimeoutSeconds,

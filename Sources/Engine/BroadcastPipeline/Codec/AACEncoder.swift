@@ -99,7 +99,7 @@ package final class AACEncoder: AudioEncoder {
             if status == VO_ERR_INPUT_BUFFER_SMALL { return true }
             guard status == VO_ERR_NONE else { return false }
             if out.Length > 0 {
-                emit(EncodedPacket(kind: .audio, data: UnsafeRawBufferPointer(start: output.baseAddress, count: Int(out.Length)),
+                emit(EncodedPacket(codec: .aac, data: UnsafeRawBufferPointer(start: output.baseAddress, count: Int(out.Length)),
                                    timestampMs: timestampMs, isKeyframe: true))
             }
         }

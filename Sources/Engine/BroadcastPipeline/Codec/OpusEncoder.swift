@@ -70,7 +70,7 @@ package final class OpusEncoder: AudioEncoder {
         let bytes = opus_encode_float(state, samples, Int32(frameSize),
                                       output.baseAddress!.assumingMemoryBound(to: UInt8.self), Int32(output.count))
         guard bytes > 0 else { return false }
-        emit(EncodedPacket(kind: .audio, data: UnsafeRawBufferPointer(start: output.baseAddress, count: Int(bytes)),
+        emit(EncodedPacket(codec: .opus, data: UnsafeRawBufferPointer(start: output.baseAddress, count: Int(bytes)),
                            timestampMs: timestampMs, isKeyframe: true))
         return true
     }

@@ -138,7 +138,7 @@ package final class X264Encoder: VideoEncoder, @unchecked Sendable {
         // x264 guarantees the payloads of one frame's NALs are contiguous, so the frame is one span.
         let out = pictureOut.pointee
         let data = UnsafeRawBufferPointer(start: nals[0].p_payload, count: Int(size))
-        emit(EncodedPacket(kind: .video, data: data, timestampMs: out.i_dts,
+        emit(EncodedPacket(codec: .h264, data: data, timestampMs: out.i_dts,
                            compositionOffsetMs: Int32(clamping: out.i_pts - out.i_dts),
                            isKeyframe: out.b_keyframe != 0))
         return true

@@ -4,14 +4,19 @@ import Glibc
 import Synchronization
 import BroadcastCore
 
-/// One output of the session: a bounded `SendQueue` drained by its own sender thread into a `TagSink`.
+/// One output of the session: a bounded `SendQueue` drained by its own sender thread into a
+/// `DestinationSink`: a built-in one muxes the packets itself (`PacketSink`); an embedder's
+/// `TagSink` gets each framed as an FLV tag in place, in the queue's headroom.
 ///
 /// The sender is the only thread that touches the sink, so a slow network can only fill this
 /// destination's queue (where the congestion policy applies); it never blocks a lane.
 package final class Destination: @unchecked Sendable {
     package enum State: Int, Sendable { case idle = 0, live, reconnecting, failed, closed }
 
-    package let sink: TagSink
+    package let sink: any DestinationSink
+    /// The sink as what takes the writes: a muxing destination, or an FLV tag sink (one is set).
+    private let packetSink: PacketSink?
+    private let tagSink: TagSink?
     /// The sink's capabilities, read once here.
     package let capabilities: DestinationCapabilities
     /// The sink as a link that reports on itself (nil for recordings and most custom sinks).
@@ -34,7 +39,7 @@ package final class Destination: @unchecked Sendable {
     /// `finish` drains it for as long as it makes progress.
     private let blockWaitNs: Int64?
     /// Block mode into a real-time transport (`DestinationCapabilities.needsRealTimeInput`): the wall time of
-    /// media time 0 for pacing sends (sender thread only; 0 until the first media tag).
+    /// media time 0 for pacing sends (sender thread only; 0 until the first media packet).
     private let pacesToMediaTime: Bool
     private var paceOriginNs: Int64 = 0
     private let reconnectCount = Atomic<Int>(0)
@@ -47,14 +52,15 @@ package final class Destination: @unchecked Sendable {
     private let rateBitsPerSecond = Atomic<Int>(0)
     private var rateLastBytes = 0
     private var rateLastNs: Int64 = 0
-    /// onMetaData and sequence headers, kept to resend first on every reconnect.
+    /// The configuration packets (metadata, codec configurations), kept to resend first on every
+    /// reconnect; each payload with its headroom in front, as the queue keeps it.
     private let headerStore = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
-    private var headers: [(type: FLVTagType, offset: Int, length: Int, keyframe: Bool)] = []
+    private var headers: [(codec: PacketCodec, offset: Int, length: Int)] = []
     /// After a reconnect, video waits for the next keyframe so no P-frame goes out without its references.
     private var videoNeedsKeyframe = false
     /// An IDR was asked for since the server requested a reconnect (asked once per request).
     private var keyframeAskedForRequest = false
-    /// When the sink last accepted a tag (sender thread only).
+    /// When the sink last accepted a packet (sender thread only).
     private var lastWriteNs: Int64 = 0
     private var rng = SplitMixRandom(seed: UInt64(truncatingIfNeeded: MediaTime.now()))
     /// Events for the session (reconnecting/reconnected); called from the sender thread.
@@ -62,9 +68,12 @@ package final class Destination: @unchecked Sendable {
     /// Asks the encoder for an IDR (after a reconnect).
     package var onKeyframeNeeded: (@Sendable () -> Void)?
 
-    package init(sink: TagSink, policy: CongestionPolicy, isPrimary: Bool, stats: BroadcastStats,
+    package init(sink: any DestinationSink, policy: CongestionPolicy, isPrimary: Bool, stats: BroadcastStats,
                 reconnect: ReconnectPolicy = .never, blockWaitNs: Int64? = nil) {
         self.sink = sink
+        packetSink = sink as? PacketSink
+        tagSink = packetSink == nil ? sink as? TagSink : nil
+        precondition(packetSink != nil || tagSink != nil, "a destination's sink takes packets or FLV tags")
         capabilities = sink.capabilities
         feedback = sink as? LinkFeedback
         tcpPath = sink as? TCPPathFeedback
@@ -79,18 +88,19 @@ package final class Destination: @unchecked Sendable {
 
     deinit { headerStore.deallocate() }
 
-    /// Queues a header tag and keeps a copy for reconnects. Call before `open()`.
-    package func pushHeader(_ tag: FLVTag) {
+    /// Queues a configuration packet and keeps a copy for reconnects. Call before `open()`.
+    package func pushHeader(_ packet: EncodedPacket) {
         let used = headers.last.map { $0.offset + $0.length } ?? 0
-        if used + tag.body.count <= headerStore.count, let src = tag.body.baseAddress {
-            (headerStore.baseAddress! + used).copyMemory(from: src, byteCount: tag.body.count)
-            headers.append((tag.type, used, tag.body.count, tag.isKeyframe))
+        let at = used + EncodedPacket.flvHeadroom
+        if at + packet.data.count <= headerStore.count, let src = packet.data.baseAddress {
+            (headerStore.baseAddress! + at).copyMemory(from: src, byteCount: packet.data.count)
+            headers.append((packet.codec, at, packet.data.count))
         }
-        queue.push(tag)
+        queue.push(packet)
     }
 
-    /// True while tags should still be queued for this destination (live or reconnecting).
-    var acceptsTags: Bool { let s = state; return s == .live || s == .reconnecting }
+    /// True while packets should still be queued for this destination (live or reconnecting).
+    var acceptsPackets: Bool { let s = state; return s == .live || s == .reconnecting }
 
     package var state: State { State(rawValue: stateValue.load(ordering: .acquiring)) ?? .failed }
 
@@ -162,7 +172,7 @@ package final class Destination: @unchecked Sendable {
     }
     /// The error that stopped this destination, if any.
     var error: TransportError? { failure.withLock { $0 } }
-    /// Body bytes the sink accepted.
+    /// Bytes the sink accepted, counted as FLV tag bodies (see `account`).
     var bytesSent: Int { sentBytes.load(ordering: .relaxed) }
 
     /// Opens the sink on the caller's thread (so start-up errors reach `start()`), then starts the sender.
@@ -180,29 +190,30 @@ package final class Destination: @unchecked Sendable {
 
     private func run() {
         while true {
-            let got = queue.withNext(deadlineNs: MediaTime.now() + 200_000_000) { tag in
+            let got = queue.withNext(deadlineNs: MediaTime.now() + 200_000_000) { packet in
                 guard state == .live else { return }
-                if tag.type == .video && !tag.isHeader && videoNeedsKeyframe {
-                    guard tag.isKeyframe else { return }
+                let isVideoFrame = packet.track == .video && !packet.isConfig
+                if isVideoFrame && videoNeedsKeyframe {
+                    guard packet.isKeyframe else { return }
                     videoNeedsKeyframe = false
                 }
                 // A server's reconnect request is honoured at a keyframe: the old session ends on a
                 // whole GOP and the new one starts decodable with this very frame.
-                if tag.type == .video && !tag.isHeader && tag.isKeyframe && feedback?.reconnectRequested == true {
+                if isVideoFrame && packet.isKeyframe && feedback?.reconnectRequested == true {
                     guard reconnectAtKeyframe() else { return }
                 }
-                if pacesToMediaTime && !tag.isHeader { pace(tag) }
+                if pacesToMediaTime && !packet.isConfig { pace(packet) }
                 do throws(TransportError) {
-                    try sink.write(tag)
+                    try write(packet)
                     lastWriteNs = MediaTime.now()
-                    sentBytes.add(tag.body.count, ordering: .relaxed)
+                    sentBytes.add(packet.flvBodySize, ordering: .relaxed)
                     if feedback?.reconnectRequested == true && !keyframeAskedForRequest {
                         keyframeAskedForRequest = true
                         onKeyframeNeeded?()
                     }
                     if isPrimary {
-                        account(tag)
-                        if tag.captureNs > 0 { latency.record(MediaTime.now() - tag.captureNs) }
+                        account(packet)
+                        if packet.captureNs > 0 { latency.record(MediaTime.now() - packet.captureNs) }
                     }
                 } catch {
                     handleFailure(error)
@@ -213,12 +224,22 @@ package final class Destination: @unchecked Sendable {
         }
     }
 
-    /// Holds a media tag until its media time, counted from when the first one went out (as
+    /// Hands `packet` to the sink: as it is to a muxing sink, framed as an FLV tag in its headroom
+    /// to a tag sink.
+    private func write(_ packet: EncodedPacket) throws(TransportError) {
+        if let packetSink {
+            try packetSink.write(packet)
+        } else if let tagSink {
+            try packet.withFLVTag { (tag) throws(TransportError) in try tagSink.write(tag) }
+        }
+    }
+
+    /// Holds a media packet until its media time, counted from when the first one went out (as
     /// `ffmpeg -re` reads its input): a producer far ahead of real time then waits in its push.
-    /// A tag more than a second late (the producer paused, the link is slower than the stream, a
+    /// A packet more than a second late (the producer paused, the link is slower than the stream, a
     /// reconnect) starts the count again from now, so lateness never turns into a burst.
-    private func pace(_ tag: FLVTag) {
-        let media = Int64(tag.timestampMs) * 1_000_000
+    private func pace(_ packet: EncodedPacket) {
+        let media = packet.timestampMs * 1_000_000
         let now = MediaTime.now()
         if paceOriginNs == 0 || now - (paceOriginNs + media) > 1_000_000_000 {
             paceOriginNs = now - media
@@ -259,9 +280,10 @@ package final class Destination: @unchecked Sendable {
     private func reopen() throws(TransportError) {
         try sink.open()
         for h in headers {
-            try sink.write(FLVTag(type: h.type, timestampMs: 0,
-                                  body: UnsafeRawBufferPointer(start: headerStore.baseAddress! + h.offset, count: h.length),
-                                  isKeyframe: h.keyframe, isHeader: true))
+            try write(EncodedPacket(codec: h.codec,
+                                    data: UnsafeRawBufferPointer(start: headerStore.baseAddress! + h.offset, count: h.length),
+                                    timestampMs: 0, isKeyframe: h.codec == .h264, isConfig: true,
+                                    headroom: EncodedPacket.flvHeadroom))
         }
     }
 
@@ -358,17 +380,20 @@ package final class Destination: @unchecked Sendable {
         setState(.failed)
     }
 
-    private func account(_ tag: FLVTag) {
+    /// The primary's delivery in the session's stats, in FLV tag-body bytes (what RTMP carries)
+    /// whatever the destination's own framing, so every kind reports on one scale.
+    private func account(_ packet: EncodedPacket) {
+        let bytes = packet.flvBodySize
         stats.update { s in
-            s.bytesSent += tag.body.count
-            switch tag.type {
+            s.bytesSent += bytes
+            switch packet.track {
             case .video:
-                s.videoBytesSent += tag.body.count
-                if !tag.isHeader { s.videoFramesSent += 1 }
+                s.videoBytesSent += bytes
+                if !packet.isConfig { s.videoFramesSent += 1 }
             case .audio:
-                s.audioBytesSent += tag.body.count
-                if !tag.isHeader { s.audioFramesSent += 1 }
-            case .scriptData:
+                s.audioBytesSent += bytes
+                if !packet.isConfig { s.audioFramesSent += 1 }
+            case .data:
                 break
             }
         }

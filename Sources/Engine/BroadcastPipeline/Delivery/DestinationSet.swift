@@ -25,20 +25,18 @@ package final class DestinationSet: @unchecked Sendable {
 
     package var primary: Destination? { all.first }
 
-    /// Copies `tag` into every destination that still takes tags in interleaved order. Called by the interleaver.
-    package func push(_ tag: FLVTag) {
-        for d in all where d.acceptsTags && !d.capabilities.tracksUnordered && (!tag.isPriming || d.capabilities.takesPriming) {
-            d.queue.push(tag)
+    /// Copies `packet` into every destination that takes packets at `stage` and still takes them
+    /// (live or reconnecting); AAC priming only where the destination takes it, and never at
+    /// `.encoded`. The one entry point the interleaver feeds.
+    package func push(_ packet: EncodedPacket, at stage: PacketStage) {
+        for d in all where d.capabilities.stage == stage && d.acceptsPackets
+            && (!packet.isPriming || d.capabilities.takesPriming) {
+            d.queue.push(packet)
         }
     }
 
-    /// Copies `tag` into every destination that takes each track as soon as it is encoded (WHIP).
-    package func pushUnordered(_ tag: FLVTag) {
-        for d in all where d.acceptsTags && d.capabilities.tracksUnordered && !tag.isPriming { d.queue.push(tag) }
-    }
-
-    /// Some destination takes tracks unordered: the interleaver hands it tags at once.
-    package var hasUnordered: Bool { all.contains { $0.capabilities.tracksUnordered } }
+    /// Some destination takes packets at `.encoded`: the interleaver delivers there too.
+    package var takesEncodedStage: Bool { all.contains { $0.capabilities.stage == .encoded } }
 
     /// The destinations whose loss together ends the run.
     private func isEssential(_ d: Destination) -> Bool {

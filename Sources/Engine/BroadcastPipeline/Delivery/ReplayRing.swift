@@ -2,20 +2,21 @@ import BroadcastCore
 
 /// The last N seconds of encoded video and audio, kept in one byte ring allocated at init.
 ///
-/// Fed with every tag the interleaver releases (so in stream order, with the live stream's
+/// Fed with every packet the interleaver releases (so in stream order, with the live stream's
 /// timestamps). It holds whole GOPs: it starts on a keyframe, and makes room by dropping the
 /// oldest GOP with the audio interleaved in it, so whatever is saved starts on a keyframe with
-/// the audio from that instant. Without video, an audio tag about once a second is a sync point.
+/// the audio from that instant. Without video, an audio packet about once a second is a sync point.
 ///
 /// A clip being saved pins its oldest entry: the ring never overwrites pinned bytes, so the
-/// saver reads them outside the lock while new tags keep arriving. Should the ring fill up
-/// against a pin (a save slower than the slack planned for), new tags are left out of the ring
-/// until the next keyframe and counted; the live stream never waits. Nothing is allocated per tag.
+/// saver reads them outside the lock while new packets keep arriving. Should the ring fill up
+/// against a pin (a save slower than the slack planned for), new packets are left out of the ring
+/// until the next keyframe and counted; the live stream never waits. Nothing is allocated per packet.
 package final class ReplayRing: @unchecked Sendable {
-    /// One stored tag body (the whole FLV body, so the header tells its codec packet type).
+    /// One stored packet: its payload in the ring, its times and flags here.
     private struct Entry: TagByteRingEntry {
         var offset: Int
         var length: Int32
+        var compositionOffsetMs: Int32
         var isVideo: Bool
         var isSync: Bool
         var timestampMs: Int64
@@ -37,10 +38,10 @@ package final class ReplayRing: @unchecked Sendable {
 
     /// Plans a ring that keeps at least `seconds` after whole-GOP eviction: the VBV maximum rate
     /// over the window plus one VBV buffer (the most x264 may put out over any stretch), the
-    /// audio rate (a quarter spare for Opus, which is VBR; vo-aacenc is CBR), and each tag's FLV
-    /// header and bookkeeping. The window is `seconds` + one GOP (eviction is whole GOPs). A save
+    /// audio rate (a quarter spare for Opus, which is VBR; vo-aacenc is CBR), and 16 bytes per
+    /// packet of allocation slack. The window is `seconds` + one GOP (eviction is whole GOPs). A save
     /// releases the oldest GOP as soon as it is written, so a full ring waits on a pin for
-    /// milliseconds; tags that arrive meanwhile are left out of the ring and counted.
+    /// milliseconds; packets that arrive meanwhile are left out of the ring and counted.
     package static func capacity(seconds: Int, video: VideoEncoderSettings?, audio: AudioEncoderSettings?) -> Capacity {
         let gop = video.map { max(1, $0.keyframeIntervalSeconds) } ?? 1
         let window = seconds + gop
@@ -55,7 +56,7 @@ package final class ReplayRing: @unchecked Sendable {
             perSecond += a.sampleRate / 960 + 1          // 20 ms Opus frames at most
         }
         let entries = perSecond * window + 16
-        bytes += entries * 16                             // FLV headers and allocation slack
+        bytes += entries * 16                             // allocation slack
         return Capacity(bytes: bytes, entries: entries, syncPoints: window * 4 + 16)
     }
 
@@ -91,46 +92,30 @@ package final class ReplayRing: @unchecked Sendable {
 
     private var windowMs: Int64 { Int64(seconds) * 1000 }
 
-    /// Bytes of an FLV body before the codec payload.
-    func headerSize(isVideo: Bool) -> Int {
-        if isVideo { return FLVTagBody.avcHeaderSize }
-        return audioCodec == .opus ? FLVTagBody.opusHeaderSize : FLVTagBody.aacHeaderSize
-    }
-
-    private func isMediaFrame(_ tag: FLVTag) -> Bool {
-        let b = tag.body
-        switch tag.type {
-        case .video: return b.count > FLVTagBody.avcHeaderSize && b[1] == 1
-        case .audio:
-            guard let codec = audioCodec else { return false }
-            if codec == .opus { return b.count > FLVTagBody.opusHeaderSize && b[0] & 0x0F == 1 }
-            return b.count > FLVTagBody.aacHeaderSize && b[1] == 1
-        case .scriptData: return false
-        }
-    }
-
-    /// Copies one released tag in (headers and metadata are not media: skipped).
-    package func append(_ tag: FLVTag) {
-        guard isMediaFrame(tag) else { return }
-        let isVideo = tag.type == .video
-        let ts = Int64(tag.timestampMs)
+    /// Copies one released packet in (configurations and metadata are not media: skipped).
+    package func append(_ packet: EncodedPacket) {
+        guard !packet.isConfig, !packet.data.isEmpty, packet.track != .data else { return }
+        let isVideo = packet.track == .video
+        guard isVideo ? hasVideo : audioCodec != nil else { return }
+        let ts = packet.timestampMs
         lock.lock()
         defer { lock.unlock() }
         let isSync: Bool
         if hasVideo {
-            isSync = isVideo && tag.isKeyframe
+            isSync = isVideo && packet.isKeyframe
         } else {
             isSync = lastAudioSyncMs == Int64.min || ts - lastAudioSyncMs >= 1000
         }
         if waitingForSync && !isSync { return }
         // Keep only what the window needs: drop the oldest GOP once the next one alone covers it.
         while syncs.count >= 2, entryTime(syncs[1]) <= ts - windowMs, syncs[1] <= pinSeq { evictFrontGOP() }
-        let size = tag.body.count
+        let size = packet.data.count
         var space: UnsafeMutableRawBufferPointer? = nil
         while true {
             if !(isSync && syncs.isFull) {
                 space = entries.append(size: size) {
-                    Entry(offset: $0, length: Int32(size), isVideo: isVideo, isSync: isSync, timestampMs: ts)
+                    Entry(offset: $0, length: Int32(size), compositionOffsetMs: packet.compositionOffsetMs,
+                          isVideo: isVideo, isSync: isSync, timestampMs: ts)
                 }
             }
             if space != nil { break }
@@ -145,7 +130,7 @@ package final class ReplayRing: @unchecked Sendable {
             return
         }
         waitingForSync = false
-        body.baseAddress!.copyMemory(from: tag.body.baseAddress!, byteCount: size)
+        body.baseAddress!.copyMemory(from: packet.data.baseAddress!, byteCount: size)
         if isSync {
             syncs.append(nextSeq)
             if !hasVideo { lastAudioSyncMs = ts }
@@ -183,7 +168,7 @@ package final class ReplayRing: @unchecked Sendable {
         frontSeq = nextSeq
     }
 
-    /// Seconds held now (first sync point to the newest tag).
+    /// Seconds held now (first sync point to the newest packet).
     package var heldSeconds: Double {
         lock.withLock {
             guard let first = syncs.first, let last = entries.last else { return 0 }
@@ -215,11 +200,8 @@ package final class ReplayRing: @unchecked Sendable {
             seq -= 1
         }
         func describe(_ e: Entry) -> MP4Sample {
-            let header = headerSize(isVideo: e.isVideo)
-            let body = entries.body(e)
-            return MP4Sample(isVideo: e.isVideo, isKeyframe: e.isSync, timestampMs: e.timestampMs,
-                             compositionOffsetMs: e.isVideo ? MP4TrackLayout.compositionOffsetMs(body) : 0,
-                             data: body.baseAddress! + header, size: Int(e.length) - header)
+            MP4Sample(isVideo: e.isVideo, isKeyframe: e.isSync, timestampMs: e.timestampMs,
+                      compositionOffsetMs: e.compositionOffsetMs, data: entries.body(e).baseAddress!, size: Int(e.length))
         }
         var n = 0
         seq = preStart

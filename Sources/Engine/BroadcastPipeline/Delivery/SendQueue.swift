@@ -1,10 +1,12 @@
 import Synchronization
 import BroadcastCore
 
-/// A bounded FIFO of FLV tags between the muxer and one destination's sender thread.
+/// A bounded FIFO of encoded packets between the interleaver and one destination's sender thread.
 ///
-/// Tag bodies live in one preallocated byte ring and metadata in a fixed entry ring, so the
-/// queue never allocates after init and can never exceed its byte cap. Admission applies the
+/// Payloads live in one preallocated byte ring, each with `EncodedPacket.flvHeadroom` bytes in
+/// front (where an FLV-framing sink writes its tag-body prefix in place), and their times and
+/// flags in a fixed entry ring, so the queue never allocates after init and can never exceed its
+/// byte cap. Admission applies the
 /// congestion policy: a dropped video frame always starts a drop-until-keyframe run, so no
 /// P-frame is ever sent without its references.
 ///
@@ -14,15 +16,29 @@ import BroadcastCore
 /// `blockWaitNs`, or a destination that went down, makes it a counted drop.
 package final class SendQueue: @unchecked Sendable {
     private struct Entry: TagByteRingEntry {
+        /// Where the headroom starts; the payload follows it.
         var offset: Int
         var length: Int
-        var timestampMs: UInt32
-        var type: FLVTagType
-        var isKeyframe: Bool
-        var isHeader: Bool
+        var timestampMs: Int64
         var captureNs: Int64
+        var compositionOffsetMs: Int32
+        var codec: PacketCodec
+        var isKeyframe: Bool
+        var isConfig: Bool
         var isPriming: Bool
-        var byteCount: Int { length }
+        var byteCount: Int { EncodedPacket.flvHeadroom + length }
+
+        init(_ p: EncodedPacket, at offset: Int) {
+            self.offset = offset
+            length = p.data.count
+            timestampMs = p.timestampMs
+            captureNs = p.captureNs
+            compositionOffsetMs = p.compositionOffsetMs
+            codec = p.codec
+            isKeyframe = p.isKeyframe
+            isConfig = p.isConfig
+            isPriming = p.isPriming
+        }
     }
 
     let policy: CongestionPolicy
@@ -59,13 +75,13 @@ package final class SendQueue: @unchecked Sendable {
     /// Bytes preallocated by this queue, for the memory plan.
     package var reservedBytes: Int { entries.reservedBytes }
 
-    /// Tags this queue refused (every reason), for the per-destination stats.
+    /// Packets this queue refused (every reason), for the per-destination stats.
     var droppedTags: Int { dropped.load(ordering: .relaxed) }
 
     /// Queued body bytes right now.
     package var queuedBytes: Int { cond.withLock { entries.usedBytes } }
 
-    /// Media time between the oldest and newest queued tags.
+    /// Media time between the oldest and newest queued packets.
     package var queuedDurationMs: Int { cond.withLock { durationLocked() } }
 
     private func durationLocked() -> Int {
@@ -75,15 +91,16 @@ package final class SendQueue: @unchecked Sendable {
         return last >= first ? Int(last - first) : 0
     }
 
-    /// Admits `tag` (copying its body) or drops it by policy; returns the drop reason, or nil when queued.
+    /// Admits `packet` (copying its payload) or drops it by policy; returns the drop reason, or nil when queued.
     @discardableResult
-    package func push(_ tag: FLVTag) -> DropReason? {
+    package func push(_ packet: EncodedPacket) -> DropReason? {
+        let size = EncodedPacket.flvHeadroom + packet.data.count
         var needKeyframe = false
         let result: DropReason? = cond.withLock {
             if closed { return .queueFull }
-            if tag.type == .video && !tag.isHeader {
+            if packet.track == .video && !packet.isConfig {
                 let queued = durationLocked()
-                if tag.isKeyframe {
+                if packet.isKeyframe {
                     if queued > policy.dropAllVideoAfterMs {
                         droppingVideoUntilKeyframe = true
                         needKeyframe = true
@@ -98,32 +115,25 @@ package final class SendQueue: @unchecked Sendable {
                     return queued > policy.dropAllVideoAfterMs ? .congestionUntilIDR : .congestionPFrame
                 }
             }
-            var room = entries.append(size: tag.body.count) { offset in
-                Entry(offset: offset, length: tag.body.count, timestampMs: tag.timestampMs, type: tag.type,
-                      isKeyframe: tag.isKeyframe, isHeader: tag.isHeader, captureNs: tag.captureNs,
-                      isPriming: tag.isPriming)
-            }
+            var room = entries.append(size: size) { Entry(packet, at: $0) }
             if room == nil, let wait = blockWaitNs {
                 // Block mode: wait for the sender to make room while the sink delivers.
                 let deadline = MediaTime.now() + wait
                 while room == nil && holdsProducer && !closed && MediaTime.now() < deadline {
                     cond.wait(untilNs: deadline)
-                    room = entries.append(size: tag.body.count) { offset in
-                        Entry(offset: offset, length: tag.body.count, timestampMs: tag.timestampMs, type: tag.type,
-                              isKeyframe: tag.isKeyframe, isHeader: tag.isHeader, captureNs: tag.captureNs,
-                      isPriming: tag.isPriming)
-                    }
+                    room = entries.append(size: size) { Entry(packet, at: $0) }
                 }
             }
             guard let space = room else {
-                if tag.type == .video {
+                if packet.track == .video {
                     droppingVideoUntilKeyframe = true
                     needKeyframe = true
                 }
                 return .queueFull
             }
-            if tag.body.count > 0 {
-                space.baseAddress!.copyMemory(from: tag.body.baseAddress!, byteCount: tag.body.count)
+            if packet.data.count > 0 {
+                (space.baseAddress! + EncodedPacket.flvHeadroom).copyMemory(from: packet.data.baseAddress!,
+                                                                            byteCount: packet.data.count)
             }
             cond.broadcast()
             return nil
@@ -136,10 +146,10 @@ package final class SendQueue: @unchecked Sendable {
         return result
     }
 
-    /// Blocks until a tag is available (or the deadline passes / the queue is closed), then calls
-    /// `body` with it while it stays in the ring (no copy), and removes it afterwards.
-    /// Returns false on timeout or when closed and drained.
-    package func withNext(deadlineNs: Int64, _ body: (FLVTag) -> Void) -> Bool {
+    /// Blocks until a packet is available (or the deadline passes / the queue is closed), then calls
+    /// `body` with it while it stays in the ring (no copy; its headroom is the sender's to write),
+    /// and removes it afterwards. Returns false on timeout or when closed and drained.
+    package func withNext(deadlineNs: Int64, _ body: (EncodedPacket) -> Void) -> Bool {
         cond.lock()
         while entries.isEmpty {
             if closed { cond.unlock(); return false }
@@ -149,10 +159,11 @@ package final class SendQueue: @unchecked Sendable {
         let e = entries.first!
         consuming = true
         cond.unlock()
-        let tag = FLVTag(type: e.type, timestampMs: e.timestampMs,
-                         body: entries.body(e),
-                         isKeyframe: e.isKeyframe, isHeader: e.isHeader, captureNs: e.captureNs, isPriming: e.isPriming)
-        body(tag)
+        let region = entries.body(e)
+        body(EncodedPacket(codec: e.codec, data: UnsafeRawBufferPointer(rebasing: region[EncodedPacket.flvHeadroom...]),
+                           timestampMs: e.timestampMs, compositionOffsetMs: e.compositionOffsetMs,
+                           isKeyframe: e.isKeyframe, isConfig: e.isConfig, isPriming: e.isPriming,
+                           captureNs: e.captureNs, headroom: EncodedPacket.flvHeadroom))
         cond.withLock {
             consuming = false
             if purgeRequested {

@@ -1,12 +1,14 @@
 import BroadcastCore
 
-/// Where a destination's sender thread writes tags: a network publisher (RTMP, SRT, WHIP), a
+/// A destination's endpoint, whatever it writes: a network publisher (RTMP, SRT, WHIP), a
 /// recording (FLV, MP4), or a sink the embedding application supplies.
 ///
 /// All calls come from that destination's single sender thread. The small surface is the whole
-/// contract: what the sink is (`capabilities`), what it holds (`memoryPlanLines`), and the four
-/// calls of its life. A network link that reports on itself also conforms to `LinkFeedback`.
-public protocol TagSink: AnyObject {
+/// contract: what the sink is (`capabilities`), what it holds (`memoryPlanLines`), and the calls
+/// of its life. How it takes the stream is its refinement: a `TagSink` takes FLV tags (what an
+/// embedder implements); the built-in destinations take the encoded packets and mux their own
+/// wire format. A network link that reports on itself also conforms to `LinkFeedback`.
+public protocol DestinationSink: AnyObject {
     /// Human-readable destination with secrets redacted (safe for logs).
     var displayName: String { get }
     /// What this sink is, as the stats name it ("rtmp", "srt", "flv", "mp4", "discard", "custom").
@@ -19,13 +21,26 @@ public protocol TagSink: AnyObject {
     var memoryPlanLines: [MemoryPlan.Line] { get }
     /// Connects or opens.
     func open() throws(TransportError)
-    /// Writes one tag; throws when the destination failed.
-    func write(_ tag: FLVTag) throws(TransportError)
     /// Flushes and closes; safe to call twice.
     func close()
-    /// Called from another thread when a stop deadline passed while `write` may still be
-    /// blocked (a stalled link): make that write fail now. Must be async-safe with `write`.
+    /// Called from another thread when a stop deadline passed while a write may still be
+    /// blocked (a stalled link): make that write fail now. Must be async-safe with writing.
     func abortPendingIO()
+}
+
+/// A sink that takes the stream as FLV tags: what an embedding application implements to receive
+/// it (`BroadcastConfiguration.Destination.custom`). Each tag's body is framed in place in the
+/// send queue (no copy) and valid only during `write`.
+public protocol TagSink: DestinationSink {
+    /// Writes one tag; throws when the destination failed.
+    func write(_ tag: FLVTag) throws(TransportError)
+}
+
+/// A built-in destination that muxes its own wire format from the encoded packets: RTMP and the
+/// FLV file frame them as FLV tags, SRT as MPEG-TS, WHIP as RTP, the MP4 recorder as fragments.
+package protocol PacketSink: DestinationSink {
+    /// Writes one packet (its payload valid only during the call); throws when the destination failed.
+    func write(_ packet: EncodedPacket) throws(TransportError)
 }
 
 /// The kind of a destination's sink, as its line in the stats names it.
@@ -35,7 +50,7 @@ public enum TagSinkKind: String, Sendable {
     case custom
 }
 
-extension TagSink {
+extension DestinationSink {
     public var kind: TagSinkKind { .custom }
     public var capabilities: DestinationCapabilities { .recording }
     public var memoryPlanLines: [MemoryPlan.Line] { [] }

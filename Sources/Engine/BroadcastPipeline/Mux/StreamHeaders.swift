@@ -1,8 +1,8 @@
 import BroadcastCore
 
-/// The tags every destination gets first, and again after each reconnect: `onMetaData` and the
-/// codec sequence headers (avcC, AudioSpecificConfig or OpusHead), marked as headers so the
-/// send queue never drops them.
+/// The packets every destination gets first, and again after each reconnect: `onMetaData` and the
+/// codec configurations (avcC, AudioSpecificConfig or OpusHead), marked `isConfig` so the send
+/// queue never drops them.
 package struct StreamHeaders {
     private let metadata: StreamMetadata
     private let videoEncoder: VideoEncoder?
@@ -22,25 +22,23 @@ package struct StreamHeaders {
         self.audioEncoder = audioEncoder
     }
 
-    /// Hands each header tag to `push`, in the order a player needs them. Runs once per
+    /// Hands each configuration packet to `push`, in the order a player needs them: the metadata
+    /// (as FLV script data), the avcC, the AudioSpecificConfig or OpusHead. Runs once per
     /// destination at start, so its scratch buffer is not on the hot path.
-    package func forEach(_ push: (FLVTag) -> Void) {
+    package func forEach(_ push: (EncodedPacket) -> Void) {
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
         defer { scratch.deallocate() }
         if let n = metadata.write(into: scratch) {
-            push(FLVTag(type: .scriptData, timestampMs: 0, body: UnsafeRawBufferPointer(rebasing: scratch[0..<n]),
-                        isHeader: true))
+            push(EncodedPacket(codec: .metadata, data: UnsafeRawBufferPointer(rebasing: scratch[0..<n]), timestampMs: 0,
+                               isKeyframe: false, isConfig: true))
         }
-        if let enc = videoEncoder,
-           let n = FLVTagBody.writeAVCSequenceHeader(configurationRecord: enc.decoderConfigurationRecord, into: scratch) {
-            push(FLVTag(type: .video, timestampMs: 0, body: UnsafeRawBufferPointer(rebasing: scratch[0..<n]),
-                        isKeyframe: true, isHeader: true))
+        if let enc = videoEncoder {
+            push(EncodedPacket(codec: .h264, data: enc.decoderConfigurationRecord, timestampMs: 0, isKeyframe: true,
+                               isConfig: true))
         }
-        if let aenc = audioEncoder,
-           let n = FLVTagBody.writeAudioSequenceHeader(codec: aenc.settings.codec, config: aenc.sequenceHeader,
-                                                        into: scratch) {
-            push(FLVTag(type: .audio, timestampMs: 0, body: UnsafeRawBufferPointer(rebasing: scratch[0..<n]),
-                        isHeader: true))
+        if let aenc = audioEncoder {
+            push(EncodedPacket(codec: PacketCodec(aenc.settings.codec), data: aenc.sequenceHeader, timestampMs: 0,
+                               isKeyframe: false, isConfig: true))
         }
     }
 }

@@ -8,17 +8,17 @@ protocol TSChunkOutput: AnyObject {
     func sendChunk(_ chunk: UnsafeRawBufferPointer) throws(TransportError)
 }
 
-/// The project's MPEG-2 transport stream muxer (ISO/IEC 13818-1): FLV tags in, TS packets out.
+/// The project's MPEG-2 transport stream muxer (ISO/IEC 13818-1): encoded packets in, TS packets out.
 ///
 /// - H.264 goes out in Annex B, each access unit led by an AUD, and every IDR by the SPS and PPS of
 ///   the last sequence header (a receiver that joins late, or after loss, can start at any IDR).
-/// - AAC goes out as ADTS (the FLV body is a raw access unit; the header comes from the
+/// - AAC goes out as ADTS (the packet is a raw access unit; the header comes from the
 ///   AudioSpecificConfig). Opus goes out as private PES data with the registration ('Opus') and
 ///   extension descriptors and the per-packet control header that FFmpeg's demuxer reads.
 /// - PAT and PMT lead the stream and every keyframe (every 500 ms without video). PCR rides the
 ///   first packet of each video PES (audio when there is no video); PTS/DTS run `ptsLeadMs` ahead
 ///   of it as the receiver's buffering allowance.
-/// - Continuity counters per PID; payloads are copied straight from the tag into preallocated
+/// - Continuity counters per PID; payloads are copied straight from the packet into preallocated
 ///   packets: no allocation per frame.
 final class TSMuxer {
     static let packetSize = 188
@@ -88,30 +88,21 @@ final class TSMuxer {
         lastTablesMs = nil
     }
 
-    /// Muxes one FLV tag; complete chunks go to `output` as they fill, and the rest when the tag ends.
-    func write(_ tag: FLVTag, to output: any TSChunkOutput) throws(TransportError) {
-        let body = tag.body
-        switch tag.type {
-        case .scriptData: return
-        case .video:
-            guard layout.hasVideo, body.count >= FLVTagBody.avcHeaderSize else { return }
-            switch body[1] {
-            case 0: readConfigurationRecord(UnsafeRawBufferPointer(rebasing: body[FLVTagBody.avcHeaderSize...]))
-            case 1: try writeVideo(tag, to: output)
-            default: return
-            }
-        case .audio:
-            guard let codec = layout.audioCodec else { return }
-            switch codec {
-            case .aac:
-                guard body.count > FLVTagBody.aacHeaderSize else { return }
-                let payload = UnsafeRawBufferPointer(rebasing: body[FLVTagBody.aacHeaderSize...])
-                if body[1] == 0 { readAudioSpecificConfig(payload) } else { try writeAudio(tag, payload, to: output) }
-            case .opus:
-                guard body.count > FLVTagBody.opusHeaderSize else { return }
-                let payload = UnsafeRawBufferPointer(rebasing: body[FLVTagBody.opusHeaderSize...])
-                if body[0] & 0x0F == 1 { try writeAudio(tag, payload, to: output) }
-            }
+    /// Muxes one packet; complete chunks go to `output` as they fill, and the rest when the packet ends.
+    func write(_ packet: EncodedPacket, to output: any TSChunkOutput) throws(TransportError) {
+        let payload = packet.data
+        guard !payload.isEmpty else { return }
+        switch packet.codec {
+        case .metadata: return
+        case .h264:
+            guard layout.hasVideo else { return }
+            if packet.isConfig { readConfigurationRecord(payload) } else { try writeVideo(packet, to: output) }
+        case .aac:
+            guard layout.audioCodec == .aac else { return }
+            if packet.isConfig { readAudioSpecificConfig(payload) } else { try writeAudio(packet, to: output) }
+        case .opus:
+            guard layout.audioCodec == .opus, !packet.isConfig else { return }
+            try writeAudio(packet, to: output)
         }
         try flush(to: output)
     }
@@ -162,21 +153,21 @@ final class TSMuxer {
 
     // MARK: - PES
 
-    private func writeVideo(_ tag: FLVTag, to output: any TSChunkOutput) throws(TransportError) {
-        let body = tag.body
-        let dts = Int64(tag.timestampMs)
-        let pts = dts + Int64(MP4TrackLayout.compositionOffsetMs(body))
+    private func writeVideo(_ packet: EncodedPacket, to output: any TSChunkOutput) throws(TransportError) {
+        let body = packet.data
+        let dts = packet.timestampMs
+        let pts = packet.presentationMs
         segmentCount = 0
         let headerBytes = pesHeader(streamID: TSStreamLayout.videoStreamID, ptsMs: pts, dtsMs: dts, payloadBytes: nil)
         var total = headerBytes
         addSegment(UnsafeRawPointer(scratch.baseAddress!), headerBytes)
         addSegment(UnsafeRawPointer(constants.baseAddress! + 4), 6)
         total += 6
-        if tag.isKeyframe && parameterSetBytes > 0 {
+        if packet.isKeyframe && parameterSetBytes > 0 {
             addSegment(UnsafeRawPointer(parameterSets.baseAddress!), parameterSetBytes)
             total += parameterSetBytes
         }
-        var i = FLVTagBody.avcHeaderSize
+        var i = 0
         while i + nalLengthSize <= body.count {
             var n = 0
             for k in 0..<nalLengthSize { n = n << 8 | Int(body[i + k]) }
@@ -187,13 +178,14 @@ final class TSMuxer {
             total += 4 + n
             i += n
         }
-        if tag.isKeyframe || lastTablesMs == nil { try writeTables(atMs: dts, to: output) }
+        if packet.isKeyframe || lastTablesMs == nil { try writeTables(atMs: dts, to: output) }
         try writePES(pid: TSStreamLayout.videoPID, totalBytes: total, pcrMs: layout.pcrPID == TSStreamLayout.videoPID ? dts : nil,
-                     randomAccess: tag.isKeyframe, to: output)
+                     randomAccess: packet.isKeyframe, to: output)
     }
 
-    private func writeAudio(_ tag: FLVTag, _ payload: UnsafeRawBufferPointer, to output: any TSChunkOutput) throws(TransportError) {
-        let ms = Int64(tag.timestampMs)
+    private func writeAudio(_ packet: EncodedPacket, to output: any TSChunkOutput) throws(TransportError) {
+        let payload = packet.data
+        let ms = packet.timestampMs
         // Without video nothing else brings the tables; with video, the first keyframe does, and
         // audio before it would reach a receiver that has no PMT yet.
         if layout.hasVideo {

@@ -4,7 +4,7 @@ import BroadcastCore
 /// codec configuration copied from the encoders (avcC, AudioSpecificConfig or OpusHead).
 ///
 /// Track 1 is video when there is video; audio follows. Video uses a 90 kHz timescale, audio
-/// its sample rate, the movie 1 kHz (FLV milliseconds). FLV milliseconds are presentation time.
+/// its sample rate, the movie 1 kHz (the pipeline's milliseconds, presentation time).
 /// An AAC packet's decoded output lags its input by the encoder delay, so the AAC track's media
 /// time runs `primingSamples` ahead of presentation time and its edit list (`elst` media_time)
 /// maps presentation time 0 to media time `primingSamples`: a decoder that honours the edit
@@ -69,29 +69,4 @@ package struct MP4TrackLayout: Sendable {
     var videoTrackID: UInt32 { 1 }
     var audioTrackID: UInt32 { video == nil ? 1 : 2 }
     var trackCount: Int { (video == nil ? 0 : 1) + (audio == nil ? 0 : 1) }
-
-    /// Bytes of the FLV body before the codec payload: the part an MP4 sample leaves out.
-    package func flvHeaderSize(isVideo: Bool) -> Int {
-        if isVideo { return FLVTagBody.avcHeaderSize }
-        return audio?.codec == .opus ? FLVTagBody.opusHeaderSize : FLVTagBody.aacHeaderSize
-    }
-
-    /// True when an FLV body carries a media frame (not a sequence header or end of sequence).
-    package func isMediaFrame(type: FLVTagType, body: UnsafeRawBufferPointer) -> Bool {
-        switch type {
-        case .video: return body.count > FLVTagBody.avcHeaderSize && body[1] == 1
-        case .audio:
-            guard let a = audio else { return false }
-            if a.codec == .opus { return body.count > FLVTagBody.opusHeaderSize && body[0] & 0x0F == 1 }
-            return body.count > FLVTagBody.aacHeaderSize && body[1] == 1
-        case .scriptData: return false
-        }
-    }
-
-    /// The composition offset (ms) of an FLV AVC frame body: 24-bit signed at bytes 2...4.
-    package static func compositionOffsetMs(_ body: UnsafeRawBufferPointer) -> Int32 {
-        guard body.count >= 5 else { return 0 }
-        let raw = (Int32(body[2]) << 16) | (Int32(body[3]) << 8) | Int32(body[4])
-        return raw & 0x80_0000 != 0 ? raw - 0x100_0000 : raw
-    }
 }
