@@ -6,15 +6,15 @@ import BroadcastCore
 /// its entries in one of these: a full ring refuses the append, and the caller turns that into
 /// a counted drop. It never grows, and no operation after init allocates.
 /// Not thread-safe: each owner guards it with its own lock.
-struct FixedRing<Element: BitwiseCopyable>: ~Copyable {
+package struct FixedRing<Element: BitwiseCopyable>: ~Copyable {
     /// The most elements it holds.
-    let capacity: Int
+    package let capacity: Int
     private let storage: UnsafeMutablePointer<Element>
     private var head = 0
     /// Elements held now.
-    private(set) var count = 0
+    package private(set) var count = 0
 
-    init(capacity: Int) {
+    package init(capacity: Int) {
         precondition(capacity > 0, "a ring needs room for at least one element")
         self.capacity = capacity
         storage = .allocate(capacity: capacity)
@@ -27,15 +27,15 @@ struct FixedRing<Element: BitwiseCopyable>: ~Copyable {
 
     deinit { storage.deallocate() }
 
-    var isEmpty: Bool { count == 0 }
-    var isFull: Bool { count == capacity }
+    package var isEmpty: Bool { count == 0 }
+    package var isFull: Bool { count == capacity }
 
     /// Bytes allocated at init, for the memory plan.
-    var reservedBytes: Int { capacity * MemoryLayout<Element>.stride }
+    package var reservedBytes: Int { capacity * MemoryLayout<Element>.stride }
 
     /// Adds `element` at the back; false (nothing stored) when the ring is full.
     @discardableResult
-    mutating func append(_ element: Element) -> Bool {
+    package mutating func append(_ element: Element) -> Bool {
         guard count < capacity else { return false }
         (storage + slot(count)).initialize(to: element)
         count += 1
@@ -43,20 +43,20 @@ struct FixedRing<Element: BitwiseCopyable>: ~Copyable {
     }
 
     /// The oldest element.
-    var first: Element? { count > 0 ? storage[head] : nil }
+    package var first: Element? { count > 0 ? storage[head] : nil }
 
     /// The newest element.
-    var last: Element? { count > 0 ? storage[slot(count - 1)] : nil }
+    package var last: Element? { count > 0 ? storage[slot(count - 1)] : nil }
 
     /// The element `offset` places after the oldest (0 is the oldest).
-    subscript(offset: Int) -> Element {
+    package subscript(offset: Int) -> Element {
         precondition(offset >= 0 && offset < count, "ring offset out of range")
         return storage[slot(offset)]
     }
 
     /// Removes and returns the oldest element.
     @discardableResult
-    mutating func removeFirst() -> Element? {
+    package mutating func removeFirst() -> Element? {
         guard count > 0 else { return nil }
         let e = storage[head]
         head = head + 1 == capacity ? 0 : head + 1
@@ -64,7 +64,7 @@ struct FixedRing<Element: BitwiseCopyable>: ~Copyable {
         return e
     }
 
-    mutating func removeAll() {
+    package mutating func removeAll() {
         head = 0
         count = 0
     }

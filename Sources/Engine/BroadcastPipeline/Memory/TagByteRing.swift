@@ -2,7 +2,7 @@ import BroadcastCore
 
 /// What a `TagByteRing` keeps per tag: where its body is in the byte region, plus the owner's
 /// own fields (timestamps, flags). Each owner keeps its own compact layout.
-protocol TagByteRingEntry: BitwiseCopyable {
+package protocol TagByteRingEntry: BitwiseCopyable {
     /// Where the body starts in the ring's byte region.
     var offset: Int { get }
     /// The body's bytes.
@@ -17,13 +17,13 @@ protocol TagByteRingEntry: BitwiseCopyable {
 /// owner turns that into a counted drop (or, for the replay ring, an eviction). The whole region
 /// is touched at init, so the pages the plan counts are resident from the start (see
 /// `RingAllocator`). Not thread-safe: each owner guards it with its own lock.
-struct TagByteRing<Entry: TagByteRingEntry>: ~Copyable {
+package struct TagByteRing<Entry: TagByteRingEntry>: ~Copyable {
     private let storage: UnsafeMutableRawBufferPointer
     private var bytes: RingAllocator
     private var entries: FixedRing<Entry>
 
     /// A ring of `byteCapacity` body bytes and at most `entryCapacity` tags.
-    init(bytes byteCapacity: Int, entries entryCapacity: Int) {
+    package init(bytes byteCapacity: Int, entries entryCapacity: Int) {
         storage = .allocate(byteCount: byteCapacity, alignment: 16)
         storage.initializeMemory(as: UInt8.self, repeating: 0)
         bytes = RingAllocator(capacity: byteCapacity)
@@ -33,25 +33,25 @@ struct TagByteRing<Entry: TagByteRingEntry>: ~Copyable {
     deinit { storage.deallocate() }
 
     /// Body bytes the region holds.
-    var byteCapacity: Int { bytes.capacity }
+    package var byteCapacity: Int { bytes.capacity }
     /// Bytes allocated at init (region and entries), for the memory plan.
-    var reservedBytes: Int { bytes.capacity + entries.reservedBytes }
+    package var reservedBytes: Int { bytes.capacity + entries.reservedBytes }
     /// Body bytes held now.
-    var usedBytes: Int { bytes.usedBytes }
-    var count: Int { entries.count }
-    var isEmpty: Bool { entries.isEmpty }
-    var isFull: Bool { entries.isFull }
+    package var usedBytes: Int { bytes.usedBytes }
+    package var count: Int { entries.count }
+    package var isEmpty: Bool { entries.isEmpty }
+    package var isFull: Bool { entries.isFull }
     /// The oldest entry.
-    var first: Entry? { entries.first }
+    package var first: Entry? { entries.first }
     /// The newest entry.
-    var last: Entry? { entries.last }
+    package var last: Entry? { entries.last }
     /// The entry `i` places after the oldest.
-    subscript(i: Int) -> Entry { entries[i] }
+    package subscript(i: Int) -> Entry { entries[i] }
 
     /// Reserves `size` contiguous body bytes and appends the entry `make(offset)` describes;
     /// returns where to write the body, or nil (nothing changed) when the entries or the bytes
     /// are full.
-    mutating func append(size: Int, _ make: (Int) -> Entry) -> UnsafeMutableRawBufferPointer? {
+    package mutating func append(size: Int, _ make: (Int) -> Entry) -> UnsafeMutableRawBufferPointer? {
         guard !entries.isFull, let o = bytes.allocate(size) else { return nil }
         entries.append(make(o))
         return UnsafeMutableRawBufferPointer(start: storage.baseAddress! + o, count: size)
@@ -59,20 +59,20 @@ struct TagByteRing<Entry: TagByteRingEntry>: ~Copyable {
 
     /// Removes the oldest entry and frees its bytes.
     @discardableResult
-    mutating func removeFirst() -> Entry? {
+    package mutating func removeFirst() -> Entry? {
         guard let e = entries.removeFirst() else { return nil }
         bytes.freeOldest(offset: e.offset, count: e.byteCount)
         return e
     }
 
     /// Empties the ring.
-    mutating func removeAll() {
+    package mutating func removeAll() {
         entries.removeAll()
         bytes.reset()
     }
 
     /// An entry's body, in place (valid until that entry is removed).
-    func body(_ e: Entry) -> UnsafeRawBufferPointer {
+    package func body(_ e: Entry) -> UnsafeRawBufferPointer {
         UnsafeRawBufferPointer(start: storage.baseAddress! + e.offset, count: e.byteCount)
     }
 }

@@ -2,7 +2,8 @@
 import Glibc
 #endif
 import Testing
-@testable import BroadcastPipeline
+@testable import BroadcastRecording
+import BroadcastPipeline
 import BroadcastCore
 import BroadcastTestSupport
 
@@ -158,7 +159,7 @@ import BroadcastTestSupport
     /// Opus: no edit list; the encoder's pre-skip (its lookahead) is in dOps, big-endian.
     @Test func opusPreSkipIsInDOpsWithoutAnEditList() throws {
         let encoder = try OpusEncoder(settings: AudioEncoderSettings(codec: .opus, bitrateKbps: 96))
-        #expect(encoder.preSkip > 0)
+        #expect(encoder.delaySamples > 0)
         #expect(MP4TrackLayout.Audio.priming(codec: .opus, encoderDelaySamples: encoder.delaySamples, sampleRate: 48000) == 0)
         let layout = MP4TrackLayout(
             video: Self.layout.video,
@@ -174,7 +175,7 @@ import BroadcastTestSupport
         let dOps = try #require(Self.find(b, ["dOps"], in: entry.lowerBound + 28..<entry.upperBound))
         #expect(b[dOps.lowerBound] == 0)                                    // version
         #expect(Int(b[dOps.lowerBound + 1]) == 2)                           // channels
-        #expect(Int(b[dOps.lowerBound + 2]) << 8 | Int(b[dOps.lowerBound + 3]) == encoder.preSkip)
+        #expect(Int(b[dOps.lowerBound + 2]) << 8 | Int(b[dOps.lowerBound + 3]) == encoder.delaySamples)
         #expect(Self.be32(b, dOps.lowerBound + 4) == 48000)                  // input sample rate
         let audioTraf = try #require(Self.find(b, ["moof", "traf"], in: 0..<b.count, nth: 1))
         let tfdt = try #require(Self.find(b, ["tfdt"], in: audioTraf))

@@ -1,4 +1,5 @@
 import BroadcastCore
+import BroadcastPipeline
 
 /// `ftyp` + `moov` of a fragmented MP4 (ISO/IEC 14496-12): empty sample tables, an `mvex` with
 /// `mehd` (the duration, patched at the end when known) and one `trex` per track; `avc1`/`avcC`,

@@ -1,4 +1,5 @@
 import BroadcastCore
+import BroadcastPipeline
 
 /// The last N seconds of encoded video and audio, kept in one byte ring allocated at init.
 ///

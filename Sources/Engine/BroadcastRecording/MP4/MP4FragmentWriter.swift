@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 import BroadcastCore
+import BroadcastPipeline
 #endif
 
 /// One coded frame for an MP4 fragment: where its payload is (FLV header already left out) and

@@ -1,4 +1,5 @@
 import BroadcastCore
+import BroadcastPipeline
 
 /// What an MP4 file's `moov` describes: an H.264 track and/or an AAC or Opus track, with their
 /// codec configuration copied from the encoders (avcC, AudioSpecificConfig or OpusHead).

@@ -1,4 +1,5 @@
 import BroadcastCore
+import BroadcastPipeline
 
 /// Big-endian writer of ISO BMFF boxes into memory it does not own (allocated once by its user).
 ///

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 import BroadcastCore
+import BroadcastPipeline
 #endif
 
 /// Saves clips from a `ReplayRing` as MP4, on its own thread (`bk-replay`), one at a time.

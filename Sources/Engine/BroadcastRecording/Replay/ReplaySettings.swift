@@ -1,4 +1,5 @@
 import BroadcastCore
+import BroadcastPipeline
 
 /// The rolling replay buffer: how much to keep, and where saved clips go by default.
 public struct ReplaySettings: Sendable, Equatable {
