@@ -12,14 +12,17 @@ let engineLayers: [(name: String, uses: [String], c: [String])] = [
      ["CX264", "CX264Shim", "COpus", "COpusShim", "CVoAACEnc", "CYUV", "CSoxrShim", "CLinuxProcess"]),
     // The socket layer the network destinations share: TCP, TLS, name lookup, HTTP responses.
     ("BroadcastNetwork", ["BroadcastCore", "BroadcastPipeline"], ["CGnuTLSShim", "CLinuxProcess"]),
+    // FLV and AMF0, which two destinations (RTMP, the FLV file) and every embedder's TagSink take:
+    // the tag, its body's framing of an encoded packet, onMetaData.
+    ("BroadcastFLV", ["BroadcastCore", "BroadcastPipeline"], []),
     // One target per destination kind; none names another.
-    ("BroadcastRTMP", ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork"], []),
+    ("BroadcastRTMP", ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork", "BroadcastFLV"], []),
     ("BroadcastSRT", ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork"], ["CSRTShim"]),
     ("BroadcastWHIP", ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork"], ["CDTLSShim", "CSRTPShim"]),
-    ("BroadcastRecording", ["BroadcastCore", "BroadcastPipeline"], []),
+    ("BroadcastRecording", ["BroadcastCore", "BroadcastPipeline", "BroadcastFLV"], []),
     // The public face: the session, its assembly, the control socket.
-    ("BroadcastKit", ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork", "BroadcastRTMP", "BroadcastSRT",
-                      "BroadcastWHIP", "BroadcastRecording"], []),
+    ("BroadcastKit", ["BroadcastCore", "BroadcastPipeline", "BroadcastNetwork", "BroadcastFLV", "BroadcastRTMP",
+                      "BroadcastSRT", "BroadcastWHIP", "BroadcastRecording"], []),
 ]
 
 /// BK_UNITY=1 (scripts/build sets it for the release build that ships, is benchmarked and is tested
@@ -53,7 +56,7 @@ let engineTestC: [String: [String]] = [
     "BroadcastKit": ["COpus", "CLinuxProcess"],
 ]
 let engineTests: [Target] = unity ? [] : [
-    .target(name: "BroadcastTestSupport", dependencies: ["BroadcastCore", "BroadcastPipeline"],
+    .target(name: "BroadcastTestSupport", dependencies: ["BroadcastCore", "BroadcastPipeline", "BroadcastFLV"],
             path: "Tests/BroadcastTestSupport", swiftSettings: [.swiftLanguageMode(.v6)]),
 ] + engineLayers.map { layer in
     .testTarget(name: layer.name + "Tests",

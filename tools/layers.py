@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The engine's SwiftPM targets keep their layers: each depends only on layers below it.
 
-The engine is eight targets (Package.swift, `engineLayers`): the core, the pipeline, the socket
-layer, one target per destination kind, and the public face. The compiler keeps a target from
+The engine is nine targets (Package.swift, `engineLayers`): the core, the pipeline, the socket
+layer and FLV beside it, one target per destination kind, and the public face. The compiler keeps a target from
 naming a type of one it does not depend on, and SwiftPM refuses a cycle; what neither checks is
 that the graph has the intended shape. This does, from the manifest as SwiftPM reads it
 (`swift package dump-package`, in the layered mode: BK_UNITY unset):
@@ -31,7 +31,7 @@ REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 LAYERS = {
     "BroadcastCore": 0,
     "BroadcastPipeline": 1,
-    "BroadcastNetwork": 2,
+    "BroadcastNetwork": 2, "BroadcastFLV": 2,
     "BroadcastRTMP": 3, "BroadcastSRT": 3, "BroadcastWHIP": 3, "BroadcastRecording": 3,
     "BroadcastKit": 4,
 }

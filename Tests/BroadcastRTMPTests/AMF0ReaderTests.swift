@@ -2,6 +2,7 @@ import Testing
 @testable import BroadcastRTMP
 import BroadcastCore
 import BroadcastPipeline
+import BroadcastFLV
 import BroadcastNetwork
 import BroadcastTestSupport
 

@@ -3,6 +3,7 @@ import Testing
 @testable import BroadcastRTMP
 import BroadcastCore
 import BroadcastPipeline
+import BroadcastFLV
 import BroadcastNetwork
 import BroadcastTestSupport
 

@@ -3,6 +3,7 @@ import Testing
 @testable import BroadcastRecording
 import BroadcastCore
 import BroadcastPipeline
+import BroadcastFLV
 import BroadcastTestSupport
 
 @Suite(.timeLimit(.minutes(5)), .serialized) struct FLVFileSinkTests {

@@ -1,6 +1,7 @@
 import Testing
 @testable import BroadcastRecording
 import BroadcastPipeline
+import BroadcastFLV
 import BroadcastCore
 import BroadcastTestSupport
 

@@ -38,10 +38,10 @@ private struct Packet {
     }
 }
 
-private func tag(_ type: FLVTagType, _ ms: UInt32, _ body: [UInt8], key: Bool = false, header: Bool = false,
+private func tag(_ type: TrackKind, _ ms: UInt32, _ body: [UInt8], key: Bool = false, header: Bool = false,
                  into muxer: TSMuxer, _ out: ChunkCollector) throws {
     try body.withUnsafeBytes { b in
-        try muxer.write(FLVTag(type: type, timestampMs: ms, body: b, isKeyframe: key, isHeader: header).packet, to: out)
+        try muxer.write(.fromFLVBody(type, timestampMs: ms, body: b, isKeyframe: key, isHeader: header), to: out)
     }
 }
 
@@ -172,8 +172,8 @@ struct TSMuxerTests {
         let key = avcFrame(key: true, nals: [[0x65] + [UInt8](repeating: 3, count: 20000)])
         let p = avcFrame(key: false, nals: [[0x41] + [UInt8](repeating: 4, count: 4000)])
         let aac = [0xAF, 1] + [UInt8](repeating: 5, count: 350)
-        func write(_ type: FLVTagType, _ ms: UInt32, _ b: [UInt8], key: Bool = false) throws {
-            try b.withUnsafeBytes { try m.write(FLVTag(type: type, timestampMs: ms, body: $0, isKeyframe: key).packet, to: out) }
+        func write(_ type: TrackKind, _ ms: UInt32, _ b: [UInt8], key: Bool = false) throws {
+            try b.withUnsafeBytes { try m.write(.fromFLVBody(type, timestampMs: ms, body: $0, isKeyframe: key), to: out) }
         }
         try write(.video, 0, header)
         try write(.audio, 0, asc)

@@ -9,9 +9,9 @@ package final class MixCollector: @unchecked Sendable {
     package init() {}
 }
 
-/// The tags an interleaver released, by type and timestamp, in order.
+/// The packets an interleaver released, by track and timestamp, in order.
 package final class TagLog: @unchecked Sendable {
-    package var tags: [(FLVTagType, UInt32)] = []
+    package var tags: [(TrackKind, UInt32)] = []
 
     package init() {}
 }

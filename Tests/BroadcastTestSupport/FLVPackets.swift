@@ -1,5 +1,6 @@
 import BroadcastCore
 import BroadcastPipeline
+import BroadcastFLV
 
 /// Test fixtures speak FLV bytes, as the wire does; the pipeline's sinks take encoded packets.
 /// This reads an FLV tag as the packet it carries, in place: the tag body's prefix becomes the
@@ -44,26 +45,36 @@ extension FLVTag {
     }
 }
 
+extension EncodedPacket {
+    /// The packet an FLV tag body of `track` carries (`FLVTag.packet`), for the layers' tests that
+    /// write FLV bytes but do not see the FLV module (SRT's TS muxer).
+    package static func fromFLVBody(_ track: TrackKind, timestampMs: UInt32, body: UnsafeRawBufferPointer,
+                                    isKeyframe: Bool = false, isHeader: Bool = false) -> EncodedPacket {
+        let type: FLVTagType = track == .video ? .video : track == .audio ? .audio : .scriptData
+        return FLVTag(type: type, timestampMs: timestampMs, body: body, isKeyframe: isKeyframe, isHeader: isHeader).packet
+    }
+}
+
 /// A packet sink's `write` with an FLV tag, read as its packet.
 extension PacketSink {
     package func write(_ tag: FLVTag) throws(TransportError) { try write(tag.packet) }
 }
 
 extension EncodedPacket {
-    /// A packet of an FLV track kind with a dummy payload (no FLV body to read it from): H.264 for
-    /// video, AAC for audio, metadata for script data.
-    package static func of(_ type: FLVTagType, timestampMs: Int64, data: UnsafeRawBufferPointer, isKeyframe: Bool = false,
+    /// A packet of a track with a dummy payload (no FLV body to read it from): H.264 for video,
+    /// AAC for audio, metadata for data.
+    package static func of(_ track: TrackKind, timestampMs: Int64, data: UnsafeRawBufferPointer, isKeyframe: Bool = false,
                            isConfig: Bool = false, isPriming: Bool = false, captureNs: Int64 = 0) -> EncodedPacket {
-        let codec: PacketCodec = type == .video ? .h264 : type == .audio ? .aac : .metadata
+        let codec: PacketCodec = track == .video ? .h264 : track == .audio ? .aac : .metadata
         return EncodedPacket(codec: codec, data: data, timestampMs: timestampMs, isKeyframe: isKeyframe,
-                             isConfig: isConfig || type == .scriptData, isPriming: isPriming, captureNs: captureNs)
+                             isConfig: isConfig || track == .data, isPriming: isPriming, captureNs: captureNs)
     }
 }
 
 extension Interleaver {
-    /// Stages a packet of `type` whose payload `write` fills (`payloadSize` bytes, on the stack for
+    /// Stages a packet of `track` whose payload `write` fills (`payloadSize` bytes, on the stack for
     /// small ones), as the encoders' writers do.
-    package func submit(type: FLVTagType, timestampMs: Int64, isKeyframe: Bool, bodySize payloadSize: Int, nowNs: Int64,
+    package func submit(type: TrackKind, timestampMs: Int64, isKeyframe: Bool, bodySize payloadSize: Int, nowNs: Int64,
                         captureNs: Int64 = 0, isPriming: Bool = false, write: (UnsafeMutableRawBufferPointer) -> Void) {
         withUnsafeTemporaryAllocation(byteCount: max(1, payloadSize), alignment: 16) { buf in
             let payload = UnsafeMutableRawBufferPointer(rebasing: buf[0..<payloadSize])

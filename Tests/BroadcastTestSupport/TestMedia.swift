@@ -1,6 +1,7 @@
 import Foundation
 import BroadcastCore
 import BroadcastPipeline
+import BroadcastFLV
 
 /// One tag read back from an FLV file (test-only parser; production verification uses ffprobe).
 package struct ParsedTag {

@@ -253,17 +253,19 @@ class BackpressureAndControlsTest(BroadcastTestCase):
     back-pressure "block" every frame is encoded; with "drop" (live sources) the busy encoder drops
     most (the contrast shows the run really outpaces the encoder). The runtime controls act while
     running: the bitrate target moves to 800 kbps, a keyframe requested after picture 201 is queued
-    lands within the 2 pending (keyframe interval 20 s, so no other), a bitrate outside the
+    lands on the next picture encoded (keyframe interval 20 s, so no other), a bitrate outside the
     library's range is refused."""
 
     def assert_requested_keyframe(self, out: Path) -> None:
-        # Requested after picture 201 was queued: the next picture the encoder takes is an IDR, one of
-        # the (at most 2) still pending or the next one, so 199..201; no other keyframe in 10 s.
+        # Requested after picture 201 was queued: the next picture the encoder takes is an IDR: one of
+        # the (at most 2) still pending, 199..201, or, when the encoder had caught up with the
+        # producer by then (a busy machine descheduled the producer), the next one pushed, 202.
+        # No other keyframe in 10 s.
         frames, keys = keyframe_indexes(out)
         self.assertEqual(frames, 300)
         self.assertEqual(len(keys), 2, keys)
         self.assertEqual(keys[0], 1)
-        self.assertIn(keys[1], (199, 200, 201), keys)
+        self.assertIn(keys[1], (199, 200, 201, 202), keys)
 
     def test_c_producer_faster_than_real_time(self):
         exe = self.tmp / "block_push"

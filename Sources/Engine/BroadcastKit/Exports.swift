@@ -4,6 +4,7 @@
 @_exported import BroadcastCore
 @_exported import BroadcastPipeline
 @_exported import BroadcastNetwork
+@_exported import BroadcastFLV
 @_exported import BroadcastRTMP
 @_exported import BroadcastSRT
 @_exported import BroadcastWHIP

@@ -1,5 +1,6 @@
 import BroadcastCore
 import BroadcastPipeline
+import BroadcastFLV
 
 /// One decoded AMF0 value (AMF0 spec §2). Only used for the few command replies a server sends
 /// while we connect and publish, so it may allocate.

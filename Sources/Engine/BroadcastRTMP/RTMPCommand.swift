@@ -1,5 +1,6 @@
 import BroadcastCore
 import BroadcastPipeline
+import BroadcastFLV
 import BroadcastNetwork
 
 /// The AMF0 command messages a publisher sends (RTMP 1.0 spec §7.2), encoded with `AMF0Writer`,

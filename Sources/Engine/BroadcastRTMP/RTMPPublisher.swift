@@ -1,6 +1,7 @@
 import Synchronization
 import BroadcastCore
 import BroadcastPipeline
+import BroadcastFLV
 import BroadcastNetwork
 
 /// A `PacketSink` that publishes the stream to an RTMP/RTMPS server as FLV tags, speaking RTMP itself.

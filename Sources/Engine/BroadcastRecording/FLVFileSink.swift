@@ -2,6 +2,7 @@ import Glibc
 import Synchronization
 import BroadcastCore
 import BroadcastPipeline
+import BroadcastFLV
 
 /// A `PacketSink` that writes a standard FLV file with plain `open`/`writev` (no buffering
 /// layer): one `writev` per tag, so a tag is either complete on disk or cut back off.

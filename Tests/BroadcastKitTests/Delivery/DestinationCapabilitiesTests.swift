@@ -3,6 +3,7 @@ import Testing
 import BroadcastCore
 import BroadcastPipeline
 import BroadcastNetwork
+import BroadcastFLV
 import BroadcastRTMP
 import BroadcastSRT
 import BroadcastWHIP
@@ -16,7 +17,8 @@ import BroadcastTestSupport
     static let video = VideoEncoderSettings(width: 320, height: 180, fps: 30, bitrateKbps: 300)
 
     func destination(_ sink: any DestinationSink) -> Destination {
-        Destination(sink: sink, policy: .default, isPrimary: false, stats: BroadcastStats())
+        Destination(sink: (sink as? PacketSink) ?? FLVTagSinkAdapter(sink as! TagSink), policy: .default, isPrimary: false,
+                    stats: BroadcastStats())
     }
 
     @Test func eachBuiltInSinkStatesWhatItIs() {

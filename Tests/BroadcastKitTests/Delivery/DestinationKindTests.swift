@@ -3,6 +3,7 @@ import Testing
 import BroadcastCore
 import BroadcastPipeline
 import BroadcastNetwork
+import BroadcastFLV
 import BroadcastRTMP
 import BroadcastSRT
 import BroadcastWHIP
@@ -13,7 +14,8 @@ import BroadcastTestSupport
 /// "custom" (the kind comes from the sink itself, so a new sink cannot fall through to "custom").
 @Suite(.timeLimit(.minutes(1))) struct DestinationKindTests {
     func kind(_ sink: any DestinationSink) -> String {
-        Destination(sink: sink, policy: .default, isPrimary: false, stats: BroadcastStats()).statsNow.kind
+        Destination(sink: (sink as? PacketSink) ?? FLVTagSinkAdapter(sink as! TagSink), policy: .default, isPrimary: false,
+                    stats: BroadcastStats()).statsNow.kind
     }
 
     @Test func eachSinkNamesItsKind() {

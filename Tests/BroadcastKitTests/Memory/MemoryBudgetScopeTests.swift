@@ -4,6 +4,7 @@ import Testing
 import BroadcastCore
 import BroadcastPipeline
 import BroadcastNetwork
+import BroadcastFLV
 import BroadcastRTMP
 import BroadcastSRT
 import BroadcastWHIP

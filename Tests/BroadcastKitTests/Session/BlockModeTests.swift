@@ -7,6 +7,7 @@ import Glibc
 import BroadcastCore
 import BroadcastPipeline
 import BroadcastNetwork
+import BroadcastFLV
 import BroadcastRTMP
 import BroadcastSRT
 import BroadcastWHIP
@@ -58,7 +59,7 @@ final class Received: Sendable {
         let log = TagLog()
         let stats = BroadcastStats()
         let il = Interleaver(hasVideo: true, hasAudio: true, videoBytes: 1 << 20, stagingWaitNs: 50_000_000,
-                             stats: stats) { t, _ in log.tags.append((t.flvTagType, UInt32(t.timestampMs))) }
+                             stats: stats) { t, _ in log.tags.append((t.track, UInt32(t.timestampMs))) }
         il.submit(type: .video, timestampMs: 1000, isKeyframe: true, bodySize: 10, nowNs: 0) { _ in }
         // 40 s of wall clock with no audio: the producer paused; nothing is released by time.
         il.poll(nowNs: 40_000_000_000)
@@ -76,7 +77,7 @@ final class Received: Sendable {
         let log = TagLog()
         let stats = BroadcastStats()
         let il = Interleaver(hasVideo: true, hasAudio: true, videoBytes: 1 << 20, stats: stats) { t, _ in
-            log.tags.append((t.flvTagType, UInt32(t.timestampMs)))
+            log.tags.append((t.track, UInt32(t.timestampMs)))
         }
         il.submit(type: .video, timestampMs: 1000, isKeyframe: true, bodySize: 10, nowNs: 0) { _ in }
         il.poll(nowNs: 40_000_000_000)
@@ -91,7 +92,7 @@ final class Received: Sendable {
         let stats = BroadcastStats()
         // 64 video entries of staging; a 200 ms wait for audio.
         let il = Interleaver(hasVideo: true, hasAudio: true, videoBytes: 1 << 20, stagingWaitNs: 200_000_000,
-                             stats: stats) { t, _ in log.tags.append((t.flvTagType, UInt32(t.timestampMs))) }
+                             stats: stats) { t, _ in log.tags.append((t.track, UInt32(t.timestampMs))) }
         for i in 0..<64 {
             il.submit(type: .video, timestampMs: Int64(i) * 33, isKeyframe: i == 0, bodySize: 10, nowNs: 0) { _ in }
         }
@@ -119,7 +120,7 @@ final class Received: Sendable {
         // A track that stopped: the wait ends at its deadline once, then lone heads go at once.
         let log2 = TagLog()
         let il2 = Interleaver(hasVideo: true, hasAudio: true, videoBytes: 1 << 20, stagingWaitNs: 100_000_000,
-                              stats: BroadcastStats()) { t, _ in log2.tags.append((t.flvTagType, UInt32(t.timestampMs))) }
+                              stats: BroadcastStats()) { t, _ in log2.tags.append((t.track, UInt32(t.timestampMs))) }
         let t0 = MediaTime.now()
         for i in 0..<200 {
             il2.submit(type: .video, timestampMs: Int64(i) * 33, isKeyframe: i == 0, bodySize: 10, nowNs: 0) { _ in }
@@ -236,7 +237,7 @@ final class Received: Sendable {
 @Suite(.timeLimit(.minutes(3))) struct BlockModePacingTests {
     @Test func realTimeSinkGetsEachTagAtItsMediaTimeAndALateOneIsNotCaughtUp() throws {
         let sink = RealTimeLog()
-        let d = Destination(sink: sink, policy: CongestionPolicy(maxBytes: 1 << 20).byteCapOnly, isPrimary: false,
+        let d = Destination(sink: FLVTagSinkAdapter(sink), policy: CongestionPolicy(maxBytes: 1 << 20).byteCapOnly, isPrimary: false,
                             stats: BroadcastStats(), blockWaitNs: 2_000_000_000)
         try d.open()
         let body = UnsafeMutableRawBufferPointer.allocate(byteCount: 100, alignment: 1)

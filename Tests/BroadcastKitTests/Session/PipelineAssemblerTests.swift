@@ -5,6 +5,7 @@ import Testing
 import BroadcastCore
 import BroadcastPipeline
 import BroadcastNetwork
+import BroadcastFLV
 import BroadcastRTMP
 import BroadcastSRT
 import BroadcastWHIP
@@ -127,9 +128,9 @@ final class KeyframeAskingSink: TagSink, KeyframeRequesting, @unchecked Sendable
     /// The primary's failure stops the session; another destination's failure is a warning, once.
     @Test func destinationFailuresAreReportedOnceWithTheirWeight() throws {
         let stats = BroadcastStats()
-        let primary = Destination(sink: ScriptedSink("primary", failWrites: true), policy: .default, isPrimary: true,
+        let primary = Destination(sink: FLVTagSinkAdapter(ScriptedSink("primary", failWrites: true)), policy: .default, isPrimary: true,
                                   stats: stats)
-        let other = Destination(sink: ScriptedSink("copy", failWrites: true), policy: .default, isPrimary: false,
+        let other = Destination(sink: FLVTagSinkAdapter(ScriptedSink("copy", failWrites: true)), policy: .default, isPrimary: false,
                                 stats: stats)
         let set = DestinationSet([primary, other])
         for d in set.all { try d.open() }
@@ -162,10 +163,10 @@ final class KeyframeAskingSink: TagSink, KeyframeRequesting, @unchecked Sendable
     @Test(arguments: [false, true])
     func networkDestinationsFailTogether(requireAll: Bool) throws {
         let stats = BroadcastStats()
-        let a = Destination(sink: ScriptedSink("a", network: true, failWrites: true), policy: .default, isPrimary: true,
+        let a = Destination(sink: FLVTagSinkAdapter(ScriptedSink("a", network: true, failWrites: true)), policy: .default, isPrimary: true,
                             stats: stats)
-        let b = Destination(sink: ScriptedSink("b", network: true), policy: .default, isPrimary: false, stats: stats)
-        let rec = Destination(sink: ScriptedSink("rec", failWrites: true), policy: .default, isPrimary: false, stats: stats)
+        let b = Destination(sink: FLVTagSinkAdapter(ScriptedSink("b", network: true)), policy: .default, isPrimary: false, stats: stats)
+        let rec = Destination(sink: FLVTagSinkAdapter(ScriptedSink("rec", failWrites: true)), policy: .default, isPrimary: false, stats: stats)
         let set = DestinationSet([a, b, rec], requireAll: requireAll)
         for d in set.all { try d.open() }
         let body: [UInt8] = [0xAF, 0x01, 0x00]

@@ -6,6 +6,7 @@ import Glibc
 import BroadcastCore
 import BroadcastPipeline
 import BroadcastNetwork
+import BroadcastFLV
 import BroadcastRTMP
 import BroadcastSRT
 import BroadcastWHIP

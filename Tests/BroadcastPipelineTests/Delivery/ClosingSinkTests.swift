@@ -7,12 +7,12 @@ import BroadcastTestSupport
 /// close failed) is a lost destination, and the run's only output being lost fails the run.
 @Suite(.timeLimit(.minutes(1))) struct ClosingSinkTests {
     /// A file-like sink whose `close` fails, as `MP4FileSink` does when the last GOP hits ENOSPC.
-    final class FailingCloseSink: TagSink, ClosingSink, @unchecked Sendable {
+    final class FailingCloseSink: PacketSink, ClosingSink, @unchecked Sendable {
         var displayName: String { "/tmp/a.mp4" }
         private(set) var closeFailure: TransportError?
         var failOnClose = true
         func open() throws(TransportError) {}
-        func write(_ tag: FLVTag) throws(TransportError) {}
+        func write(_ packet: EncodedPacket) throws(TransportError) {}
         func close() {
             if failOnClose { closeFailure = .fileError("/tmp/a.mp4: write failed after 100 bytes, file kept valid: No space left on device (errno 28)") }
         }

@@ -7,14 +7,14 @@ import BroadcastTestSupport
 /// never count as late or move the stream's time.
 @Suite(.timeLimit(.minutes(1))) struct InterleaverPrimingTests {
     final class Log: @unchecked Sendable {
-        var tags: [(type: FLVTagType, ts: UInt32, priming: Bool)] = []
+        var tags: [(type: TrackKind, ts: UInt32, priming: Bool)] = []
     }
 
     @Test func primingGoesFirstFlaggedAndUnclamped() {
         let log = Log()
         let stats = BroadcastStats()
         let il = Interleaver(hasVideo: true, hasAudio: true, videoBytes: 1 << 16, stats: stats) { t, _ in
-            log.tags.append((t.flvTagType, UInt32(t.timestampMs), t.isPriming))
+            log.tags.append((t.track, UInt32(t.timestampMs), t.isPriming))
         }
         il.submit(type: .video, timestampMs: 0, isKeyframe: true, bodySize: 20, nowNs: 0) { _ in }
         il.submit(type: .audio, timestampMs: -34, isKeyframe: false, bodySize: 10, nowNs: 0, isPriming: true) { _ in }
@@ -29,14 +29,14 @@ import BroadcastTestSupport
     }
 
     @Test func onlySinksThatTakePrimingGetIt() {
-        final class Sink: TagSink, @unchecked Sendable {
+        final class Sink: PacketSink, @unchecked Sendable {
             let takes: Bool
             var priming = 0, timed = 0
             init(takes: Bool) { self.takes = takes }
             var displayName: String { "test" }
             var capabilities: DestinationCapabilities { DestinationCapabilities(takesPriming: takes) }
             func open() throws(TransportError) {}
-            func write(_ tag: FLVTag) throws(TransportError) { if tag.isPriming { priming += 1 } else { timed += 1 } }
+            func write(_ packet: EncodedPacket) throws(TransportError) { if packet.isPriming { priming += 1 } else { timed += 1 } }
             func close() {}
         }
         let flv = Sink(takes: false), mp4 = Sink(takes: true)
@@ -47,8 +47,8 @@ import BroadcastTestSupport
         for d in set.all { try? d.open() }
         let body: [UInt8] = [0xAF, 1, 0x21]
         body.withUnsafeBytes { b in
-            set.push(FLVTag(type: .audio, timestampMs: 0, body: b, isPriming: true).packet, at: .interleaved)
-            set.push(FLVTag(type: .audio, timestampMs: 9, body: b).packet, at: .interleaved)
+            set.push(EncodedPacket.of(.audio, timestampMs: 0, data: b, isPriming: true), at: .interleaved)
+            set.push(EncodedPacket.of(.audio, timestampMs: 9, data: b), at: .interleaved)
         }
         for d in set.all { d.finish(deadlineNs: MediaTime.now() + 2_000_000_000) }
         #expect((flv.priming, flv.timed) == (0, 1))

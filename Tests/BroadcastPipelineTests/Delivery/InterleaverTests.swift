@@ -9,7 +9,7 @@ import BroadcastTestSupport
         let log = TagLog()
         let stats = BroadcastStats()
         let il = Interleaver(hasVideo: true, hasAudio: true, videoBytes: 1 << 20, stats: stats) { t, _ in
-            log.tags.append((t.flvTagType, UInt32(t.timestampMs)))
+            log.tags.append((t.track, UInt32(t.timestampMs)))
         }
         var now: Int64 = 0
         var vts: Int64 = 0, ats: Int64 = 0
@@ -37,7 +37,7 @@ import BroadcastTestSupport
     @Test func loneTrackWaitsAtMost150ms() {
         let log = TagLog()
         let il = Interleaver(hasVideo: true, hasAudio: true, videoBytes: 1 << 20, stats: BroadcastStats()) { t, _ in
-            log.tags.append((t.flvTagType, UInt32(t.timestampMs)))
+            log.tags.append((t.track, UInt32(t.timestampMs)))
         }
         il.submit(type: .video, timestampMs: 0, isKeyframe: true, bodySize: 10, nowNs: 0) { _ in }
         il.poll(nowNs: 149_000_000)

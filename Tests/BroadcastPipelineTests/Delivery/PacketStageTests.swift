@@ -7,14 +7,14 @@ import BroadcastTestSupport
 /// order; `.interleaved` after the interleaver's merge. One entry point feeds both.
 @Suite(.timeLimit(.minutes(1))) struct PacketStageTests {
     final class Log: @unchecked Sendable {
-        var seen: [(stage: PacketStage, type: FLVTagType, ms: Int64)] = []
+        var seen: [(stage: PacketStage, type: TrackKind, ms: Int64)] = []
     }
 
     @Test func theInterleaverDeliversTheEncodedStageAtOnceOnlyWhenAsked() {
         for asked in [false, true] {
             let log = Log()
             let il = Interleaver(hasVideo: true, hasAudio: true, videoBytes: 1 << 16, stats: BroadcastStats(),
-                                 deliversEncoded: asked) { p, stage in log.seen.append((stage, p.flvTagType, p.timestampMs)) }
+                                 deliversEncoded: asked) { p, stage in log.seen.append((stage, p.track, p.timestampMs)) }
             il.submit(type: .video, timestampMs: 0, isKeyframe: true, bodySize: 10, nowNs: 0) { _ in }
             il.submit(type: .video, timestampMs: 33, isKeyframe: false, bodySize: 10, nowNs: 0) { _ in }
             // Audio has not come: nothing is released in order yet, but the encoded stage has both.
@@ -31,14 +31,14 @@ import BroadcastTestSupport
         }
     }
 
-    final class Counting: TagSink, @unchecked Sendable {
+    final class Counting: PacketSink, @unchecked Sendable {
         let stage: PacketStage
         var timestamps: [UInt32] = []
         init(_ stage: PacketStage) { self.stage = stage }
         var displayName: String { "\(stage)" }
         var capabilities: DestinationCapabilities { DestinationCapabilities(isNetworkPublisher: true, stage: stage) }
         func open() throws(TransportError) {}
-        func write(_ tag: FLVTag) throws(TransportError) { timestamps.append(tag.timestampMs) }
+        func write(_ packet: EncodedPacket) throws(TransportError) { timestamps.append(UInt32(packet.timestampMs)) }
         func close() {}
     }
 

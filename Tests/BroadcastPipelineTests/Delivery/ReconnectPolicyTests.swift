@@ -63,7 +63,7 @@ import BroadcastTestSupport
 /// A network sink whose connection can be broken on demand, and whose next opens can be made to fail.
 /// Its state sits behind a pthread `ConditionLock`, not `Synchronization.Mutex`: TSan cannot see
 /// Mutex's futex on Linux and would report every access from the sender thread as a race.
-final class BreakableSink: TagSink, @unchecked Sendable {
+final class BreakableSink: PacketSink, @unchecked Sendable {
     private let lock = ConditionLock()
     private var breakNextWrite = false, opensToFail = 0, opens = 0, writeCount = 0
     var displayName: String { "rtmp://test.invalid/app" }
@@ -76,7 +76,7 @@ final class BreakableSink: TagSink, @unchecked Sendable {
         }
         if fail { throw TransportError.connectFailed("refused by the test") }
     }
-    func write(_ tag: FLVTag) throws(TransportError) {
+    func write(_ packet: EncodedPacket) throws(TransportError) {
         let fail = lock.withLock { () -> Bool in
             if breakNextWrite { breakNextWrite = false; return true }
             writeCount += 1

@@ -4,7 +4,7 @@ import BroadcastCore
 import BroadcastTestSupport
 
 /// Pushes a tag with a body of `size` bytes.
-private func push(_ q: SendQueue, _ type: FLVTagType, ts: UInt32, key: Bool = false, size: Int = 100) -> DropReason? {
+private func push(_ q: SendQueue, _ type: TrackKind, ts: UInt32, key: Bool = false, size: Int = 100) -> DropReason? {
     let body = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 1)
     defer { body.deallocate() }
     body.initializeMemory(as: UInt8.self, repeating: key ? 0x17 : 0x27)

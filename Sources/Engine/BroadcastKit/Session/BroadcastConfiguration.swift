@@ -1,6 +1,7 @@
 import BroadcastCore
 import BroadcastPipeline
 import BroadcastNetwork
+import BroadcastFLV
 import BroadcastRTMP
 import BroadcastSRT
 import BroadcastWHIP

@@ -1,6 +1,7 @@
 import BroadcastCore
 import BroadcastPipeline
 import BroadcastNetwork
+import BroadcastFLV
 import BroadcastRTMP
 import BroadcastSRT
 import BroadcastWHIP
@@ -107,7 +108,7 @@ enum PipelineAssembler {
         }
         if let lane = videoLane {
             // A receiver's keyframe request (WHIP's PLI/FIR): the next frame is encoded as an IDR.
-            for d in destinations.all { (d.sink as? KeyframeRequesting)?.keyframeRequester = { lane.requestKeyframe() } }
+            for d in destinations.all { (d.endpoint as? KeyframeRequesting)?.keyframeRequester = { lane.requestKeyframe() } }
         }
         ReplayAssembly.noteLongestFit(&plan, cfg)
         plan.fileBytesAtPlan = ProcessMemory.fileBytes()
@@ -154,7 +155,7 @@ enum PipelineAssembler {
     /// Network publishers first, so the primary (what "sent" reports) is the RTMP stream when there is one.
     /// `audioDelaySamples`: the audio encoder's delay, for an MP4 recording's edit list.
     static func makeDestinations(_ cfg: BroadcastConfiguration, stats: BroadcastStats, audioDelaySamples: Int) -> [Destination] {
-        let sinks: [any DestinationSink] = cfg.destinations.map { d in
+        let sinks: [any PacketSink] = cfg.destinations.map { d in
             switch d {
             case .rtmp(let url, let key):
                 let publisher = RTMPPublisher(url: url, streamKey: key, connectTimeoutSeconds: cfg.connectTimeoutSeconds,
@@ -174,7 +175,7 @@ enum PipelineAssembler {
                                    audioDelaySamples: audioDelaySamples)
             case .file(let path): return FLVFileSink(path: path, hasAudio: cfg.hasAudio, hasVideo: cfg.hasVideo)
             case .discard: return DiscardSink()
-            case .custom(let custom): return custom
+            case .custom(let custom): return FLVTagSinkAdapter(custom)
             }
         }
         let ordered = sinks.filter { $0.capabilities.isNetworkPublisher } + sinks.filter { !$0.capabilities.isNetworkPublisher }

@@ -43,8 +43,9 @@ package enum PacketCodec: UInt8, Sendable, BitwiseCopyable {
 ///
 /// The payload is borrowed: from the encoder until its next call, from the interleaver's staging
 /// while a release is delivered, from a send queue's ring while its sender writes it. A packet a
-/// send queue hands out has `headroom` bytes before the payload that belong to it, so a
-/// destination that frames in place (FLV's 2-5 byte tag-body prefix) copies nothing.
+/// send queue hands out has `headroom` bytes before the payload that belong to it
+/// (`framingHeadroom`), so a destination that frames in place (FLV's 2-5 byte tag-body prefix,
+/// `BroadcastFLV`) copies nothing.
 package struct EncodedPacket: @unchecked Sendable {
     package var codec: PacketCodec
     /// H.264 data is AVCC (4-byte length-prefixed NAL units, no start codes, no SPS/PPS); AAC data is
@@ -86,4 +87,19 @@ package struct EncodedPacket: @unchecked Sendable {
 
     /// Presentation time in milliseconds.
     package var presentationMs: Int64 { timestampMs + Int64(compositionOffsetMs) }
+
+    /// The headroom a send queue keeps before every payload: room for the largest framing a
+    /// destination writes in place (FLV's 5-byte tag-body prefix for H.264 and Opus).
+    package static let framingHeadroom = 5
+
+    /// What the stats and the bitrate controller count for this packet: the payload plus the bytes
+    /// RTMP's FLV framing adds to it (5 for H.264 and Opus, 2 for AAC, none for metadata), so that
+    /// every destination kind reports on the one scale the stats have always used.
+    package var accountedBytes: Int {
+        switch codec {
+        case .h264, .opus: return data.count + 5
+        case .aac: return data.count + 2
+        case .metadata: return data.count
+        }
+    }
 }

@@ -5,18 +5,18 @@ import Synchronization
 import BroadcastCore
 
 /// One output of the session: a bounded `SendQueue` drained by its own sender thread into a
-/// `DestinationSink`: a built-in one muxes the packets itself (`PacketSink`); an embedder's
-/// `TagSink` gets each framed as an FLV tag in place, in the queue's headroom.
+/// `PacketSink`, which muxes the packets into its own format (an embedder's `TagSink` through
+/// `FLVTagSinkAdapter`, each packet framed as an FLV tag in the queue's headroom).
 ///
 /// The sender is the only thread that touches the sink, so a slow network can only fill this
 /// destination's queue (where the congestion policy applies); it never blocks a lane.
 package final class Destination: @unchecked Sendable {
     package enum State: Int, Sendable { case idle = 0, live, reconnecting, failed, closed }
 
-    package let sink: any DestinationSink
-    /// The sink as what takes the writes: a muxing destination, or an FLV tag sink (one is set).
-    private let packetSink: PacketSink?
-    private let tagSink: TagSink?
+    package let sink: any PacketSink
+    /// What the sink stands for (`AdaptingSink.adapted`: an embedder's own sink), else the sink:
+    /// where the optional conformances are looked for.
+    package let endpoint: AnyObject
     /// The sink's capabilities, read once here.
     package let capabilities: DestinationCapabilities
     /// The sink as a link that reports on itself (nil for recordings and most custom sinks).
@@ -68,15 +68,13 @@ package final class Destination: @unchecked Sendable {
     /// Asks the encoder for an IDR (after a reconnect).
     package var onKeyframeNeeded: (@Sendable () -> Void)?
 
-    package init(sink: any DestinationSink, policy: CongestionPolicy, isPrimary: Bool, stats: BroadcastStats,
+    package init(sink: any PacketSink, policy: CongestionPolicy, isPrimary: Bool, stats: BroadcastStats,
                 reconnect: ReconnectPolicy = .never, blockWaitNs: Int64? = nil) {
         self.sink = sink
-        packetSink = sink as? PacketSink
-        tagSink = packetSink == nil ? sink as? TagSink : nil
-        precondition(packetSink != nil || tagSink != nil, "a destination's sink takes packets or FLV tags")
+        endpoint = (sink as? AdaptingSink)?.adapted ?? sink
         capabilities = sink.capabilities
-        feedback = sink as? LinkFeedback
-        tcpPath = sink as? TCPPathFeedback
+        feedback = endpoint as? LinkFeedback
+        tcpPath = endpoint as? TCPPathFeedback
         self.isPrimary = isPrimary
         self.stats = stats
         self.reconnect = reconnect
@@ -91,7 +89,7 @@ package final class Destination: @unchecked Sendable {
     /// Queues a configuration packet and keeps a copy for reconnects. Call before `open()`.
     package func pushHeader(_ packet: EncodedPacket) {
         let used = headers.last.map { $0.offset + $0.length } ?? 0
-        let at = used + EncodedPacket.flvHeadroom
+        let at = used + EncodedPacket.framingHeadroom
         if at + packet.data.count <= headerStore.count, let src = packet.data.baseAddress {
             (headerStore.baseAddress! + at).copyMemory(from: src, byteCount: packet.data.count)
             headers.append((packet.codec, at, packet.data.count))
@@ -206,7 +204,7 @@ package final class Destination: @unchecked Sendable {
                 do throws(TransportError) {
                     try write(packet)
                     lastWriteNs = MediaTime.now()
-                    sentBytes.add(packet.flvBodySize, ordering: .relaxed)
+                    sentBytes.add(packet.accountedBytes, ordering: .relaxed)
                     if feedback?.reconnectRequested == true && !keyframeAskedForRequest {
                         keyframeAskedForRequest = true
                         onKeyframeNeeded?()
@@ -224,15 +222,7 @@ package final class Destination: @unchecked Sendable {
         }
     }
 
-    /// Hands `packet` to the sink: as it is to a muxing sink, framed as an FLV tag in its headroom
-    /// to a tag sink.
-    private func write(_ packet: EncodedPacket) throws(TransportError) {
-        if let packetSink {
-            try packetSink.write(packet)
-        } else if let tagSink {
-            try packet.withFLVTag { (tag) throws(TransportError) in try tagSink.write(tag) }
-        }
-    }
+    private func write(_ packet: EncodedPacket) throws(TransportError) { try sink.write(packet) }
 
     /// Holds a media packet until its media time, counted from when the first one went out (as
     /// `ffmpeg -re` reads its input): a producer far ahead of real time then waits in its push.
@@ -283,7 +273,7 @@ package final class Destination: @unchecked Sendable {
             try write(EncodedPacket(codec: h.codec,
                                     data: UnsafeRawBufferPointer(start: headerStore.baseAddress! + h.offset, count: h.length),
                                     timestampMs: 0, isKeyframe: h.codec == .h264, isConfig: true,
-                                    headroom: EncodedPacket.flvHeadroom))
+                                    headroom: EncodedPacket.framingHeadroom))
         }
     }
 
@@ -383,7 +373,7 @@ package final class Destination: @unchecked Sendable {
     /// The primary's delivery in the session's stats, in FLV tag-body bytes (what RTMP carries)
     /// whatever the destination's own framing, so every kind reports on one scale.
     private func account(_ packet: EncodedPacket) {
-        let bytes = packet.flvBodySize
+        let bytes = packet.accountedBytes
         stats.update { s in
             s.bytesSent += bytes
             switch packet.track {
@@ -435,7 +425,7 @@ package final class Destination: @unchecked Sendable {
         if state == .reconnecting { endedDown.store(true, ordering: .releasing) }
         sink.close()
         // A recording whose end did not reach the disk is a lost destination, never a clean close.
-        if let e = (sink as? ClosingSink)?.closeFailure, state != .failed {
+        if let e = (endpoint as? ClosingSink)?.closeFailure, state != .failed {
             failure.withLock { $0 = e }
             setState(.failed)
         }

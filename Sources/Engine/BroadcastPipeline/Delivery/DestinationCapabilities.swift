@@ -16,9 +16,9 @@ public struct DestinationCapabilities: Sendable, Equatable {
         get { stage == .encoded }
         set { stage = newValue ? .encoded : .interleaved }
     }
-    /// Takes the AAC priming packets (`FLVTag.isPriming`, `EncodedPacket.isPriming`), stamped before time 0, which a format
-    /// with an edit list keeps so that the stream's first samples decode whole. FLV, RTMP, TS and
-    /// RTP cannot carry a time before 0, and never see them.
+    /// Takes the AAC priming packets (`EncodedPacket.isPriming`; a `TagSink` sees `FLVTag.isPriming`),
+    /// stamped before time 0, which a format with an edit list keeps so that the stream's first
+    /// samples decode whole. FLV, RTMP, TS and RTP cannot carry a time before 0, and never see them.
     public var takesPriming: Bool
     /// Carries a real-time stream only (live SRT, WHIP). In block mode, where the producer is the
     /// clock and may run far ahead of real time, the destination paces its sends to media time.

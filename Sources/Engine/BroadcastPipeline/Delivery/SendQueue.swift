@@ -3,7 +3,7 @@ import BroadcastCore
 
 /// A bounded FIFO of encoded packets between the interleaver and one destination's sender thread.
 ///
-/// Payloads live in one preallocated byte ring, each with `EncodedPacket.flvHeadroom` bytes in
+/// Payloads live in one preallocated byte ring, each with `EncodedPacket.framingHeadroom` bytes in
 /// front (where an FLV-framing sink writes its tag-body prefix in place), and their times and
 /// flags in a fixed entry ring, so the queue never allocates after init and can never exceed its
 /// byte cap. Admission applies the
@@ -26,7 +26,7 @@ package final class SendQueue: @unchecked Sendable {
         var isKeyframe: Bool
         var isConfig: Bool
         var isPriming: Bool
-        var byteCount: Int { EncodedPacket.flvHeadroom + length }
+        var byteCount: Int { EncodedPacket.framingHeadroom + length }
 
         init(_ p: EncodedPacket, at offset: Int) {
             self.offset = offset
@@ -94,7 +94,7 @@ package final class SendQueue: @unchecked Sendable {
     /// Admits `packet` (copying its payload) or drops it by policy; returns the drop reason, or nil when queued.
     @discardableResult
     package func push(_ packet: EncodedPacket) -> DropReason? {
-        let size = EncodedPacket.flvHeadroom + packet.data.count
+        let size = EncodedPacket.framingHeadroom + packet.data.count
         var needKeyframe = false
         let result: DropReason? = cond.withLock {
             if closed { return .queueFull }
@@ -132,7 +132,7 @@ package final class SendQueue: @unchecked Sendable {
                 return .queueFull
             }
             if packet.data.count > 0 {
-                (space.baseAddress! + EncodedPacket.flvHeadroom).copyMemory(from: packet.data.baseAddress!,
+                (space.baseAddress! + EncodedPacket.framingHeadroom).copyMemory(from: packet.data.baseAddress!,
                                                                             byteCount: packet.data.count)
             }
             cond.broadcast()
@@ -160,10 +160,10 @@ package final class SendQueue: @unchecked Sendable {
         consuming = true
         cond.unlock()
         let region = entries.body(e)
-        body(EncodedPacket(codec: e.codec, data: UnsafeRawBufferPointer(rebasing: region[EncodedPacket.flvHeadroom...]),
+        body(EncodedPacket(codec: e.codec, data: UnsafeRawBufferPointer(rebasing: region[EncodedPacket.framingHeadroom...]),
                            timestampMs: e.timestampMs, compositionOffsetMs: e.compositionOffsetMs,
                            isKeyframe: e.isKeyframe, isConfig: e.isConfig, isPriming: e.isPriming,
-                           captureNs: e.captureNs, headroom: EncodedPacket.flvHeadroom))
+                           captureNs: e.captureNs, headroom: EncodedPacket.framingHeadroom))
         cond.withLock {
             consuming = false
             if purgeRequested {

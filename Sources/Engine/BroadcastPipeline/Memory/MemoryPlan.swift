@@ -6,7 +6,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     /// Every part the plan adds up, one line each in the order the plan shows them: the fixed
     /// parts (`Part`) first, then each destination's own lines, then the replay ring. A part is a
     /// line even at 0; `lines` leaves out those the plan does not show. Destinations contribute
-    /// their own lines (`TagSink.memoryPlanLines`); `PipelineAssembler` fills the fixed parts from
+    /// their own lines (`DestinationSink.memoryPlanLines`); `PipelineAssembler` fills the fixed parts from
     /// each stage's reserved or measured bytes.
     public private(set) var parts: [Line]
 
@@ -82,7 +82,7 @@ public struct MemoryPlan: Sendable, CustomStringConvertible {
     /// Buffers the capture source holds (reported by the embedding tool or the CLI).
     public var captureBytes: Int { get { self[.capture] } set { self[.capture] = newValue } }
     /// What the destinations hold beyond their send queues, each kind's own lines
-    /// (`TagSink.memoryPlanLines`: an RTMP publisher's chunk reader, libsrt's buffers, WHIP's
+    /// (`DestinationSink.memoryPlanLines`: an RTMP publisher's chunk reader, libsrt's buffers, WHIP's
     /// packet history and libraries, an MP4 recorder's fragment), merged by `merged(_:)`.
     public var destinationLines: [Line] {
         get { parts.filter { Part(rawValue: $0.key) == nil && $0.key != Self.replayKey } }

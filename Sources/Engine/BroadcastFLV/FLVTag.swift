@@ -1,4 +1,5 @@
 import BroadcastCore
+import BroadcastPipeline
 
 /// FLV tag types (FLV 10.1 §E.4.1).
 public enum FLVTagType: UInt8, Sendable, BitwiseCopyable {

@@ -1,10 +1,11 @@
 import BroadcastCore
+import BroadcastPipeline
 
 /// The stream description sent once as the RTMP `@setDataFrame` / `onMetaData` script tag.
 ///
 /// Built at start (not on the hot path). A video-only stream sets `hasAudio = false` and the
 /// audio fields are omitted; an audio-only stream likewise omits the video fields.
-struct StreamMetadata: Sendable, Equatable {
+package struct StreamMetadata: Sendable, Equatable {
     var hasVideo: Bool
     var hasAudio: Bool
     var width: Int
@@ -19,7 +20,7 @@ struct StreamMetadata: Sendable, Equatable {
     var audioChannels: Int
     var encoder: String
 
-    init(hasVideo: Bool = true, hasAudio: Bool = true,
+    package init(hasVideo: Bool = true, hasAudio: Bool = true,
                 width: Int, height: Int, framerate: Double, videoDataRateKbps: Int,
                 videoCodecID: Int = 7,
                 audioCodec: AudioCodec = .aac, audioDataRateKbps: Int = 128,
@@ -77,7 +78,7 @@ struct StreamMetadata: Sendable, Equatable {
 
     /// Writes the script-data body: "@setDataFrame", "onMetaData", ECMA array.
     /// Returns bytes written, or `nil` if `destination` is smaller than `encodedSize`.
-    func write(into destination: UnsafeMutableRawBufferPointer) -> Int? {
+    package func write(into destination: UnsafeMutableRawBufferPointer) -> Int? {
         var w = AMF0Writer(buffer: destination)
         w.writeString(Self.setDataFrame)
         w.writeString("onMetaData")

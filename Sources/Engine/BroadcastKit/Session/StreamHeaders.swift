@@ -1,16 +1,18 @@
 import BroadcastCore
+import BroadcastPipeline
+import BroadcastFLV
 
 /// The packets every destination gets first, and again after each reconnect: `onMetaData` and the
 /// codec configurations (avcC, AudioSpecificConfig or OpusHead), marked `isConfig` so the send
 /// queue never drops them.
-package struct StreamHeaders {
+struct StreamHeaders {
     private let metadata: StreamMetadata
     private let videoEncoder: VideoEncoder?
     private let audioEncoder: AudioEncoder?
 
     /// `video` and `audio` are the configured settings (the video encoder's own, after a budget
     /// downgrade, win); `encoderName` is onMetaData's `encoder` field.
-    package init(video configured: VideoEncoderSettings, audio: AudioEncoderSettings, encoderName: String,
+    init(video configured: VideoEncoderSettings, audio: AudioEncoderSettings, encoderName: String,
                  videoEncoder: VideoEncoder?, audioEncoder: AudioEncoder?) {
         let video = videoEncoder?.settings ?? configured
         metadata = StreamMetadata(hasVideo: videoEncoder != nil, hasAudio: audioEncoder != nil, width: video.width,
@@ -25,7 +27,7 @@ package struct StreamHeaders {
     /// Hands each configuration packet to `push`, in the order a player needs them: the metadata
     /// (as FLV script data), the avcC, the AudioSpecificConfig or OpusHead. Runs once per
     /// destination at start, so its scratch buffer is not on the hot path.
-    package func forEach(_ push: (EncodedPacket) -> Void) {
+    func forEach(_ push: (EncodedPacket) -> Void) {
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 << 10, alignment: 16)
         defer { scratch.deallocate() }
         if let n = metadata.write(into: scratch) {

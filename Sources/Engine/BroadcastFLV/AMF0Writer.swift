@@ -1,4 +1,5 @@
 import BroadcastCore
+import BroadcastPipeline
 
 /// Writes AMF0 values (Action Message Format 0) into a caller-provided buffer.
 ///

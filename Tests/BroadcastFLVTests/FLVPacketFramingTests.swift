@@ -1,5 +1,6 @@
 import Testing
-@testable import BroadcastPipeline
+@testable import BroadcastFLV
+import BroadcastPipeline
 import BroadcastCore
 import BroadcastTestSupport
 
@@ -10,12 +11,12 @@ import BroadcastTestSupport
     /// `payload` behind `headroom` bytes of 0xEE, with a guard byte before them.
     func framed(_ codec: PacketCodec, _ payload: [UInt8], ms: Int64 = 1234, cts: Int32 = 0, key: Bool = false,
                 config: Bool = false) -> (type: FLVTagType, ts: UInt32, body: [UInt8], key: Bool, header: Bool, guardByte: UInt8) {
-        var storage = [UInt8](repeating: 0xEE, count: 1 + EncodedPacket.flvHeadroom) + payload
+        var storage = [UInt8](repeating: 0xEE, count: 1 + EncodedPacket.framingHeadroom) + payload
         return storage.withUnsafeMutableBytes { raw in
-            let start = 1 + EncodedPacket.flvHeadroom
+            let start = 1 + EncodedPacket.framingHeadroom
             let p = EncodedPacket(codec: codec, data: UnsafeRawBufferPointer(rebasing: raw[start...]), timestampMs: ms,
                                   compositionOffsetMs: cts, isKeyframe: key, isConfig: config,
-                                  headroom: EncodedPacket.flvHeadroom)
+                                  headroom: EncodedPacket.framingHeadroom)
             var out: (FLVTagType, UInt32, [UInt8], Bool, Bool) = (.scriptData, 0, [], false, false)
             p.withFLVTag { (t) throws(Never) in out = (t.type, t.timestampMs, Array(t.body), t.isKeyframe, t.isHeader) }
             return (out.0, out.1, out.2, out.3, out.4, raw[0])
@@ -65,6 +66,22 @@ import BroadcastTestSupport
         #expect(f.type == .scriptData && f.body == script && f.header)
     }
 
+    /// The stats count every destination's packets on RTMP's scale (`EncodedPacket.accountedBytes`,
+    /// in the pipeline, which cannot see FLV): it must stay the FLV body's size.
+    @Test func theAccountedBytesAreTheFLVBodySize() {
+        let payload: [UInt8] = [1, 2, 3, 4, 5, 6, 7]
+        payload.withUnsafeBytes { b in
+            for codec in [PacketCodec.h264, .aac, .opus, .metadata] {
+                for config in [false, true] {
+                    let p = EncodedPacket(codec: codec, data: b, timestampMs: 0, isKeyframe: false, isConfig: config)
+                    #expect(p.accountedBytes == p.flvBodySize, "\(codec) config \(config)")
+                }
+            }
+        }
+        #expect(EncodedPacket.framingHeadroom >= FLVTagBody.avcHeaderSize)
+        #expect(EncodedPacket.framingHeadroom >= FLVTagBody.opusHeaderSize)
+    }
+
     /// The send queue hands out each packet with its headroom, and framing one packet in place
     /// leaves its neighbours' payloads whole.
     @Test func queuedPacketsFrameInPlaceWithoutTouchingTheirNeighbours() {
@@ -74,7 +91,7 @@ import BroadcastTestSupport
         b.withUnsafeBytes { _ = q.push(EncodedPacket(codec: .h264, data: $0, timestampMs: 0, isKeyframe: true)) }
         var bodies: [[UInt8]] = []
         while q.withNext(deadlineNs: MediaTime.now(), { p in
-            #expect(p.headroom == EncodedPacket.flvHeadroom)
+            #expect(p.headroom == EncodedPacket.framingHeadroom)
             p.withFLVTag { (t) throws(Never) in bodies.append(Array(t.body)) }
         }) {}
         #expect(bodies == [[0xAF, 1] + a, [0x17, 1, 0, 0, 0] + b])

@@ -1,5 +1,6 @@
 import Testing
-@testable import BroadcastPipeline
+@testable import BroadcastFLV
+import BroadcastPipeline
 import BroadcastCore
 import BroadcastTestSupport
 

@@ -1,4 +1,5 @@
 import BroadcastCore
+import BroadcastPipeline
 
 /// Builders for FLV tag bodies (what an RTMP audio/video message carries).
 ///

@@ -1,4 +1,5 @@
 import BroadcastCore
+import BroadcastPipeline
 
 /// An `EncodedPacket` as an FLV tag: the tag-body prefix FLV puts before each codec payload
 /// (`FLVTagBody`), written into the packet's headroom so that the body is contiguous without a copy.
@@ -7,9 +8,6 @@ import BroadcastCore
 /// H.264 `17|27 00|01` + the 24-bit composition offset (5 bytes), AAC `AF 00|01` (2), Opus
 /// `90|91 'Opus'` (5), metadata nothing (the payload is already the script body).
 extension EncodedPacket {
-    /// Headroom every packet a send queue or a destination's header store hands out has.
-    package static let flvHeadroom = 5
-
     /// The FLV tag type of this packet's track.
     package var flvTagType: FLVTagType {
         switch codec {

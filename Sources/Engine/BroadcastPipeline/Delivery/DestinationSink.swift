@@ -5,9 +5,10 @@ import BroadcastCore
 ///
 /// All calls come from that destination's single sender thread. The small surface is the whole
 /// contract: what the sink is (`capabilities`), what it holds (`memoryPlanLines`), and the calls
-/// of its life. How it takes the stream is its refinement: a `TagSink` takes FLV tags (what an
-/// embedder implements); the built-in destinations take the encoded packets and mux their own
-/// wire format. A network link that reports on itself also conforms to `LinkFeedback`.
+/// of its life. How it takes the stream is its refinement: a `PacketSink` takes the encoded packets
+/// and muxes its own wire format (every built-in destination); a `TagSink` (`BroadcastFLV`, what an
+/// embedder implements) takes FLV tags, through `FLVTagSinkAdapter`. A network link that reports
+/// on itself also conforms to `LinkFeedback`.
 public protocol DestinationSink: AnyObject {
     /// Human-readable destination with secrets redacted (safe for logs).
     var displayName: String { get }
@@ -28,16 +29,9 @@ public protocol DestinationSink: AnyObject {
     func abortPendingIO()
 }
 
-/// A sink that takes the stream as FLV tags: what an embedding application implements to receive
-/// it (`BroadcastConfiguration.Destination.custom`). Each tag's body is framed in place in the
-/// send queue (no copy) and valid only during `write`.
-public protocol TagSink: DestinationSink {
-    /// Writes one tag; throws when the destination failed.
-    func write(_ tag: FLVTag) throws(TransportError)
-}
-
-/// A built-in destination that muxes its own wire format from the encoded packets: RTMP and the
-/// FLV file frame them as FLV tags, SRT as MPEG-TS, WHIP as RTP, the MP4 recorder as fragments.
+/// A destination that muxes its own wire format from the encoded packets: RTMP and the FLV file
+/// frame them as FLV tags, SRT as MPEG-TS, WHIP as RTP, the MP4 recorder as fragments; an embedder's
+/// `TagSink` through `FLVTagSinkAdapter`. What a `Destination` writes to.
 package protocol PacketSink: DestinationSink {
     /// Writes one packet (its payload valid only during the call); throws when the destination failed.
     func write(_ packet: EncodedPacket) throws(TransportError)
@@ -55,4 +49,11 @@ extension DestinationSink {
     public var capabilities: DestinationCapabilities { .recording }
     public var memoryPlanLines: [MemoryPlan.Line] { [] }
     public func abortPendingIO() {}
+}
+
+/// A sink that stands for another (`FLVTagSinkAdapter`): the destination looks for the optional
+/// conformances (`LinkFeedback`, `KeyframeRequesting`, `ClosingSink`, …) on `adapted`.
+package protocol AdaptingSink: AnyObject {
+    /// The sink this one stands for.
+    var adapted: AnyObject { get }
 }
