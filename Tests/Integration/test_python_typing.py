@@ -342,7 +342,7 @@ class PythonTypingTest(BroadcastTestCase):
         if header_enum("BK_BUDGET"):  # once the header declares them
             self.assertEqual(abi["budget_scopes"], {k.lower(): v for k, v in header_enum("BK_BUDGET").items()})
         # The destinations' kinds and states as the library words them.
-        sink = (REPO_ROOT / "Sources" / "Engine" / "BroadcastPipeline" / "Delivery" / "TagSink.swift").read_text()
+        sink = (REPO_ROOT / "Sources" / "Engine" / "BroadcastPipeline" / "Delivery" / "DestinationSink.swift").read_text()
         cases = re.search(r"enum TagSinkKind: String, Sendable \{(.*?)\n\}", sink, re.S).group(1)
         kinds = [w for line in re.findall(r"^\s*case ([\w, ]+)$", cases, re.M) for w in re.split(r",\s*", line)]
         self.assertEqual(sorted(lit["DestinationKind"]), sorted(kinds))
