@@ -7,7 +7,7 @@ import BroadcastTestSupport
 /// An `EncodedPacket` framed as FLV in its headroom is byte for byte the tag body the FLV writers
 /// build (what RTMP and the FLV file sent when FLV was the pipeline's currency), for every codec
 /// and kind; and the framing touches only the packet's own headroom.
-@Suite struct FLVPacketFramingTests {
+@Suite(.timeLimit(.minutes(1))) struct FLVPacketFramingTests {
     /// `payload` behind `headroom` bytes of 0xEE, with a guard byte before them.
     func framed(_ codec: PacketCodec, _ payload: [UInt8], ms: Int64 = 1234, cts: Int32 = 0, key: Bool = false,
                 config: Bool = false) -> (type: FLVTagType, ts: UInt32, body: [UInt8], key: Bool, header: Bool, guardByte: UInt8) {
